@@ -1,0 +1,327 @@
+"""Tether: the job registry and the one facade every interface (CLI, API, MCP, dashboard) calls."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .clock import SYSTEM_CLOCK, Clock, to_ts
+from .context import JobContext, Lease
+from .core.budget import Budget
+from .core.retry import RetryPolicy
+from .core.serialize import config_hash, dumps
+from .core.states import TERMINAL, JobState
+from .errors import ConfigurationError, InvalidPayload, JobNotFound
+from .records import Attempt, Event, Job, QueueInfo, WorkerInfo
+from .registry import JobFn, JobType, Registry, as_stages
+from .store.base import NewJob, Store, open_store
+
+DEFAULT_URL = "sqlite:///./tether.db"
+DEFAULT_PROJECT = "default"
+DEFAULT_QUEUE = "default"
+
+
+def _budget(value: Budget | Mapping[str, Any] | None) -> Budget:
+    if value is None:
+        return Budget()
+    if isinstance(value, Budget):
+        return value
+    if isinstance(value, Mapping):
+        return Budget.from_dict(dict(value))
+    raise InvalidPayload(f"budget must be a Budget or a mapping, got {type(value).__name__}")
+
+
+def _name(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > 200 or not value.isprintable():
+        raise InvalidPayload(f"{what} must be a non-empty printable string of at most 200 "
+                             f"characters, got {value!r}")
+    return value
+
+
+class Tether:
+    """A tether application: job types plus a store.
+
+    ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
+    is opened (and migrated) on first use, so importing an app module costs nothing.
+    """
+
+    def __init__(self, database_url: str | None = None, *, store: Store | None = None,
+                 clock: Clock | None = None, price_profile: str | None = None,
+                 strict_types: bool | None = None, **store_options: Any) -> None:
+        self.database_url = (database_url or os.environ.get("TETHER_DATABASE_URL")
+                             or DEFAULT_URL)
+        self.clock = clock or SYSTEM_CLOCK
+        self.registry = Registry()
+        self.default_retry = RetryPolicy()
+        self.price_profile_path = price_profile or os.environ.get("TETHER_PRICE_PROFILE")
+        self.strict_types = strict_types
+        self._store = store
+        self._store_options = store_options
+
+    # --- wiring ---------------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            opts = dict(self._store_options)
+            if self.clock is not SYSTEM_CLOCK:
+                opts.setdefault("clock", self.clock)
+            self._store = open_store(self.database_url, **opts)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def _make_context(self, job: Job, lease: Lease) -> JobContext:
+        return JobContext(self, job, lease)
+
+    # --- job types ------------------------------------------------------------------------------
+
+    def job(self, name: str | None = None, *, safe_to_retry: bool = True, max_attempts: int = 3,
+            queue: str = DEFAULT_QUEUE, priority: int = 0, retry_unknown: bool = False,
+            retry_on: tuple[type[BaseException], ...] = (),
+            budget: Budget | Mapping[str, Any] | None = None,
+            estimator: Callable[[Any], Any] | None = None,
+            stages: Sequence[JobFn] | None = None) -> Callable[[JobFn], JobFn]:
+        """Register a job type: ``@app.job("name")`` on ``def f(ctx, payload)`` (or async)."""
+        def register(fn: JobFn) -> JobFn:
+            self.register(name or fn.__name__, fn, safe_to_retry=safe_to_retry,
+                          max_attempts=max_attempts, queue=queue, priority=priority,
+                          retry_unknown=retry_unknown, retry_on=retry_on, budget=budget,
+                          estimator=estimator)
+            return fn
+        if stages is not None:
+            self.register(name or "pipeline", None, stages=stages, safe_to_retry=safe_to_retry,
+                          max_attempts=max_attempts, queue=queue, priority=priority,
+                          retry_unknown=retry_unknown, retry_on=retry_on, budget=budget,
+                          estimator=estimator)
+        return register
+
+    def register(self, name: str, fn: JobFn | None, *, stages: Sequence[JobFn] | None = None,
+                 safe_to_retry: bool = True, max_attempts: int = 3, queue: str = DEFAULT_QUEUE,
+                 priority: int = 0, retry_unknown: bool = False,
+                 retry_on: tuple[type[BaseException], ...] = (),
+                 budget: Budget | Mapping[str, Any] | None = None,
+                 estimator: Callable[[Any], Any] | None = None) -> JobType:
+        """Register a job type by function or by an ordered list of stage functions."""
+        return self.registry.add(JobType(
+            name=_name(name, "job type"), fn=fn, stages=as_stages(stages),
+            safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
+            priority=priority, retry=RetryPolicy(retry_unknown=retry_unknown, retry_on=retry_on),
+            budget=_budget(budget) if budget is not None else None, estimator=estimator))
+
+    def pipeline(self, name: str, stages: Sequence[JobFn], **options: Any) -> JobType:
+        """Register a multi-stage job type: each stage's output is checkpointed."""
+        return self.register(name, None, stages=stages, **options)
+
+    # --- submission -----------------------------------------------------------------------------
+
+    def _resolve(self, type: str, payload: Any, *, project: str = DEFAULT_PROJECT,
+                 idempotency_key: str | None = None, queue: str | None = None,
+                 priority: int | None = None, run_after: datetime | float | None = None,
+                 max_attempts: int | None = None,
+                 budget: Budget | Mapping[str, Any] | None = None,
+                 parent_id: int | None = None) -> NewJob:
+        _name(type, "job type")
+        job_type = None
+        strict = self.strict_types if self.strict_types is not None else len(self.registry) > 0
+        if strict or type in self.registry:
+            job_type = self.registry.get(type)
+        project = _name(project, "project")
+        if idempotency_key is not None:
+            _name(idempotency_key, "idempotency_key")
+        queue = _name(queue or (job_type.queue if job_type else DEFAULT_QUEUE), "queue")
+        if priority is None:
+            priority = job_type.priority if job_type else 0
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise InvalidPayload(f"priority must be an integer, got {priority!r}")
+        if max_attempts is None:
+            max_attempts = job_type.max_attempts if job_type else 3
+        if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
+            raise InvalidPayload(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
+        limits = _budget(budget)
+        if job_type and job_type.budget is not None:
+            limits = job_type.budget.merged(limits)
+        payload_json = dumps(payload, what="payload")
+        resolved = {"type": type, "payload": payload, "project": project, "queue": queue,
+                    "max_attempts": max_attempts, "budget": limits.to_dict()}
+        try:
+            run_at = to_ts(run_after)
+        except (TypeError, ValueError, AttributeError):
+            raise InvalidPayload(f"run_after must be a datetime or unix time, got {run_after!r}")
+        return NewJob(type=type, payload_json=payload_json, project=project, queue=queue,
+                      priority=priority, run_after=run_at, max_attempts=max_attempts,
+                      safe_to_retry=job_type.safe_to_retry if job_type else True,
+                      idempotency_key=idempotency_key, input_config_hash=config_hash(resolved),
+                      budget=limits, parent_id=parent_id)
+
+    def submit(self, type: str, payload: Any = None, *, project: str = DEFAULT_PROJECT,
+               idempotency_key: str | None = None, queue: str | None = None,
+               priority: int | None = None, run_after: datetime | float | None = None,
+               max_attempts: int | None = None, budget: Budget | Mapping[str, Any] | None = None,
+               conn: Any = None) -> Job:
+        """Enqueue a job. With ``idempotency_key``, submitting the same configuration again
+        returns the existing job, and a different configuration raises ``IdempotencyConflict``.
+        ``conn`` enqueues inside the caller's open transaction (commits or rolls back with it)."""
+        spec = self._resolve(type, payload, project=project, idempotency_key=idempotency_key,
+                             queue=queue, priority=priority, run_after=run_after,
+                             max_attempts=max_attempts, budget=budget)
+        return self.store.submit([spec], conn=conn)[0][0]
+
+    def submit_with_status(self, type: str, payload: Any = None, **options: Any) -> tuple[Job, bool]:
+        """Like ``submit``; also says whether the job was created (False: an idempotent repeat)."""
+        conn = options.pop("conn", None)
+        spec = self._resolve(type, payload, **options)
+        return self.store.submit([spec], conn=conn)[0]
+
+    def submit_many(self, jobs: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
+        """Enqueue many jobs in one transaction: all of them or none. Each item is a mapping
+        of ``submit``'s arguments (``type``, ``payload``, ``project``, ...)."""
+        specs = []
+        for item in jobs:
+            item = dict(item)
+            specs.append(self._resolve(item.pop("type"), item.pop("payload", None), **item))
+        return [job for job, _ in self.store.submit(specs, conn=conn)]
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def get(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
+        job = self.store.get_job(int(job_id))
+        if job is None or (projects is not None and job.project not in set(projects)):
+            raise JobNotFound(f"job {job_id} not found", job_id=job_id)
+        return job
+
+    def list(self, *, project: str | None = None, projects: Iterable[str] | None = None,
+             state: str | None = None, type: str | None = None, queue: str | None = None,
+             search: str | None = None, before_id: int | None = None,
+             limit: int = 50) -> list[Job]:
+        scope = None if projects is None else set(projects)
+        if project is not None:
+            scope = {project} if scope is None else scope & {project}
+        return self.store.list_jobs(projects=scope, state=state, type=type, queue=queue,
+                                    search=search, before_id=before_id, limit=limit)
+
+    def events(self, job_id: int, *, after: int = 0, limit: int = 1000,
+               projects: Iterable[str] | None = None) -> list[Event]:
+        if projects is not None:
+            self.get(job_id, projects=projects)
+        return self.store.events(int(job_id), after=after, limit=limit)
+
+    def attempts(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[Attempt]:
+        if projects is not None:
+            self.get(job_id, projects=projects)
+        return self.store.attempts(int(job_id))
+
+    def workers(self, *, include_stopped: bool = False) -> list[WorkerInfo]:
+        return self.store.list_workers(include_stopped=include_stopped)
+
+    # --- control --------------------------------------------------------------------------------
+
+    def cancel(self, job_id: int, *, reason: str | None = None,
+               projects: Iterable[str] | None = None) -> Job:
+        """Cancel: at once if the job is not running, else at its next safe boundary."""
+        return self.store.control(int(job_id), "cancel", projects=projects, reason=reason)
+
+    def pause(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
+        return self.store.control(int(job_id), "pause", projects=projects)
+
+    def resume(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
+        return self.store.control(int(job_id), "resume", projects=projects)
+
+    def retry(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
+        """Queue a failed job again (never automatic)."""
+        return self.store.control(int(job_id), "retry", projects=projects)
+
+    def requeue(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
+        """Queue an interrupted (or paused, or failed) job again; it resumes from checkpoints."""
+        return self.store.control(int(job_id), "requeue", projects=projects)
+
+    def set_budget(self, job_id: int, budget: Budget | Mapping[str, Any] | None = None, *,
+                   projects: Iterable[str] | None = None, **limits: Any) -> Job:
+        """Raise (or lower) a job's limits; limits not named stay as they were."""
+        changes = _budget(budget).merged(limits) if limits else _budget(budget)
+        return self.store.set_budget(int(job_id), changes, projects=projects)
+
+    def queues(self) -> list[QueueInfo]:
+        return self.store.list_queues()
+
+    def pause_queue(self, name: str) -> QueueInfo:
+        return self.store.set_queue_paused(_name(name, "queue"), True)
+
+    def resume_queue(self, name: str) -> QueueInfo:
+        return self.store.set_queue_paused(_name(name, "queue"), False)
+
+    def prune(self, *, older_than_s: float) -> int:
+        """Delete terminal jobs (with their history) finished more than ``older_than_s`` ago."""
+        return self.store.prune(older_than_s=older_than_s)
+
+    # --- running --------------------------------------------------------------------------------
+
+    def worker(self, **options: Any):  # noqa: ANN201 - tether.worker.Worker
+        from .worker import Worker
+        return Worker(self, **options)
+
+    def wait(self, job_id: int, *, timeout: float | None = None, poll: float = 0.1,
+             until: Iterable[JobState] = TERMINAL) -> Job:
+        """Block until the job is in one of ``until`` (default: terminal) or ``timeout``."""
+        stop = set(until)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            job = self.get(job_id)
+            if job.state in stop:
+                return job
+            if deadline is not None and time.monotonic() >= deadline:
+                return job
+            time.sleep(poll)
+
+    def run(self, type: str, payload: Any = None, *, timeout: float | None = None,
+            in_process: bool = True, **options: Any) -> Job:
+        """Submit and wait. With ``in_process`` (default) a worker runs here until the job stops
+        (terminal or paused); otherwise some other worker is expected to run it."""
+        job = self.submit(type, payload, **options)
+        if not in_process:
+            return self.wait(job.id, timeout=timeout)
+        import threading
+        worker = self.worker(concurrency=1, queues=[job.queue], poll_interval=0.05)
+        thread = threading.Thread(target=worker.run, kwargs={"install_signals": False},
+                                  daemon=True)
+        thread.start()
+        try:
+            return self.wait(job.id, timeout=timeout,
+                             until=TERMINAL | {JobState.PAUSED, JobState.INTERRUPTED})
+        finally:
+            worker.stop()
+            thread.join()
+
+
+def load_app(spec: str) -> Tether:
+    """``module:attr`` (or a path ``file.py:attr``) to a Tether instance."""
+    import importlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    module_name, _, attr = spec.partition(":")
+    attr = attr or "app"
+    if module_name.endswith(".py"):
+        path = Path(module_name).resolve()
+        mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+        if mod_spec is None or mod_spec.loader is None:
+            raise ConfigurationError(f"cannot load {module_name}")
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[path.stem] = module
+        mod_spec.loader.exec_module(module)
+    else:
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigurationError(f"cannot import {module_name!r}: {exc}") from exc
+    app = getattr(module, attr, None)
+    if not isinstance(app, Tether):
+        raise ConfigurationError(f"{spec} is not a tether.Tether instance")
+    return app

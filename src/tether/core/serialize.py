@@ -1,0 +1,59 @@
+"""Canonical JSON: one byte form per value, so hashes and idempotency compare meaning, not layout."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+from ..errors import InvalidPayload
+
+MAX_PAYLOAD_BYTES = 8 * 1024 * 1024
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def _check_finite(value: Any, path: str = "$") -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidPayload(f"{path} is {value}; JSON has no NaN or Infinity", path=path)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InvalidPayload(f"{path} has a non-string key {k!r}", path=path)
+            _check_finite(v, f"{path}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_finite(v, f"{path}[{i}]")
+
+
+def dumps(value: Any, *, what: str = "payload", limit: int = MAX_PAYLOAD_BYTES) -> str:
+    """Canonical JSON text, or ``InvalidPayload`` that names what is wrong."""
+    _check_finite(value)
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=_default, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidPayload(f"{what} is not JSON-serialisable: {exc}") from None
+    if len(text.encode()) > limit:
+        raise InvalidPayload(f"{what} is {len(text.encode())} bytes; the limit is {limit}",
+                             size=len(text.encode()), limit=limit)
+    return text
+
+
+def loads(text: str | bytes | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a resolved configuration."""
+    return hashlib.sha256(dumps(config, what="configuration").encode()).hexdigest()

@@ -1,0 +1,179 @@
+"""One exception tree with stable error codes.
+
+Two roots, one vocabulary:
+
+* ``TetherError`` (an ``Exception``) is everything that reports a problem: bad input, an invalid
+  transition, a provider failure. Each class carries a stable ``code`` that is stored on jobs and
+  attempts, returned by the API as the problem ``type`` and used by scripts.
+* ``ControlSignal`` (a ``BaseException``) is how the engine stops job code at a safe boundary:
+  cancel, pause, budget exhaustion, a lost lease, worker shutdown. They derive from
+  ``BaseException`` so that a job's ``except Exception`` cannot swallow them; the context also
+  remembers a raised signal, so even ``except BaseException`` in job code cannot hide it.
+"""
+
+from __future__ import annotations
+
+
+class TetherError(Exception):
+    """Root of every error tether raises on purpose."""
+
+    code = "tether_error"
+
+    def __init__(self, message: str = "", **details: object) -> None:
+        super().__init__(message or self.__class__.__doc__ or self.code)
+        self.message = message or (self.__class__.__doc__ or self.code).strip().splitlines()[0]
+        self.details = details
+
+
+# --- usage and state errors -------------------------------------------------------------------
+
+class ConfigurationError(TetherError):
+    """The engine or a job type is configured wrongly."""
+
+    code = "configuration_error"
+
+
+class UnknownJobType(TetherError):
+    """No job type of that name is registered."""
+
+    code = "unknown_job_type"
+
+
+class InvalidPayload(TetherError):
+    """The payload (or result) cannot be stored: not JSON, too large, or malformed."""
+
+    code = "invalid_payload"
+
+
+class JobNotFound(TetherError):
+    """No job with that id (in the projects you may see)."""
+
+    code = "job_not_found"
+
+
+class JobStateError(TetherError):
+    """The job's current state does not allow the requested transition."""
+
+    code = "invalid_transition"
+
+
+class IdempotencyConflict(TetherError):
+    """The idempotency key was already used for a job with a different configuration."""
+
+    code = "idempotency_conflict"
+
+
+class StoreError(TetherError):
+    """The durable store failed (disk full, corrupt file, lost connection)."""
+
+    code = "store_error"
+
+
+class StorageFull(StoreError):
+    """The store could not write because the disk (or file size limit) is full."""
+
+    code = "storage_full"
+
+
+class UnpricedModel(TetherError):
+    """The price profile has no price for this provider and model; tether never assumes $0."""
+
+    code = "unpriced_model"
+
+
+# --- failures raised by job code (classified by the retry policy) ----------------------------
+
+class JobError(TetherError):
+    """A failure inside job code; subclasses say how the engine should react."""
+
+    code = "job_error"
+
+
+class TransientError(JobError):
+    """A failure worth retrying after a backoff: timeout, 429, connection reset, 5xx, overload."""
+
+    code = "transient"
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None, **details: object):
+        super().__init__(message, **details)
+        self.retry_after = retry_after
+
+
+class ProviderError(JobError):
+    """A provider reported an error; retried only when ``retryable`` is true."""
+
+    code = "provider_error"
+
+    def __init__(self, message: str = "", *, retryable: bool = False,
+                 retry_after: float | None = None, status: int | None = None, **details: object):
+        super().__init__(message, **details)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+
+
+class ProviderAuthError(ProviderError):
+    """The provider refused our credentials; the job pauses until an operator fixes them."""
+
+    code = "provider_auth"
+
+
+class PolicyBlock(JobError):
+    """Content or policy forbids this work (PII, licence, refusal): fail at once, never retry."""
+
+    code = "policy_block"
+
+
+# --- control signals ----------------------------------------------------------------------------
+
+class ControlSignal(BaseException):
+    """Stops job code at a safe boundary. Not an ``Exception``: job code cannot swallow it."""
+
+    code = "control"
+
+    def __init__(self, message: str = "", **details: object) -> None:
+        super().__init__(message or self.code)
+        self.message = message or self.code
+        self.details = details
+
+
+class JobCancelled(ControlSignal):
+    """The job was cancelled; it stops at the next safe boundary."""
+
+    code = "cancelled"
+
+
+class JobPaused(ControlSignal):
+    """The job was paused; it stops at the next safe boundary and keeps its checkpoints."""
+
+    code = "paused"
+
+
+class BudgetExhausted(ControlSignal):
+    """A call's worst-case reservation would cross a budget limit; the job pauses."""
+
+    code = "budget_exhausted"
+
+
+class LeaseLost(ControlSignal):
+    """This worker no longer holds the job's lease; it must write nothing more about it."""
+
+    code = "lease_lost"
+
+
+class WorkerShutdown(ControlSignal):
+    """The worker is draining; the job hands its lease back at a safe boundary."""
+
+    code = "worker_shutdown"
+
+
+ERROR_CODES: dict[str, type[BaseException]] = {
+    cls.code: cls
+    for cls in (
+        TetherError, ConfigurationError, UnknownJobType, InvalidPayload, JobNotFound,
+        JobStateError, IdempotencyConflict, StoreError, StorageFull, UnpricedModel, JobError,
+        TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled, JobPaused,
+        BudgetExhausted, LeaseLost, WorkerShutdown,
+    )
+}
+"""Every stable code and the class that carries it."""

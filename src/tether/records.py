@@ -1,0 +1,125 @@
+"""The records tether hands out: a job, its events and its attempts. Frozen, so a read is a snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from .core.budget import BudgetStatus
+from .core.states import TERMINAL, JobState
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    type: str
+    project: str
+    queue: str
+    state: JobState
+    stage: str | None
+    attempt_count: int
+    max_attempts: int
+    idempotency_key: str | None
+    input_config_hash: str
+    priority: int
+    run_after: datetime
+    error_code: str | None
+    error_summary: str | None
+    result: Any
+    budget: BudgetStatus
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    payload: Any = None
+    safe_to_retry: bool = True
+    lease_token: int | None = None
+    finished_at: datetime | None = None
+    price_profile: str | None = None
+    estimated_cost_usd: Decimal | None = None
+    parent_id: int | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["state"] = str(self.state)
+        out["budget"] = self.budget.to_dict()
+        for k in ("run_after", "lease_expires_at", "created_at", "updated_at", "finished_at"):
+            out[k] = out[k].isoformat() if out[k] is not None else None
+        if self.estimated_cost_usd is not None:
+            out["estimated_cost_usd"] = str(self.estimated_cost_usd)
+        return out
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of a job's append-only log; ``seq`` is gap-free per job, starting at 1."""
+
+    job_id: int
+    seq: int
+    at: datetime
+    kind: str
+    from_state: str | None
+    to_state: str | None
+    attempt: int | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["at"] = self.at.isoformat()
+        return out
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One claim of a job by a worker; ``attempt`` is also the lease's fencing token."""
+
+    job_id: int
+    attempt: int
+    worker_id: str
+    claimed_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    outcome: str | None
+    error_code: str | None
+    error_summary: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for k in ("claimed_at", "started_at", "finished_at"):
+            out[k] = out[k].isoformat() if out[k] is not None else None
+        return out
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    name: str
+    paused: bool
+    counts: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    id: str
+    hostname: str
+    pid: int
+    queues: list[str]
+    concurrency: int
+    started_at: datetime
+    last_heartbeat_at: datetime
+    stopped_at: datetime | None
+    leases: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for k in ("started_at", "last_heartbeat_at", "stopped_at"):
+            out[k] = out[k].isoformat() if out[k] is not None else None
+        return out

@@ -1,0 +1,93 @@
+"""Job types: what a name means (its function or stages) and how it may be retried."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .core.budget import Budget
+from .core.retry import RetryPolicy
+from .errors import ConfigurationError, UnknownJobType
+
+JobFn = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class JobType:
+    """A registered job type.
+
+    ``fn(ctx, payload)`` runs the job; a ``stages`` list instead runs each ``stage(ctx, value)``
+    in order, feeding each stage the previous stage's output (the first gets the payload),
+    checkpointing every output. ``safe_to_retry`` says whether a job whose worker vanished may be
+    restarted automatically (from its checkpoints) or must wait for an operator (``interrupted``).
+    """
+
+    name: str
+    fn: JobFn | None = None
+    stages: tuple[JobFn, ...] = ()
+    safe_to_retry: bool = True
+    max_attempts: int = 3
+    queue: str = "default"
+    priority: int = 0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    budget: Budget | None = None
+    estimator: Callable[[Any], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.fn is None) == (not self.stages):
+            raise ConfigurationError(f"job type {self.name!r} needs a function or stages, not both")
+        if self.max_attempts < 1:
+            raise ConfigurationError(f"job type {self.name!r}: max_attempts must be >= 1")
+
+    @property
+    def is_async(self) -> bool:
+        return self.fn is not None and inspect.iscoroutinefunction(self.fn)
+
+    @staticmethod
+    def stage_name(fn: JobFn) -> str:
+        return getattr(fn, "__tether_stage__", None) or fn.__name__
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._types: dict[str, JobType] = {}
+
+    def add(self, job_type: JobType) -> JobType:
+        if job_type.name in self._types and self._types[job_type.name] != job_type:
+            raise ConfigurationError(f"job type {job_type.name!r} is registered twice")
+        self._types[job_type.name] = job_type
+        return job_type
+
+    def get(self, name: str) -> JobType:
+        try:
+            return self._types[name]
+        except KeyError:
+            known = ", ".join(sorted(self._types)) or "none"
+            raise UnknownJobType(f"unknown job type {name!r} (registered: {known})",
+                                 type=name) from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._types
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def names(self) -> list[str]:
+        return sorted(self._types)
+
+
+def stage(name: str) -> Callable[[JobFn], JobFn]:
+    """Name a stage function explicitly (default: the function's ``__name__``)."""
+    def mark(fn: JobFn) -> JobFn:
+        fn.__tether_stage__ = name  # type: ignore[attr-defined]
+        return fn
+    return mark
+
+
+def as_stages(stages: Sequence[JobFn] | None) -> tuple[JobFn, ...]:
+    out = tuple(stages or ())
+    names = [JobType.stage_name(s) for s in out]
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"stage names must be unique: {names}")
+    return out

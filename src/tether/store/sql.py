@@ -1,0 +1,465 @@
+"""The engine's storage logic, written once over named SQL; backends supply SQL and transactions.
+
+Each backend (``sqlite/``, ``postgres/``) keeps its statements in ``queries.sql`` and provides
+``_write()``/``_read()`` transactions whose handle runs a statement by name. The rules live
+here: every transition is checked against ``core.states``, made as a compare-and-set on the
+job's state and lease token, and appends its event (``seq = last + 1``) in the same
+transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Iterable, Protocol, Sequence
+
+from ..clock import utc
+from ..core.budget import Budget, BudgetStatus, Counters
+from ..core.states import LEASED_STATES, TERMINAL, JobState, check_transition, expiry_target
+from ..core.states import finish_target, operator_target
+from ..errors import IdempotencyConflict, JobNotFound, JobStateError, LeaseLost
+from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
+from .base import Claim, NewJob, Outcome
+
+_MUTABLE = ("state", "stage", "run_after", "max_attempts", "result", "error_code",
+            "error_summary", "lease_owner", "lease_expires_at", "lease_token", "budget",
+            "finished_at")
+
+
+class Tx(Protocol):
+    def one(self, _q: str, **params: Any) -> dict[str, Any] | None: ...
+    def all(self, _q: str, **params: Any) -> list[dict[str, Any]]: ...
+    def run(self, _q: str, **params: Any) -> int: ...
+    def many(self, _q: str, rows: Sequence[dict[str, Any]]) -> None: ...
+
+
+def _ts(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return float(value)
+
+
+def _dt(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value
+    return utc(float(value))
+
+
+def _json(value: Any) -> Any:
+    if value is None or not isinstance(value, (str, bytes)):
+        return value
+    return json.loads(value)
+
+
+class SQLStore(ABC):
+    """Store logic shared by every SQL backend."""
+
+    url: str
+
+    # --- what a backend provides --------------------------------------------------------------
+
+    @abstractmethod
+    def _write(self, conn: Any = None) -> AbstractContextManager[Tx]: ...
+
+    @abstractmethod
+    def _read(self) -> AbstractContextManager[Tx]: ...
+
+    @abstractmethod
+    def _now(self, tx: Tx, now: float | None) -> float: ...
+
+    def _json_param(self, value: Any) -> Any:
+        """How a JSON column's value is bound (text by default)."""
+        return None if value is None else json.dumps(value, separators=(",", ":"))
+
+    def _list_param(self, values: Iterable[str] | None) -> Any:
+        return None if values is None else json.dumps(list(values))
+
+    def _time_param(self, value: float | None) -> Any:
+        return value
+
+    # --- row conversion -----------------------------------------------------------------------
+
+    def _counters(self, row: dict[str, Any]) -> Counters:
+        return Counters.from_dict({k: row.get(k) for k in Counters.__dataclass_fields__})
+
+    def _job(self, row: dict[str, Any]) -> Job:
+        limits = _json(row.get("budget")) or {}
+        est = row.get("estimated_cost_usd")
+        return Job(
+            id=int(row["id"]), type=row["type"], project=row["project"], queue=row["queue"],
+            state=JobState(row["state"]), stage=row.get("stage"),
+            attempt_count=int(row["attempt_count"]), max_attempts=int(row["max_attempts"]),
+            idempotency_key=row.get("idempotency_key"),
+            input_config_hash=row["input_config_hash"], priority=int(row["priority"]),
+            run_after=_dt(row["run_after"]), error_code=row.get("error_code"),
+            error_summary=row.get("error_summary"), result=_json(row.get("result")),
+            budget=BudgetStatus(Budget.from_dict(limits), self._counters(row)),
+            lease_owner=row.get("lease_owner"), lease_expires_at=_dt(row.get("lease_expires_at")),
+            created_at=_dt(row["created_at"]), updated_at=_dt(row["updated_at"]),
+            payload=_json(row.get("payload")), safe_to_retry=bool(row["safe_to_retry"]),
+            lease_token=row.get("lease_token"), finished_at=_dt(row.get("finished_at")),
+            price_profile=row.get("price_profile"),
+            estimated_cost_usd=Decimal(str(est)) if est is not None else None,
+            parent_id=row.get("parent_id"),
+        )
+
+    def _event(self, row: dict[str, Any]) -> Event:
+        return Event(job_id=int(row["job_id"]), seq=int(row["seq"]), at=_dt(row["at"]),
+                     kind=row["kind"], from_state=row.get("from_state"),
+                     to_state=row.get("to_state"), attempt=row.get("attempt"),
+                     data=_json(row.get("data")) or {})
+
+    def _attempt(self, row: dict[str, Any]) -> Attempt:
+        return Attempt(job_id=int(row["job_id"]), attempt=int(row["attempt"]),
+                       worker_id=row["worker_id"], claimed_at=_dt(row["claimed_at"]),
+                       started_at=_dt(row.get("started_at")),
+                       finished_at=_dt(row.get("finished_at")), outcome=row.get("outcome"),
+                       error_code=row.get("error_code"), error_summary=row.get("error_summary"))
+
+    # --- the transition primitive -------------------------------------------------------------
+
+    def _event_row(self, job_id: int, seq: int, at: float, kind: str, src: str | None,
+                   dst: str | None, attempt: int | None, data: dict[str, Any] | None) -> dict:
+        return {"job_id": job_id, "seq": seq, "at": self._time_param(at), "kind": kind,
+                "from_state": src, "to_state": dst, "attempt": attempt,
+                "data": self._json_param(data or {})}
+
+    def _transition(self, tx: Tx, row: dict[str, Any], to: JobState, *, now: float,
+                    kind: str | None = None, data: dict[str, Any] | None = None,
+                    **changes: Any) -> dict[str, Any]:
+        """Move a locked job row to ``to`` and append its event; returns the new row values."""
+        src = JobState(row["state"])
+        check_transition(src, to, row["id"])
+        new = {k: row.get(k) for k in _MUTABLE}
+        new["run_after"] = _ts(new["run_after"])
+        new["lease_expires_at"] = _ts(new["lease_expires_at"])
+        new["finished_at"] = _ts(new["finished_at"])
+        if isinstance(new["budget"], (dict, list)):
+            new["budget"] = self._json_param(new["budget"])
+        if isinstance(new["result"], (dict, list, int, float, bool)) and not isinstance(
+                new["result"], str):
+            new["result"] = self._json_param(new["result"])
+        new.update(changes)
+        new["state"] = str(to)
+        if to not in LEASED_STATES:
+            new.update(lease_owner=None, lease_expires_at=None, lease_token=None)
+        new["finished_at"] = now if to in TERMINAL else None
+        params = dict(new, id=row["id"], now=self._time_param(now))
+        for k in ("run_after", "lease_expires_at", "finished_at"):
+            params[k] = self._time_param(params[k])
+        seq = tx.one("update_job", **params)["event_seq"]
+        tx.run("insert_event", **self._event_row(row["id"], seq, now, kind or str(to),
+                                                 str(src), str(to), row.get("lease_token")
+                                                 or row.get("attempt_count"), data))
+        return new
+
+    def _locked(self, tx: Tx, job_id: int, projects: Iterable[str] | None = None) -> dict:
+        row = tx.one("lock_job", id=job_id)
+        if row is None or (projects is not None and row["project"] not in set(projects)):
+            raise JobNotFound(f"job {job_id} not found", job_id=job_id)
+        return row
+
+    def _held(self, tx: Tx, job_id: int, token: int) -> dict:
+        row = tx.one("lock_job", id=job_id)
+        if row is None or row["lease_token"] != token:
+            raise LeaseLost(f"job {job_id}: lease {token} is no longer held", job_id=job_id)
+        return row
+
+    # --- submission ---------------------------------------------------------------------------
+
+    def submit(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[tuple[Job, bool]]:
+        out: list[tuple[Job, bool]] = []
+        with self._write(conn) as tx:
+            now = self._now(tx, None)
+            for queue in sorted({j.queue for j in jobs}):
+                tx.run("ensure_queue", name=queue, now=self._time_param(now))
+            for spec in jobs:
+                row = tx.one(
+                    "insert_job", type=spec.type, project=spec.project, queue=spec.queue,
+                    priority=spec.priority, run_after=self._time_param(spec.run_after),
+                    max_attempts=spec.max_attempts, safe_to_retry=spec.safe_to_retry,
+                    idempotency_key=spec.idempotency_key,
+                    input_config_hash=spec.input_config_hash, payload=spec.payload_json,
+                    budget=self._json_param(spec.budget.to_dict()),
+                    price_profile=spec.price_profile,
+                    estimated_cost_usd=spec.estimated_cost_usd, parent_id=spec.parent_id,
+                    now=self._time_param(now))
+                if row is not None:
+                    tx.run("insert_event", **self._event_row(
+                        row["id"], 1, now, "submitted", None, "queued", None,
+                        {"type": spec.type, "queue": spec.queue,
+                         "idempotency_key": spec.idempotency_key}))
+                    out.append((self._job(row), True))
+                    continue
+                existing = tx.one("job_by_key", project=spec.project,
+                                  idempotency_key=spec.idempotency_key)
+                if existing is None:  # pragma: no cover - conflict row vanished mid-transaction
+                    raise IdempotencyConflict("idempotency key conflict could not be resolved")
+                if existing["input_config_hash"] != spec.input_config_hash:
+                    raise IdempotencyConflict(
+                        f"idempotency key {spec.idempotency_key!r} in project {spec.project!r} "
+                        f"belongs to job {existing['id']} with a different configuration",
+                        job_id=existing["id"], idempotency_key=spec.idempotency_key)
+                out.append((self._job(existing), False))
+        return out
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def get_job(self, job_id: int) -> Job | None:
+        with self._read() as tx:
+            row = tx.one("get_job", id=job_id)
+        return self._job(row) if row else None
+
+    def list_jobs(self, *, projects: Iterable[str] | None = None, state: str | None = None,
+                  type: str | None = None, queue: str | None = None, search: str | None = None,
+                  before_id: int | None = None, limit: int = 50) -> list[Job]:
+        if state is not None:
+            state = str(JobState(state))
+        with self._read() as tx:
+            rows = tx.all("list_jobs", projects=self._list_param(projects), state=state,
+                          type=type, queue=queue, search=search, before_id=before_id,
+                          limit=limit)
+        return [self._job(r) for r in rows]
+
+    def events(self, job_id: int, *, after: int = 0, limit: int = 1000) -> list[Event]:
+        with self._read() as tx:
+            rows = tx.all("list_events", job_id=job_id, after=after, limit=limit)
+        return [self._event(r) for r in rows]
+
+    def attempts(self, job_id: int) -> list[Attempt]:
+        with self._read() as tx:
+            rows = tx.all("list_attempts", job_id=job_id)
+        return [self._attempt(r) for r in rows]
+
+    # --- workers and leases -------------------------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo) -> None:
+        with self._write() as tx:
+            now = self._now(tx, None)
+            tx.run("upsert_worker", id=worker.id, hostname=worker.hostname, pid=worker.pid,
+                   queues=json.dumps(worker.queues), concurrency=worker.concurrency,
+                   now=self._time_param(now))
+
+    def stop_worker(self, worker_id: str) -> None:
+        with self._write() as tx:
+            tx.run("stop_worker", id=worker_id, now=self._time_param(self._now(tx, None)))
+
+    def list_workers(self, *, include_stopped: bool = False) -> list[WorkerInfo]:
+        with self._read() as tx:
+            rows = tx.all("list_workers", include_stopped=include_stopped)
+        return [WorkerInfo(id=r["id"], hostname=r["hostname"], pid=int(r["pid"]),
+                           queues=_json(r["queues"]) or [], concurrency=int(r["concurrency"]),
+                           started_at=_dt(r["started_at"]),
+                           last_heartbeat_at=_dt(r["last_heartbeat_at"]),
+                           stopped_at=_dt(r.get("stopped_at")), leases=int(r["leases"] or 0))
+                for r in rows]
+
+    def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
+              lease_ttl: float, now: float | None = None) -> list[Claim]:
+        if limit <= 0:
+            return []
+        with self._write() as tx:
+            now = self._now(tx, now)
+            rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
+                          limit=limit, lease_ttl=lease_ttl, now=self._time_param(now))
+            if not rows:
+                return []
+            rows.sort(key=lambda r: (r["priority"], _ts(r["run_after"]), r["id"]))
+            tx.many("insert_attempt", [
+                {"job_id": r["id"], "attempt": r["lease_token"], "worker_id": worker_id,
+                 "claimed_at": self._time_param(now)} for r in rows])
+            tx.many("insert_event", [
+                self._event_row(r["id"], r["event_seq"], now, "leased", "queued", "leased",
+                                r["lease_token"], {"worker_id": worker_id})
+                for r in rows])
+        return [Claim(self._job(r), int(r["lease_token"])) for r in rows]
+
+    def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState:
+        """leased -> running under the lease. Returns the state the job is now in: ``running``,
+        or ``cancelling``/``pausing`` when an operator got there first."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            row = self._held(tx, job_id, token)
+            tx.run("start_attempt", job_id=job_id, attempt=token, now=self._time_param(now))
+            state = JobState(row["state"])
+            if state != JobState.LEASED:
+                return state
+            self._transition(tx, row, JobState.RUNNING, now=now)
+            return JobState.RUNNING
+
+    def heartbeat(self, worker_id: str, *, lease_ttl: float,
+                  now: float | None = None) -> dict[int, tuple[int, JobState]]:
+        with self._write() as tx:
+            now = self._now(tx, now)
+            rows = tx.all("heartbeat", worker_id=worker_id, lease_ttl=lease_ttl,
+                          now=self._time_param(now))
+            tx.run("touch_worker", worker_id=worker_id, now=self._time_param(now))
+        return {int(r["id"]): (int(r["lease_token"]), JobState(r["state"])) for r in rows}
+
+    def lease_state(self, job_id: int, token: int) -> JobState:
+        with self._read() as tx:
+            row = tx.one("lease_state", id=job_id)
+        if row is None or row["lease_token"] != token:
+            raise LeaseLost(f"job {job_id}: lease {token} is no longer held", job_id=job_id)
+        return JobState(row["state"])
+
+    def set_stage(self, job_id: int, token: int, stage: str | None) -> None:
+        with self._write() as tx:
+            n = tx.run("set_stage", id=job_id, token=token, stage=stage,
+                       now=self._time_param(self._now(tx, None)))
+        if n != 1:
+            raise LeaseLost(f"job {job_id}: lease {token} is no longer held", job_id=job_id)
+
+    def append_event(self, job_id: int, kind: str, data: dict[str, Any], *,
+                     token: int | None = None) -> int:
+        with self._write() as tx:
+            now = self._now(tx, None)
+            if token is not None:
+                self._held(tx, job_id, token)
+            row = tx.one("bump_event_seq", id=job_id)
+            if row is None:
+                raise JobNotFound(f"job {job_id} not found", job_id=job_id)
+            tx.run("insert_event", **self._event_row(job_id, row["event_seq"], now, kind,
+                                                     None, None, token, data))
+            return int(row["event_seq"])
+
+    def finish(self, job_id: int, token: int, outcome: Outcome, *,
+               now: float | None = None) -> JobState:
+        """End an attempt under its lease; a cancel recorded meanwhile wins (``finish_target``)."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            row = self._held(tx, job_id, token)
+            to = finish_target(row["state"], outcome.state)
+            changes: dict[str, Any] = {}
+            if to == JobState.SUCCEEDED:
+                changes.update(result=outcome.result_json, error_code=None, error_summary=None)
+            elif to in (JobState.FAILED, JobState.RETRY_WAIT, JobState.PAUSED):
+                if outcome.error_code is not None:
+                    changes.update(error_code=outcome.error_code,
+                                   error_summary=outcome.error_summary)
+            if to == JobState.RETRY_WAIT:
+                changes["run_after"] = now + outcome.delay_s
+            if to == JobState.QUEUED:  # handed back on shutdown: not the job's fault
+                changes.update(run_after=now, max_attempts=max(row["max_attempts"],
+                                                               row["attempt_count"] + 1))
+            data = dict(outcome.data)
+            if to == JobState.RETRY_WAIT:
+                data["delay_s"] = round(outcome.delay_s, 3)
+            if outcome.error_code and to != JobState.SUCCEEDED:
+                data.update(error_code=outcome.error_code, error_summary=outcome.error_summary)
+            self._transition(tx, row, to, now=now, kind=outcome.kind, data=data, **changes)
+            tx.run("finish_attempt", job_id=job_id, attempt=token, now=self._time_param(now),
+                   outcome=str(to) if outcome.kind is None else outcome.kind,
+                   error_code=outcome.error_code if to != JobState.SUCCEEDED else None,
+                   error_summary=outcome.error_summary if to != JobState.SUCCEEDED else None)
+            return to
+
+    # --- maintenance --------------------------------------------------------------------------
+
+    def expire_leases(self, *, now: float | None = None,
+                      limit: int = 500) -> list[tuple[int, JobState]]:
+        """One rescuer step: every lease past its expiry (by the database clock) is taken back."""
+        out: list[tuple[int, JobState]] = []
+        with self._write() as tx:
+            now = self._now(tx, now)
+            for row in tx.all("expired_leases", now=self._time_param(now), limit=limit):
+                to, code = expiry_target(
+                    row["state"], safe_to_retry=bool(row["safe_to_retry"]),
+                    attempts_left=row["attempt_count"] < row["max_attempts"])
+                changes: dict[str, Any] = {}
+                summary = (f"lease of worker {row['lease_owner']} expired "
+                           f"(attempt {row['lease_token']} of {row['max_attempts']})")
+                if code:
+                    changes.update(error_code=code, error_summary=summary)
+                if to == JobState.QUEUED:
+                    changes["run_after"] = now
+                self._transition(tx, row, to, now=now, kind="lease_expired",
+                                 data={"worker_id": row["lease_owner"], "error_code": code,
+                                       "summary": summary}, **changes)
+                tx.run("finish_attempt", job_id=row["id"], attempt=row["lease_token"],
+                       now=self._time_param(now), outcome="lease_expired",
+                       error_code="interrupted", error_summary=summary)
+                out.append((int(row["id"]), to))
+        return out
+
+    def promote_due(self, *, now: float | None = None, limit: int = 1000) -> int:
+        """One stager step: retry_wait jobs whose backoff has elapsed become queued."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            rows = tx.all("due_retries", now=self._time_param(now), limit=limit)
+            for row in rows:
+                self._transition(tx, row, JobState.QUEUED, now=now, kind="retry_due")
+        return len(rows)
+
+    def prune(self, *, older_than_s: float, now: float | None = None) -> int:
+        with self._write() as tx:
+            now = self._now(tx, now)
+            return tx.run("prune_jobs", cutoff=self._time_param(now - older_than_s))
+
+    # --- operators ----------------------------------------------------------------------------
+
+    def control(self, job_id: int, action: str, *, projects: Iterable[str] | None = None,
+                reason: str | None = None) -> Job:
+        with self._write() as tx:
+            now = self._now(tx, None)
+            row = self._locked(tx, job_id, projects)
+            to = operator_target(action, row["state"])
+            changes: dict[str, Any] = {}
+            if to == JobState.QUEUED:
+                changes.update(run_after=now, max_attempts=max(row["max_attempts"],
+                                                              row["attempt_count"] + 1))
+                if action in ("retry", "requeue", "resume"):
+                    changes.update(error_code=None, error_summary=None)
+            if to == JobState.CANCELLED and row["state"] != "failed":
+                changes.update(error_code="cancelled", error_summary=reason or "cancelled")
+            data = {"action": action}
+            if reason:
+                data["reason"] = reason
+            self._transition(tx, row, to, now=now, kind=action, data=data, **changes)
+            return self._job(tx.one("get_job", id=job_id))
+
+    def set_budget(self, job_id: int, budget: Budget, *,
+                   projects: Iterable[str] | None = None) -> Job:
+        with self._write() as tx:
+            now = self._now(tx, None)
+            row = self._locked(tx, job_id, projects)
+            if JobState(row["state"]) in TERMINAL and row["state"] != "failed":
+                raise JobStateError(f"job {job_id} is {row['state']}; its budget is final")
+            limits = Budget.from_dict(_json(row["budget"]) or {}).merged(budget)
+            self._set_limits(tx, row, limits, now)
+            return self._job(tx.one("get_job", id=job_id))
+
+    def _set_limits(self, tx: Tx, row: dict[str, Any], limits: Budget, now: float) -> None:
+        params = {k: row.get(k) for k in _MUTABLE}
+        for k in ("run_after", "lease_expires_at", "finished_at"):
+            params[k] = self._time_param(_ts(params[k]))
+        params.update(budget=self._json_param(limits.to_dict()), id=row["id"],
+                      now=self._time_param(now))
+        if not isinstance(params["result"], (str, type(None))):
+            params["result"] = self._json_param(params["result"])
+        seq = tx.one("update_job", **params)["event_seq"]
+        tx.run("insert_event", **self._event_row(row["id"], seq, now, "budget_changed", None,
+                                                 None, None, {"limits": limits.to_dict()}))
+
+    def list_queues(self) -> list[QueueInfo]:
+        with self._read() as tx:
+            rows = tx.all("list_queues")
+        queues: dict[str, QueueInfo] = {}
+        for r in rows:
+            q = queues.setdefault(r["name"], QueueInfo(r["name"], bool(r["paused"]), {}))
+            if r["state"] is not None:
+                q.counts[r["state"]] = int(r["n"])
+        return list(queues.values())
+
+    def set_queue_paused(self, name: str, paused: bool) -> QueueInfo:
+        with self._write() as tx:
+            tx.run("set_queue_paused", name=name, paused=paused,
+                   now=self._time_param(self._now(tx, None)))
+        return next(q for q in self.list_queues() if q.name == name)

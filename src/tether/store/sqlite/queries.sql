@@ -1,0 +1,137 @@
+-- The SQLite store's statements. Times are unix seconds; :now is always bound by the store
+-- (the single machine's clock, or a test's FakeClock). Writes run inside BEGIN IMMEDIATE.
+
+-- name: insert_job
+INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
+                  idempotency_key, input_config_hash, payload, budget, price_profile,
+                  estimated_cost_usd, parent_id, event_seq, created_at, updated_at)
+VALUES (:type, :project, :queue, 'queued', :priority, coalesce(:run_after, :now), :max_attempts,
+        :safe_to_retry, :idempotency_key, :input_config_hash, :payload, :budget, :price_profile,
+        :estimated_cost_usd, :parent_id, 1, :now, :now)
+ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING *;
+
+-- name: job_by_key
+SELECT * FROM jobs WHERE project = :project AND idempotency_key = :idempotency_key;
+
+-- name: get_job
+SELECT * FROM jobs WHERE id = :id;
+
+-- name: lock_job
+SELECT * FROM jobs WHERE id = :id;
+
+-- name: update_job
+UPDATE jobs
+SET state = :state, stage = :stage, run_after = :run_after, max_attempts = :max_attempts,
+    result = :result, error_code = :error_code, error_summary = :error_summary,
+    lease_owner = :lease_owner, lease_expires_at = :lease_expires_at, lease_token = :lease_token,
+    budget = :budget, finished_at = :finished_at, updated_at = :now, event_seq = event_seq + 1
+WHERE id = :id
+RETURNING event_seq;
+
+-- name: bump_event_seq
+UPDATE jobs SET event_seq = event_seq + 1 WHERE id = :id RETURNING event_seq;
+
+-- name: insert_event
+INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+VALUES (:job_id, :seq, :at, :kind, :from_state, :to_state, :attempt, :data);
+
+-- name: list_events
+SELECT * FROM job_events WHERE job_id = :job_id AND seq > :after ORDER BY seq LIMIT :limit;
+
+-- name: list_attempts
+SELECT * FROM job_attempts WHERE job_id = :job_id ORDER BY attempt;
+
+-- name: claim_jobs
+UPDATE jobs
+SET state = 'leased', attempt_count = attempt_count + 1, lease_token = attempt_count + 1,
+    lease_owner = :worker_id, lease_expires_at = :now + :lease_ttl, updated_at = :now,
+    event_seq = event_seq + 1
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE state = 'queued' AND run_after <= :now
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
+    ORDER BY priority, run_after, id
+    LIMIT :limit)
+RETURNING *;
+
+-- name: insert_attempt
+INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at)
+VALUES (:job_id, :attempt, :worker_id, :claimed_at);
+
+-- name: start_attempt
+UPDATE job_attempts SET started_at = :now WHERE job_id = :job_id AND attempt = :attempt;
+
+-- name: finish_attempt
+UPDATE job_attempts
+SET finished_at = :now, outcome = :outcome, error_code = :error_code, error_summary = :error_summary
+WHERE job_id = :job_id AND attempt = :attempt AND finished_at IS NULL;
+
+-- name: heartbeat
+UPDATE jobs SET lease_expires_at = :now + :lease_ttl
+WHERE lease_owner = :worker_id AND lease_token IS NOT NULL
+RETURNING id, lease_token, state;
+
+-- name: touch_worker
+UPDATE workers SET last_heartbeat_at = :now WHERE id = :worker_id;
+
+-- name: set_stage
+UPDATE jobs SET stage = :stage, updated_at = :now
+WHERE id = :id AND lease_token = :token AND state IN ('running', 'pausing', 'cancelling');
+
+-- name: lease_state
+SELECT state, lease_token FROM jobs WHERE id = :id;
+
+-- name: expired_leases
+SELECT * FROM jobs
+WHERE lease_token IS NOT NULL AND lease_expires_at < :now
+ORDER BY lease_expires_at LIMIT :limit;
+
+-- name: due_retries
+SELECT * FROM jobs WHERE state = 'retry_wait' AND run_after <= :now ORDER BY run_after LIMIT :limit;
+
+-- name: list_jobs
+SELECT * FROM jobs
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+  AND (:state IS NULL OR state = :state)
+  AND (:type IS NULL OR type = :type)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:before_id IS NULL OR id < :before_id)
+  AND (:search IS NULL OR idempotency_key = :search OR CAST(id AS TEXT) = :search)
+ORDER BY id DESC LIMIT :limit;
+
+-- name: ensure_queue
+INSERT INTO queues (name, paused, updated_at) VALUES (:name, 0, :now)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: set_queue_paused
+INSERT INTO queues (name, paused, updated_at) VALUES (:name, :paused, :now)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
+
+-- name: list_queues
+SELECT q.name AS name, q.paused AS paused, j.state AS state, count(j.id) AS n
+FROM queues q LEFT JOIN jobs j ON j.queue = q.name
+GROUP BY q.name, q.paused, j.state ORDER BY q.name;
+
+-- name: upsert_worker
+INSERT INTO workers (id, hostname, pid, queues, concurrency, started_at, last_heartbeat_at)
+VALUES (:id, :hostname, :pid, :queues, :concurrency, :now, :now)
+ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, stopped_at = NULL;
+
+-- name: stop_worker
+UPDATE workers SET stopped_at = :now WHERE id = :id;
+
+-- name: list_workers
+SELECT w.*, (SELECT count(*) FROM jobs j WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL) AS leases
+FROM workers w
+WHERE :include_stopped OR w.stopped_at IS NULL
+ORDER BY w.started_at DESC;
+
+-- name: prune_jobs
+DELETE FROM jobs
+WHERE finished_at IS NOT NULL AND finished_at < :cutoff
+  AND state IN ('succeeded', 'failed', 'cancelled');
+
+-- name: applied_migrations
+SELECT version FROM schema_migrations ORDER BY version;

@@ -1,0 +1,247 @@
+"""SQLite store: the embedded default. One file, many processes.
+
+Durability and concurrency settings are the point of this module: WAL so readers never block
+the writer, ``synchronous=FULL`` so a committed transition survives power loss (``NORMAL`` is an
+opt-in trade), ``busy_timeout`` so contention waits instead of failing, and ``BEGIN IMMEDIATE``
+for every write so a transaction never discovers mid-way that it cannot write
+("database is locked"). One connection per thread; sqlite3's own transaction handling is off.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ...clock import SYSTEM_CLOCK, Clock
+from ...errors import ConfigurationError, StorageFull, StoreError
+from ..migrate import discover
+from ..queries import load_queries
+from ..sql import SQLStore
+
+HERE = Path(__file__).parent
+QUERIES = load_queries(HERE / "queries.sql")
+SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def path_from_url(url: str) -> str:
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///"):]
+    elif url.startswith("sqlite://"):
+        path = url[len("sqlite://"):]
+    elif url.startswith("sqlite:"):
+        path = url[len("sqlite:"):]
+    else:
+        path = url
+    path = path.split("?", 1)[0]
+    if not path:
+        raise ConfigurationError(f"no file in SQLite URL {url!r}")
+    return path
+
+
+def _translate(exc: sqlite3.Error) -> StoreError:
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in text or
+                                                      "disk I/O error" in text):
+        return StorageFull(f"SQLite could not write: {text}")
+    if "database disk image is malformed" in text or "file is not a database" in text:
+        return StoreError(f"SQLite file is corrupt: {text}")
+    return StoreError(f"SQLite error: {text}")
+
+
+class _Tx:
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def one(self, _q: str, **params: Any) -> dict[str, Any] | None:
+        cur = self.conn.execute(QUERIES[_q], params)
+        row = cur.fetchone()
+        if row is not None:
+            cur.fetchall()
+        return dict(row) if row is not None else None
+
+    def all(self, _q: str, **params: Any) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(QUERIES[_q], params).fetchall()]
+
+    def run(self, _q: str, **params: Any) -> int:
+        return self.conn.execute(QUERIES[_q], params).rowcount
+
+    def many(self, _q: str, rows: Sequence[dict[str, Any]]) -> None:
+        self.conn.executemany(QUERIES[_q], rows)
+
+
+class SQLiteStore(SQLStore):
+    """``sqlite:///path/to/tether.db``; options: ``synchronous`` (FULL), ``busy_timeout_ms``."""
+
+    def __init__(self, url: str = "sqlite:///./tether.db", *, clock: Clock | None = None,
+                 synchronous: str | None = None, busy_timeout_ms: int = 60_000,
+                 migrate: bool = True, check_integrity: bool = False) -> None:
+        self.url = url
+        self.path = path_from_url(url)
+        self.clock = clock or SYSTEM_CLOCK
+        self.synchronous = (synchronous or os.environ.get("TETHER_SQLITE_SYNCHRONOUS")
+                            or "FULL").upper()
+        if self.synchronous not in SYNC_MODES:
+            raise ConfigurationError(f"synchronous must be one of {SYNC_MODES}")
+        self.busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        if check_integrity:
+            self.check_integrity()
+        if migrate:
+            self.migrate()
+
+    # --- connections and transactions ---------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                   timeout=self.busy_timeout_ms / 1000)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self, conn: Any = None) -> Iterator[_Tx]:
+        if conn is not None:
+            # The caller's transaction: enqueue commits or rolls back with their own rows.
+            if not conn.in_transaction:
+                raise ConfigurationError("conn= must be inside an open transaction "
+                                         "(BEGIN IMMEDIATE ...)")
+            prev = conn.row_factory
+            conn.row_factory = sqlite3.Row
+            try:
+                yield _Tx(conn)
+            finally:
+                conn.row_factory = prev
+            return
+        c = self._conn()
+        self._begin(c)
+        try:
+            yield _Tx(c)
+        except sqlite3.Error as exc:
+            self._rollback(c)
+            raise _translate(exc) from exc
+        except BaseException:
+            self._rollback(c)
+            raise
+        try:
+            c.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback(c)
+            raise _translate(exc) from exc
+
+    def _begin(self, c: sqlite3.Connection) -> None:
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        while True:
+            try:
+                c.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise _translate(exc) from exc
+                if time.monotonic() > deadline:
+                    raise StoreError(f"SQLite stayed locked for {self.busy_timeout_ms} ms") from exc
+                time.sleep(random.uniform(0.001, 0.01))
+
+    @staticmethod
+    def _rollback(c: sqlite3.Connection) -> None:
+        if c.in_transaction:
+            try:
+                c.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    @contextmanager
+    def _read(self) -> Iterator[_Tx]:
+        c = self._conn()
+        try:
+            yield _Tx(c)
+        except sqlite3.Error as exc:
+            raise _translate(exc) from exc
+
+    def _now(self, tx: Any, now: float | None) -> float:
+        return self.clock.time() if now is None else now
+
+    def now(self) -> float:
+        return self.clock.time()
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations; each in its own transaction with its version row."""
+        c = self._conn()
+        c.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                  "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
+        applied = []
+        for m in discover(HERE / "migrations"):
+            self._begin(c)
+            try:
+                done = c.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
+                                 (m.version,)).fetchone()
+                if done:
+                    c.execute("COMMIT")
+                    continue
+                for statement in _split_sql(m.sql):
+                    c.execute(statement)
+                c.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                          (m.version, m.name, time.time()))
+                c.execute("COMMIT")
+                applied.append(m.version)
+            except BaseException:
+                self._rollback(c)
+                raise
+        return applied
+
+    def schema_version(self) -> int:
+        row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    def check_integrity(self) -> None:
+        """``PRAGMA quick_check`` at start: a corrupt file is reported once, clearly."""
+        if not os.path.exists(self.path):
+            return
+        try:
+            row = self._conn().execute("PRAGMA quick_check").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc) from exc
+        if row[0] != "ok":
+            raise StoreError(f"SQLite integrity check failed for {self.path}: {row[0]}")
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._all = self._all, []
+        for c in conns:
+            try:
+                c.close()
+            except sqlite3.Error:
+                pass
+        self._local = threading.local()
+
+
+def _split_sql(sql: str) -> list[str]:
+    """Statements of a migration file (no triggers with inner semicolons are used)."""
+    lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG)

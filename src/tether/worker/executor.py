@@ -1,0 +1,125 @@
+"""Run one claimed job and report its outcome under the lease.
+
+The executor turns whatever the job did into exactly one ``Outcome``: a result, a classified
+failure (``core.retry``), or a control signal (cancel, pause, budget, shutdown). A lost lease
+reports nothing, because a worker that no longer holds the lease may not write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..context import JobContext, Lease
+from ..core.retry import classify, summarize
+from ..core.serialize import dumps
+from ..core.states import JobState
+from ..errors import (
+    BudgetExhausted, ControlSignal, InvalidPayload, JobCancelled, JobPaused, LeaseLost,
+    TetherError, UnknownJobType, WorkerShutdown,
+)
+from ..records import Job
+from ..registry import JobType
+from ..store.base import Outcome
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..app import Tether
+
+log = logging.getLogger("tether.worker")
+
+
+def run_job(app: "Tether", job_type: JobType, ctx: JobContext) -> Any:
+    """Call the job's function (sync or async), or its stages in order."""
+    if job_type.stages:
+        value = ctx.payload
+        for fn in job_type.stages:
+            name = JobType.stage_name(fn)
+            value = ctx.stage(name, _bind(fn, ctx, value))
+        return value
+    if job_type.is_async:
+        return asyncio.run(job_type.fn(ctx, ctx.payload))
+    return job_type.fn(ctx, ctx.payload)
+
+
+def _bind(fn: Any, ctx: JobContext, value: Any) -> Any:
+    import inspect
+    if inspect.iscoroutinefunction(fn):
+        return lambda: asyncio.run(fn(ctx, value))
+    return lambda: fn(ctx, value)
+
+
+def outcome_for_signal(sig: ControlSignal) -> Outcome | None:
+    if isinstance(sig, LeaseLost):
+        return None
+    if isinstance(sig, JobCancelled):
+        return Outcome(JobState.CANCELLED, error_code="cancelled", error_summary=sig.message,
+                       kind="cancelled")
+    if isinstance(sig, BudgetExhausted):
+        return Outcome(JobState.PAUSED, error_code="budget_exhausted",
+                       error_summary=sig.message, kind="budget_exhausted",
+                       data=dict(sig.details))
+    if isinstance(sig, JobPaused):
+        return Outcome(JobState.PAUSED, kind="paused")
+    if isinstance(sig, WorkerShutdown):
+        return Outcome(JobState.QUEUED, kind="handed_back")
+    return Outcome(JobState.FAILED, error_code=sig.code, error_summary=sig.message)
+
+
+def execute(app: "Tether", job: Job, lease: Lease) -> JobState | None:
+    """Start, run and finish one claimed job. Returns the state it ended in (None: lease lost)."""
+    store = app.store
+    try:
+        state = store.start(job.id, lease.token)
+    except LeaseLost:
+        return None
+    if state == JobState.CANCELLING:
+        return _finish(app, job, lease, outcome_for_signal(JobCancelled("cancelled before start")))
+    if state == JobState.PAUSING:
+        return _finish(app, job, lease, outcome_for_signal(JobPaused("paused before start")))
+
+    ctx = app._make_context(job, lease)
+    outcome: Outcome | None
+    try:
+        job_type = app.registry.get(job.type)
+        result = run_job(app, job_type, ctx)
+        if ctx.raised is not None:  # job code swallowed a control signal; it still counts
+            raise ctx.raised
+        if lease.pending is not None:
+            raise lease.pending
+        outcome = Outcome(JobState.SUCCEEDED, result_json=dumps(result, what="result"))
+    except ControlSignal as sig:
+        outcome = outcome_for_signal(ctx.raised or sig)
+    except UnknownJobType as exc:
+        outcome = Outcome(JobState.FAILED, error_code=exc.code, error_summary=exc.message)
+    except InvalidPayload as exc:
+        outcome = Outcome(JobState.FAILED, error_code="invalid_result", error_summary=exc.message)
+    except BaseException as exc:  # noqa: BLE001 - every failure is classified and recorded
+        if not isinstance(exc, Exception):
+            raise
+        if ctx.raised is not None:
+            outcome = outcome_for_signal(ctx.raised)
+        else:
+            job_type = app.registry._types.get(job.type)
+            decision = classify(exc, attempt=lease.token, max_attempts=job.max_attempts,
+                                policy=job_type.retry if job_type else app.default_retry)
+            to = {"retry": JobState.RETRY_WAIT, "fail": JobState.FAILED,
+                  "pause": JobState.PAUSED}[decision.action]
+            outcome = Outcome(to, error_code=decision.error_code,
+                              error_summary=decision.error_summary, delay_s=decision.delay_s)
+            if not isinstance(exc, TetherError):
+                log.warning("job %s (%s) raised %s", job.id, job.type, summarize(exc))
+    return _finish(app, job, lease, outcome)
+
+
+def _finish(app: "Tether", job: Job, lease: Lease, outcome: Outcome | None) -> JobState | None:
+    if outcome is None or lease.lost:
+        return None
+    if outcome.state == JobState.QUEUED:
+        outcome = Outcome(JobState.QUEUED, kind=outcome.kind, data=outcome.data)
+    try:
+        return app.store.finish(job.id, lease.token, outcome)
+    except LeaseLost:
+        log.warning("job %s: lease %s lost before its outcome could be written", job.id,
+                    lease.token)
+        return None

@@ -1,0 +1,176 @@
+"""The worker loop. ``run_once()`` is one step: maintenance, then claim as many jobs as there
+are free slots and hand them to threads. ``run()`` repeats it until told to stop.
+
+SIGTERM (and SIGINT) drain: the worker stops claiming, tells every running job to stop at its
+next safe boundary (so a call in flight finishes and is journaled), hands those leases back,
+and exits 0. Jobs without boundaries simply run to completion.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Sequence
+
+from ..clock import utc
+from ..context import Lease
+from ..errors import StoreError, WorkerShutdown
+from ..records import WorkerInfo
+from .executor import execute
+from .heartbeat import Heartbeat
+from .rescuer import Rescuer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..app import Tether
+
+log = logging.getLogger("tether.worker")
+
+DEFAULT_LEASE_TTL = 30.0
+
+
+def default_lease_ttl() -> float:
+    return float(os.environ.get("TETHER_LEASE_TTL", DEFAULT_LEASE_TTL))
+
+
+class Worker:
+    def __init__(self, app: "Tether", *, concurrency: int = 4, queues: Sequence[str] | None = None,
+                 lease_ttl: float | None = None, poll_interval: float = 0.5,
+                 heartbeat_interval: float | None = None, rescue_interval: float | None = None,
+                 worker_id: str | None = None, batch: int | None = None) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.app = app
+        self.store = app.store
+        self.clock = app.clock
+        self.concurrency = concurrency
+        self.queues = list(queues) if queues else None
+        self.lease_ttl = float(lease_ttl if lease_ttl is not None else default_lease_ttl())
+        self.poll_interval = poll_interval
+        self.batch = batch or concurrency
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tether-job")
+        self._running: dict[int, tuple[Lease, Future]] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self.heartbeat = Heartbeat(self.store, self.id, lease_ttl=self.lease_ttl,
+                                   leases=self.leases, clock=self.clock,
+                                   interval=heartbeat_interval)
+        self.rescuer = Rescuer(self.store, interval=rescue_interval
+                               if rescue_interval is not None else max(0.2, poll_interval))
+        self.completed = 0
+        self._registered = False
+
+    # --- state ----------------------------------------------------------------------------------
+
+    def leases(self) -> list[Lease]:
+        with self._lock:
+            return [lease for lease, _ in self._running.values()]
+
+    @property
+    def busy(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def _register(self) -> None:
+        if not self._registered:
+            now = utc(self.clock.time())
+            self.store.register_worker(WorkerInfo(
+                id=self.id, hostname=socket.gethostname(), pid=os.getpid(),
+                queues=self.queues or ["*"], concurrency=self.concurrency, started_at=now,
+                last_heartbeat_at=now, stopped_at=None))
+            self._registered = True
+
+    # --- one step -------------------------------------------------------------------------------
+
+    def run_once(self) -> int:
+        """Maintenance if due, then claim up to the free slots. Returns how many were claimed."""
+        self._register()
+        if self.rescuer.due(self.clock.monotonic()):
+            self.rescuer.run_once()
+        if self.stopping:
+            return 0
+        free = self.concurrency - self.busy
+        if free <= 0:
+            return 0
+        claims = self.store.claim(self.id, queues=self.queues, limit=min(free, self.batch),
+                                  lease_ttl=self.lease_ttl)
+        for claim in claims:
+            lease = Lease(claim.job.id, claim.token)
+            with self._lock:
+                future = self._pool.submit(self._execute, claim.job, lease)
+                self._running[claim.job.id] = (lease, future)
+        return len(claims)
+
+    def _execute(self, job, lease: Lease) -> None:  # noqa: ANN001
+        try:
+            if self.stopping:
+                lease.signal(WorkerShutdown("worker is shutting down"))
+            execute(self.app, job, lease)
+        except Exception:  # noqa: BLE001 - a store failure here must not kill the worker
+            log.exception("job %s: could not record its outcome", job.id)
+        finally:
+            with self._lock:
+                self._running.pop(job.id, None)
+            self.completed += 1
+            self._wake.set()
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def run(self, *, install_signals: bool = True, stop_when_idle: bool = False,
+            max_jobs: int | None = None) -> None:
+        """Work until stopped (SIGTERM/SIGINT or ``stop()``); ``stop_when_idle`` ends the loop
+        once nothing is queued or running (used by ``app.run`` and tests)."""
+        if install_signals and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, lambda *_: self.stop())
+            signal.signal(signal.SIGINT, lambda *_: self.stop())
+        self.heartbeat.start()
+        backoff = self.poll_interval
+        try:
+            while not self.stopping:
+                try:
+                    claimed = self.run_once()
+                    backoff = self.poll_interval
+                except StoreError as exc:
+                    log.warning("store unavailable (%s); retrying in %.1fs", exc, backoff)
+                    self._wake.wait(backoff)
+                    backoff = min(backoff * 2, 30.0)
+                    continue
+                if max_jobs is not None and self.completed >= max_jobs:
+                    break
+                if stop_when_idle and claimed == 0 and self.busy == 0 and self._idle():
+                    break
+                if claimed == 0 or self.busy >= self.concurrency:
+                    self._wake.wait(self.poll_interval)
+                    self._wake.clear()
+        finally:
+            self._drain()
+
+    def _idle(self) -> bool:
+        return not self.store.list_jobs(state="queued", limit=1) and not self.store.list_jobs(
+            state="retry_wait", limit=1)
+
+    def stop(self) -> None:
+        """Begin a graceful drain (safe to call from a signal handler)."""
+        self._stopping.set()
+        self._wake.set()
+
+    def _drain(self) -> None:
+        self._stopping.set()
+        for lease in self.leases():
+            lease.signal(WorkerShutdown("worker is shutting down"))
+        self._pool.shutdown(wait=True)
+        self.heartbeat.stop()
+        try:
+            self.store.stop_worker(self.id)
+        except Exception:  # noqa: BLE001
+            log.warning("could not mark worker %s stopped", self.id)
