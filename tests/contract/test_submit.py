@@ -1,0 +1,99 @@
+"""Submission and idempotency: every backend."""
+
+import pytest
+
+from tether import IdempotencyConflict, InvalidPayload, JobState, UnknownJobType
+
+
+def register(app):
+    @app.job("echo")
+    def echo(ctx, payload):
+        return payload
+
+
+def snapshot(store):
+    jobs = store.list_jobs(limit=1000)
+    return [(j.id, j.state, j.updated_at) for j in jobs], sum(
+        len(store.events(j.id)) for j in jobs)
+
+
+def test_submit_records_a_queued_job_with_its_first_event(app):
+    register(app)
+    job = app.submit("echo", {"a": 1}, project="p1", priority=5)
+    assert job.state == JobState.QUEUED and job.project == "p1" and job.priority == 5
+    assert job.attempt_count == 0 and job.max_attempts == 3
+    assert len(job.input_config_hash) == 64
+    events = app.events(job.id)
+    assert [(e.seq, e.kind, e.to_state) for e in events] == [(1, "submitted", "queued")]
+    assert app.get(job.id).payload == {"a": 1}
+
+
+def test_same_key_same_config_returns_existing(app):
+    register(app)
+    a = app.submit("echo", {"x": [1, 2]}, project="p", idempotency_key="k1")
+    b = app.submit("echo", {"x": [1, 2]}, project="p", idempotency_key="k1")
+    assert a.id == b.id
+    assert len(app.list(project="p")) == 1
+
+
+def test_key_order_in_payload_does_not_matter(app):
+    register(app)
+    a = app.submit("echo", {"x": 1, "y": 2}, idempotency_key="k")
+    b = app.submit("echo", {"y": 2, "x": 1}, idempotency_key="k")
+    assert a.id == b.id
+
+
+def test_same_key_other_config_conflicts_and_changes_nothing(app):
+    register(app)
+    a = app.submit("echo", {"x": 1}, idempotency_key="k")
+    before = snapshot(app.store)
+    with pytest.raises(IdempotencyConflict) as info:
+        app.submit("echo", {"x": 2}, idempotency_key="k")
+    assert info.value.details["job_id"] == a.id
+    assert snapshot(app.store) == before
+
+
+def test_keys_are_per_project(app):
+    register(app)
+    a = app.submit("echo", {}, project="p1", idempotency_key="k")
+    b = app.submit("echo", {}, project="p2", idempotency_key="k")
+    assert a.id != b.id
+
+
+@pytest.mark.parametrize("bad", [
+    {"type": "nope", "payload": {}},
+    {"type": "echo", "payload": {"x": object()}},
+    {"type": "echo", "payload": {"x": float("nan")}},
+    {"type": "echo", "payload": {1: "non-string key"}},
+    {"type": "echo", "payload": {}, "max_attempts": 0},
+    {"type": "echo", "payload": {}, "priority": "high"},
+    {"type": "echo", "payload": {}, "project": ""},
+    {"type": "echo", "payload": {}, "budget": {"max_cost_usd": "lots"}},
+    {"type": "echo", "payload": {}, "budget": {"max_cots_usd": 1}},
+])
+def test_bad_input_is_a_clear_error_and_the_store_is_unchanged(app, bad):
+    register(app)
+    app.submit("echo", {"ok": True})
+    before = snapshot(app.store)
+    with pytest.raises((UnknownJobType, InvalidPayload)) as info:
+        app.submit(bad.pop("type"), bad.pop("payload"), **bad)
+    assert info.value.code in ("unknown_job_type", "invalid_payload")
+    assert snapshot(app.store) == before
+
+
+def test_submit_many_is_all_or_nothing(app):
+    register(app)
+    jobs = app.submit_many([{"type": "echo", "payload": {"i": i}} for i in range(50)])
+    assert len(jobs) == 50 and len({j.id for j in jobs}) == 50
+    app.submit("echo", {"i": 0}, idempotency_key="taken")
+    before = snapshot(app.store)
+    with pytest.raises(IdempotencyConflict):
+        app.submit_many([{"type": "echo", "payload": {"i": 1}},
+                         {"type": "echo", "payload": {"i": 2}, "idempotency_key": "taken"}])
+    assert snapshot(app.store) == before
+
+
+def test_oversized_payload_rejected(app):
+    register(app)
+    with pytest.raises(InvalidPayload):
+        app.submit("echo", {"blob": "x" * (9 * 1024 * 1024)})

@@ -1,0 +1,24 @@
+import tether
+from tether import errors
+
+PUBLIC = {
+    "Attempt", "Budget", "BudgetExhausted", "Clock", "ControlSignal", "Event", "FakeClock",
+    "IdempotencyConflict", "InvalidPayload", "Job", "JobCancelled", "JobContext", "JobNotFound",
+    "JobPaused", "JobState", "JobStateError", "LeaseLost", "PolicyBlock", "ProviderError",
+    "Tether", "TetherError", "TransientError", "UnknownJobType", "WorkerShutdown", "stage",
+}
+
+
+def test_all_is_pinned():
+    assert set(tether.__all__) == PUBLIC
+    for name in tether.__all__:
+        assert hasattr(tether, name)
+
+
+def test_one_tree_with_stable_codes():
+    for code, cls in errors.ERROR_CODES.items():
+        assert cls.code == code
+        assert issubclass(cls, (errors.TetherError, errors.ControlSignal))
+    for sig in (errors.JobCancelled, errors.JobPaused, errors.LeaseLost,
+                errors.BudgetExhausted, errors.WorkerShutdown):
+        assert not issubclass(sig, Exception), "job code must not be able to swallow signals"
