@@ -94,3 +94,14 @@ def test_set_budget_merges_limits(app):
     j = app.set_budget(job.id, max_cost_usd=3)
     assert str(j.budget.max_cost_usd) == "3" and j.budget.max_calls == 10
     assert app.events(job.id)[-1].kind == "budget_changed"
+
+
+def test_tokens_are_stored_hashed_and_revocable(app):
+    info, raw = app.store.create_token(name="ci", projects=["p1", "p2"], admin=False)
+    assert raw.startswith("tth_") and info.projects == ("p1", "p2")
+    got = app.store.resolve_token(raw)
+    assert got.id == info.id and got.allows("p1") and not got.allows("p3")
+    assert app.store.resolve_token(raw + "x") is None
+    assert app.store.revoke_token(info.id) is True
+    assert app.store.resolve_token(raw) is None
+    assert [t.id for t in app.store.list_tokens()] == [info.id]

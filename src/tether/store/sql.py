@@ -22,6 +22,7 @@ from ..core.states import LEASED_STATES, TERMINAL, JobState, check_transition, e
 from ..core.states import finish_target, operator_target
 from ..errors import IdempotencyConflict, JobNotFound, JobStateError, LeaseLost
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
+from ..tokens import TokenInfo, hash_secret, new_secret
 from .base import Claim, NewJob, Outcome
 
 _MUTABLE = ("state", "stage", "run_after", "max_attempts", "result", "error_code",
@@ -447,6 +448,38 @@ class SQLStore(ABC):
         seq = tx.one("update_job", **params)["event_seq"]
         tx.run("insert_event", **self._event_row(row["id"], seq, now, "budget_changed", None,
                                                  None, None, {"limits": limits.to_dict()}))
+
+    # --- API tokens -------------------------------------------------------------------------------
+
+    def create_token(self, *, name: str | None, projects: Sequence[str],
+                     admin: bool) -> tuple[TokenInfo, str]:
+        """A new token and its raw secret (shown once; only its hash is kept)."""
+        token_id, raw, digest = new_secret()
+        with self._write() as tx:
+            now = self._now(tx, None)
+            tx.run("insert_token", id=token_id, name=name, token_hash=digest,
+                   projects=self._json_param(sorted(set(projects))), admin=bool(admin),
+                   now=self._time_param(now))
+        return TokenInfo(token_id, name, tuple(sorted(set(projects))), bool(admin), _dt(now)), raw
+
+    def _token(self, row: dict[str, Any]) -> TokenInfo:
+        return TokenInfo(id=row["id"], name=row.get("name"),
+                         projects=tuple(_json(row["projects"]) or ()), admin=bool(row["admin"]),
+                         created_at=_dt(row["created_at"]), revoked_at=_dt(row.get("revoked_at")))
+
+    def resolve_token(self, raw: str) -> TokenInfo | None:
+        with self._read() as tx:
+            row = tx.one("token_by_hash", token_hash=hash_secret(raw))
+        return self._token(row) if row else None
+
+    def list_tokens(self) -> list[TokenInfo]:
+        with self._read() as tx:
+            return [self._token(r) for r in tx.all("list_tokens")]
+
+    def revoke_token(self, token_id: str) -> bool:
+        with self._write() as tx:
+            return tx.run("revoke_token", id=token_id,
+                          now=self._time_param(self._now(tx, None))) == 1
 
     def list_queues(self) -> list[QueueInfo]:
         with self._read() as tx:

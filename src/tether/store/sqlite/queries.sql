@@ -135,3 +135,16 @@ WHERE finished_at IS NOT NULL AND finished_at < :cutoff
 
 -- name: applied_migrations
 SELECT version FROM schema_migrations ORDER BY version;
+
+-- name: insert_token
+INSERT INTO api_tokens (id, name, token_hash, projects, admin, created_at)
+VALUES (:id, :name, :token_hash, :projects, :admin, :now);
+
+-- name: token_by_hash
+SELECT * FROM api_tokens WHERE token_hash = :token_hash AND revoked_at IS NULL;
+
+-- name: list_tokens
+SELECT * FROM api_tokens ORDER BY created_at;
+
+-- name: revoke_token
+UPDATE api_tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL;
