@@ -1,0 +1,140 @@
+"""Prometheus metrics, computed from the facade at scrape time (no SQL of our own).
+
+Always present:
+  tether_jobs{queue,state}                 jobs by queue and state (gauge)
+  tether_queue_paused{queue}               1 when the queue is paused
+  tether_workers                           workers that have not stopped
+  tether_worker_leases                     leases those workers hold
+  tether_budget_paused_jobs                jobs paused with error_code budget_exhausted
+  tether_scrape_errors_total               scrapes that could not read the store
+
+When the facade offers them (the budgets/ledger work adds these):
+  app.spend_totals() -> tether_provider_calls_total, tether_provider_tokens_total{direction},
+                        tether_spend_usd_total                          (by provider, model)
+  app.engine_stats() -> tether_claims_total, tether_claim_latency_seconds (histogram),
+                        tether_lease_expiries_total, tether_budget_pauses_total
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric,
+)
+from prometheus_client.registry import Collector
+
+from ..app import Tether
+
+log = logging.getLogger("tether.api")
+
+PAUSED_SCAN_LIMIT = 10_000
+
+
+class TetherCollector(Collector):
+    """Reads the facade on every scrape; a store failure is counted, never raised."""
+
+    def __init__(self, app: Tether) -> None:
+        self.app = app
+        self.errors = 0
+
+    def collect(self) -> Iterable[Metric]:
+        try:
+            metrics = list(self._jobs()) + list(self._workers()) + list(self._budget_paused())
+            metrics += list(self._spend()) + list(self._engine())
+        except Exception:  # noqa: BLE001 - a scrape must answer even when the store is down
+            log.exception("metrics scrape failed")
+            self.errors += 1
+            metrics = []
+        errors = CounterMetricFamily("tether_scrape_errors", "Scrapes that failed to read the store")
+        errors.add_metric([], self.errors)
+        return metrics + [errors]
+
+    def _jobs(self) -> Iterable[Metric]:
+        jobs = GaugeMetricFamily("tether_jobs", "Jobs by queue and state", labels=["queue", "state"])
+        paused = GaugeMetricFamily("tether_queue_paused", "1 when the queue is paused",
+                                   labels=["queue"])
+        for queue in self.app.queues():
+            paused.add_metric([queue.name], 1.0 if queue.paused else 0.0)
+            for state, n in sorted(queue.counts.items()):
+                jobs.add_metric([queue.name, state], n)
+        return [jobs, paused]
+
+    def _workers(self) -> Iterable[Metric]:
+        workers = self.app.workers()
+        count = GaugeMetricFamily("tether_workers", "Workers that have not stopped")
+        count.add_metric([], len(workers))
+        leases = GaugeMetricFamily("tether_worker_leases", "Job leases held by live workers")
+        leases.add_metric([], sum(w.leases for w in workers))
+        return [count, leases]
+
+    def _budget_paused(self) -> Iterable[Metric]:
+        n, before = 0, None
+        for _ in range(PAUSED_SCAN_LIMIT // 500):
+            page = self.app.list(state="paused", before_id=before, limit=500)
+            n += sum(1 for job in page if job.error_code == "budget_exhausted")
+            if len(page) < 500:
+                break
+            before = page[-1].id
+        gauge = GaugeMetricFamily("tether_budget_paused_jobs",
+                                  "Jobs paused because a budget limit was reached")
+        gauge.add_metric([], n)
+        return [gauge]
+
+    def _spend(self) -> Iterable[Metric]:
+        if not hasattr(self.app, "spend_totals"):
+            return []
+        labels = ["provider", "model"]
+        calls = CounterMetricFamily("tether_provider_calls", "Provider calls recorded in the "
+                                    "ledger", labels=labels)
+        tokens = CounterMetricFamily("tether_provider_tokens", "Provider tokens recorded in the "
+                                     "ledger", labels=labels + ["direction"])
+        spend = CounterMetricFamily("tether_spend_usd", "USD recorded in the cost ledger",
+                                    labels=labels)
+        for row in self.app.spend_totals():
+            key = [str(row.get("provider", "")), str(row.get("model", ""))]
+            calls.add_metric(key, float(row.get("calls") or 0))
+            tokens.add_metric(key + ["input"], float(row.get("input_tokens") or 0))
+            tokens.add_metric(key + ["output"], float(row.get("output_tokens") or 0))
+            spend.add_metric(key, float(row.get("cost_usd") or 0))
+        return [calls, tokens, spend]
+
+    def _engine(self) -> Iterable[Metric]:
+        if not hasattr(self.app, "engine_stats"):
+            return []
+        stats: dict[str, Any] = self.app.engine_stats() or {}
+        out: list[Metric] = []
+        for key, name, doc in (
+            ("claims_total", "tether_claims", "Jobs claimed by workers (attempts started)"),
+            ("lease_expiries_total", "tether_lease_expiries", "Leases that expired"),
+            ("budget_pauses_total", "tether_budget_pauses", "Jobs paused by a budget limit"),
+        ):
+            if key in stats:
+                metric = CounterMetricFamily(name, doc)
+                metric.add_metric([], float(stats[key]))
+                out.append(metric)
+        latency = stats.get("claim_latency_seconds")
+        if isinstance(latency, dict) and "buckets" in latency:
+            hist = HistogramMetricFamily("tether_claim_latency_seconds",
+                                         "Time from eligible (run_after) to claim")
+            buckets = sorted(((float(le), float(n)) for le, n in latency["buckets"].items()),
+                             key=lambda b: b[0])
+            rendered = [(("+Inf" if le == float("inf") else repr(le)), n) for le, n in buckets]
+            if not rendered or rendered[-1][0] != "+Inf":
+                rendered.append(("+Inf", float(latency.get("count", 0))))
+            hist.add_metric([], rendered, sum_value=float(latency.get("sum", 0)))
+            out.append(hist)
+        return out
+
+
+def registry_for(app: Tether) -> CollectorRegistry:
+    """A private registry (never the global one) holding this app's collector."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(TetherCollector(app))
+    return registry
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

@@ -1,0 +1,145 @@
+"""RFC 9457 problem details: every error the API returns is ``application/problem+json``.
+
+A problem's ``type`` is ``urn:tether:problem:<code>`` and its ``code`` member is the bare code.
+Codes come from ``tether.errors`` (``job_not_found``, ``invalid_transition``, ...) or name an
+HTTP-level problem (``unauthorized``, ``forbidden``, ``validation_error``, ``payload_too_large``,
+``invalid_idempotency_key``, ...). Codes are stable: scripts may branch on them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import TetherError
+
+log = logging.getLogger("tether.api")
+
+MEDIA_TYPE = "application/problem+json"
+TYPE_PREFIX = "urn:tether:problem:"
+
+STATUS_BY_CODE: dict[str, int] = {
+    "job_not_found": 404,
+    "invalid_transition": 409,
+    "idempotency_conflict": 422,
+    "invalid_payload": 422,
+    "unknown_job_type": 422,
+    "unpriced_model": 422,
+    "configuration_error": 500,
+    "store_error": 503,
+    "storage_full": 507,
+}
+"""HTTP status for each ``TetherError`` code; any other code is a 500."""
+
+TITLES: dict[int, str] = {
+    400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found",
+    405: "Method not allowed", 409: "Conflict", 413: "Payload too large",
+    415: "Unsupported media type", 422: "Unprocessable content", 500: "Internal server error",
+    503: "Service unavailable", 507: "Insufficient storage",
+}
+
+_HTTP_CODES: dict[int, str] = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+    405: "method_not_allowed", 406: "not_acceptable", 409: "conflict",
+    413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
+}
+
+
+class Problem(Exception):
+    """Raise from a route to answer with a problem document."""
+
+    def __init__(self, status: int, code: str, detail: str, *, title: str | None = None,
+                 headers: dict[str, str] | None = None, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.title = title or TITLES.get(status, "Error")
+        self.headers = headers
+        self.extra = extra
+
+
+def problem_response(status: int, code: str, detail: str, *, title: str | None = None,
+                     instance: str | None = None, headers: dict[str, str] | None = None,
+                     **extra: Any) -> JSONResponse:
+    """A ``JSONResponse`` carrying one problem document."""
+    body: dict[str, Any] = {"type": TYPE_PREFIX + code, "title": title or TITLES.get(status, "Error"),
+                            "status": status, "detail": detail, "code": code}
+    if instance:
+        body["instance"] = instance
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> tuple[str, str]:
+    """(location, dotted field) from a pydantic error location such as ("body", "budget", "x")."""
+    parts = [str(p) for p in loc]
+    where = parts[0] if parts and parts[0] in ("body", "query", "path", "header") else "body"
+    rest = parts[1:] if parts and parts[0] == where else parts
+    return where, ".".join(rest) or where
+
+
+def validation_problem(errors: list[dict[str, Any]], instance: str | None = None) -> JSONResponse:
+    """422 naming every invalid field; the ``detail`` names the first."""
+    items = []
+    for err in errors:
+        where, field = _field(err.get("loc", ()))
+        if err.get("type") == "json_invalid":
+            field, message = "body", "request body is not valid JSON"
+        else:
+            message = str(err.get("msg", "invalid value"))
+        items.append({"field": field, "in": where, "message": message})
+    if not items:
+        items = [{"field": "body", "in": "body", "message": "invalid request"}]
+    first = items[0]
+    return problem_response(422, "validation_error", f"{first['field']}: {first['message']}",
+                            instance=instance, errors=items)
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every failure into a problem document."""
+
+    @app.exception_handler(Problem)
+    async def _problem(request: Request, exc: Problem) -> JSONResponse:
+        return problem_response(exc.status, exc.code, exc.detail, title=exc.title,
+                                instance=request.url.path, headers=exc.headers, **exc.extra)
+
+    @app.exception_handler(TetherError)
+    async def _tether(request: Request, exc: TetherError) -> JSONResponse:
+        status = STATUS_BY_CODE.get(exc.code, 500)
+        if status >= 500:
+            log.error("%s %s: %s", request.method, request.url.path, exc)
+        extra: dict[str, Any] = {}
+        job_id = exc.details.get("job_id") if exc.details else None
+        if isinstance(job_id, int) and exc.code != "job_not_found":
+            extra["job_id"] = job_id
+        title = (type(exc).__doc__ or "").strip().splitlines()[0] if type(exc).__doc__ else None
+        return problem_response(status, exc.code, exc.message, title=title,
+                                instance=request.url.path, **extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return validation_problem(list(exc.errors()), instance=request.url.path)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        detail = exc.detail if isinstance(exc.detail, str) else TITLES.get(exc.status_code, "")
+        return problem_response(exc.status_code, code, detail, instance=request.url.path,
+                                headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(UnicodeError)
+    async def _unicode(request: Request, exc: UnicodeError) -> JSONResponse:
+        return problem_response(422, "invalid_payload", "text is not valid Unicode (lone "
+                                "surrogates cannot be stored)", instance=request.url.path)
+
+    @app.exception_handler(Exception)
+    async def _crash(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return problem_response(500, "internal_error", "the server failed to handle this request",
+                                instance=request.url.path)

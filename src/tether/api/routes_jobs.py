@@ -1,0 +1,205 @@
+"""``/api/v1/jobs``: submit (idempotent, optionally waiting), read, page, control, budget.
+
+Every handler is a thin call into the facade with ``projects=principal.scope``, so a job of
+another project answers 404 ``job_not_found``, exactly like a job that does not exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Any, Callable
+
+from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+
+from ..app import DEFAULT_PROJECT, Tether
+from ..core.states import JobState
+from ..records import Job
+from . import idempotency, pagination
+from .auth import Principal, principal
+from .openapi import problem_responses as _errors
+from .problems import Problem
+from .schemas import (
+    INT63, AttemptList, AttemptOut, BudgetLimits, CancelRequest, EventOut, EventPage, JobCreate,
+    JobOut, JobPage, LedgerList,
+)
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+MAX_WAIT_S = 300.0
+WAIT_POLL_S = 0.05
+JobId = Annotated[int, Path(ge=1, le=INT63, description="job id")]
+
+
+def tether(request: Request) -> Tether:
+    return request.app.state.tether
+
+
+def _options(body: JobCreate, who: Principal) -> dict[str, Any]:
+    project = body.project or who.default_project(DEFAULT_PROJECT)
+    if project is None:
+        raise Problem(422, "validation_error", "project: this token has several projects; "
+                      "name one", errors=[{"field": "project", "in": "body",
+                                           "message": "required for a token with several projects"}])
+    if not who.allows(project):
+        raise Problem(403, "forbidden", f"this token may not submit to project {project!r}")
+    options: dict[str, Any] = {"type": body.type, "payload": body.payload, "project": project}
+    for name in ("queue", "priority", "run_after", "max_attempts"):
+        value = getattr(body, name)
+        if value is not None:
+            options[name] = value
+    if body.budget is not None:
+        options["budget"] = body.budget.to_facade()
+    return options
+
+
+async def _wait(app: Tether, job: Job, seconds: float, who: Principal) -> Job:
+    deadline = time.monotonic() + seconds
+    while not job.terminal and time.monotonic() < deadline:
+        await asyncio.sleep(min(WAIT_POLL_S, max(0.0, deadline - time.monotonic())))
+        job = await run_in_threadpool(app.get, job.id, projects=who.scope)
+    return job
+
+
+@router.post(
+    "", status_code=201, response_model=JobOut,
+    summary="Submit a job",
+    description="201 when created; 200 with the existing job when the Idempotency-Key and the "
+                "body repeat; 422 `idempotency_conflict` when the key was used with another body; "
+                "400 for a malformed key. With `?wait=SECONDS` the call waits for a terminal state "
+                "and answers 202 with the job if it is still running.",
+    responses={200: {"model": JobOut, "description": "the job this key already created"},
+               202: {"model": JobOut, "description": "submitted, still running after ?wait"},
+               **_errors(400, 403, 413)})
+async def submit_job(
+    body: JobCreate, response: Response,
+    who: Principal = Depends(principal), app: Tether = Depends(tether),
+    idempotency_key: Annotated[str | None, Header(
+        alias=idempotency.HEADER, description="1-200 visible ASCII characters")] = None,
+    wait: Annotated[float | None, Query(ge=0, le=MAX_WAIT_S, description=(
+        "seconds to wait for a terminal state"))] = None,
+) -> JobOut:
+    key = idempotency.parse_key(idempotency_key)
+    options = _options(body, who)
+    job, created = await run_in_threadpool(idempotency.submit, app, options, key)
+    response.status_code = 201 if created else 200
+    if created:
+        response.headers["Location"] = f"/api/v1/jobs/{job.id}"
+    if wait:
+        job = await _wait(app, job, wait, who)
+        if not job.terminal:
+            response.status_code = 202
+    return JobOut.of(job)
+
+
+@router.get("", response_model=JobPage, summary="List jobs, newest first",
+            responses=_errors(403))
+def list_jobs(
+    who: Principal = Depends(principal), app: Tether = Depends(tether),
+    project: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    state: JobState | None = None,
+    type: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    queue: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    search: Annotated[str | None, Query(min_length=1, max_length=200,
+                                        description="a job id or an idempotency key")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=100,
+                                        description="next_cursor of the previous page")] = None,
+) -> JobPage:
+    before = pagination.decode(cursor)
+    if project is not None and not who.allows(project):
+        raise Problem(403, "forbidden", f"this token may not read project {project!r}")
+    page = app.list(project=project, projects=who.scope, state=state, type=type, queue=queue,
+                    search=search, before_id=before, limit=limit + 1)
+    more = len(page) > limit
+    page = page[:limit]
+    return JobPage(items=[JobOut.of(j) for j in page],
+                   next_cursor=pagination.encode(page[-1].id) if more else None)
+
+
+@router.get("/{job_id}", response_model=JobOut, summary="Get a job", responses=_errors(404))
+def get_job(job_id: JobId, who: Principal = Depends(principal),
+            app: Tether = Depends(tether)) -> JobOut:
+    return JobOut.of(app.get(job_id, projects=who.scope))
+
+
+@router.get("/{job_id}/events", response_model=EventPage, responses=_errors(404),
+            summary="A job's event log, in seq order, after a seq")
+def job_events(job_id: JobId, who: Principal = Depends(principal),
+               app: Tether = Depends(tether),
+               after: Annotated[int, Query(ge=0, le=INT63)] = 0,
+               limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> EventPage:
+    events = app.events(job_id, after=after, limit=limit + 1, projects=who.scope)
+    if not events:
+        app.get(job_id, projects=who.scope)
+    more = len(events) > limit
+    events = events[:limit]
+    return EventPage(items=[EventOut.of(e) for e in events],
+                     next_after=events[-1].seq if events else after, has_more=more)
+
+
+@router.get("/{job_id}/attempts", response_model=AttemptList, responses=_errors(404),
+            summary="One record per attempt")
+def job_attempts(job_id: JobId, who: Principal = Depends(principal),
+                 app: Tether = Depends(tether)) -> AttemptList:
+    return AttemptList(items=[AttemptOut.of(a) for a in app.attempts(job_id, projects=who.scope)])
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+@router.get("/{job_id}/ledger", response_model=LedgerList, responses=_errors(404),
+            summary="The job's cost-ledger rows (money as decimal strings)")
+def job_ledger(job_id: JobId, who: Principal = Depends(principal),
+               app: Tether = Depends(tether)) -> LedgerList:
+    if not hasattr(app, "ledger"):
+        app.get(job_id, projects=who.scope)
+        return LedgerList(items=[])
+    rows = app.ledger(job_id, projects=who.scope)
+    return LedgerList(items=[_jsonable(r.to_dict() if hasattr(r, "to_dict") else dict(r))
+                             for r in rows])
+
+
+def _control(name: str, summary: str) -> None:
+    def handler(job_id: JobId, who: Principal = Depends(principal),
+                app: Tether = Depends(tether)) -> JobOut:
+        action: Callable[..., Job] = getattr(app, name)
+        return JobOut.of(action(job_id, projects=who.scope))
+
+    handler.__name__ = f"{name}_job"
+    router.add_api_route(f"/{{job_id}}/{name}", handler, methods=["POST"], response_model=JobOut,
+                         summary=summary, responses=_errors(404, 409))
+
+
+@router.post("/{job_id}/cancel", response_model=JobOut, responses=_errors(404, 409, 413),
+             summary="Cancel: at once unless running, else at the next safe boundary")
+def cancel_job(job_id: JobId, who: Principal = Depends(principal),
+               app: Tether = Depends(tether),
+               body: Annotated[CancelRequest | None, Body()] = None) -> JobOut:
+    reason = body.reason if body is not None else None
+    return JobOut.of(app.cancel(job_id, reason=reason, projects=who.scope))
+
+
+_control("pause", "Pause: at once if waiting, else at the next safe boundary")
+_control("resume", "Resume a paused job (it continues from its checkpoints)")
+_control("retry", "Queue a failed job again")
+_control("requeue", "Queue an interrupted (or paused, or failed) job again")
+
+
+@router.patch("/{job_id}/budget", response_model=JobOut, responses=_errors(404, 409, 413),
+              summary="Change a job's budget limits; limits not named stay as they were")
+def patch_budget(job_id: JobId, body: BudgetLimits, who: Principal = Depends(principal),
+                 app: Tether = Depends(tether)) -> JobOut:
+    return JobOut.of(app.set_budget(job_id, body.to_facade(), projects=who.scope))

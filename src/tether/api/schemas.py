@@ -1,0 +1,267 @@
+"""The API's wire shapes (pydantic v2). Requests forbid unknown fields; money is a decimal string.
+
+These models are the public contract of ``/api/v1`` and of the MCP tools: ``JobOut.of(job)``
+is how every interface presents a job.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core.states import JobState
+from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
+
+INT32 = 2**31 - 1
+INT63 = 2**63 - 1
+NAME = Field(min_length=1, max_length=200)
+
+
+def _money(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+# --- requests -------------------------------------------------------------------------------------
+
+class BudgetLimits(BaseModel):
+    """Budget limits; each is optional (absent means unlimited, or unchanged on PATCH)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_cost_usd: Decimal | None = Field(None, ge=0, max_digits=30, decimal_places=12,
+                                         description="USD; a decimal string or number")
+    max_calls: int | None = Field(None, ge=0, le=INT63)
+    max_input_tokens: int | None = Field(None, ge=0, le=INT63)
+    max_output_tokens: int | None = Field(None, ge=0, le=INT63)
+    max_duration_s: float | None = Field(None, ge=0, le=1e12)
+    max_examples: int | None = Field(None, ge=0, le=INT63)
+
+    def to_facade(self) -> dict[str, Any]:
+        out = self.model_dump(exclude_none=True)
+        if "max_cost_usd" in out:
+            out["max_cost_usd"] = str(out["max_cost_usd"])
+        return out
+
+
+class JobCreate(BaseModel):
+    """``POST /jobs``. The idempotency key travels in the ``Idempotency-Key`` header."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(min_length=1, max_length=200, description="a registered job type")
+    payload: Any = Field(None, description="any JSON value, handed to the job function")
+    project: str | None = Field(None, min_length=1, max_length=200,
+                                description="defaults to the token's only project (admin: default)")
+    queue: str | None = Field(None, min_length=1, max_length=200)
+    priority: int | None = Field(None, ge=-INT32, le=INT32, description="lower runs first")
+    run_after: datetime | None = Field(None, description="do not start before this time")
+    max_attempts: int | None = Field(None, ge=1, le=1000)
+    budget: BudgetLimits | None = None
+
+
+class CancelRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(None, max_length=1000)
+
+
+# --- responses ------------------------------------------------------------------------------------
+
+class BudgetUsed(BaseModel):
+    """What a job has spent, and what it has reserved for calls in flight."""
+
+    spent_usd: str = "0"
+    reserved_usd: str = "0"
+    calls: int = 0
+    reserved_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reserved_input_tokens: int = 0
+    reserved_output_tokens: int = 0
+    examples: int = 0
+
+
+class BudgetLimitsOut(BaseModel):
+    max_cost_usd: str | None = None
+    max_calls: int | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_duration_s: float | None = None
+    max_examples: int | None = None
+
+
+class BudgetOut(BaseModel):
+    limits: BudgetLimitsOut
+    used: BudgetUsed
+
+
+class JobOut(BaseModel):
+    """A job as every interface shows it."""
+
+    id: int
+    type: str
+    project: str
+    queue: str
+    state: JobState
+    terminal: bool
+    stage: str | None
+    attempt_count: int
+    max_attempts: int
+    priority: int
+    idempotency_key: str | None
+    input_config_hash: str
+    run_after: datetime
+    payload: Any = None
+    result: Any = None
+    error_code: str | None
+    error_summary: str | None
+    estimated_cost_usd: str | None = Field(description="pre-flight estimate, when one was made")
+    actual_cost_usd: str = Field(description="spent so far (settled calls and lost reservations)")
+    reserved_cost_usd: str = Field(description="reserved for calls in flight")
+    budget: BudgetOut
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    safe_to_retry: bool
+    parent_id: int | None = None
+    price_profile: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+
+    @classmethod
+    def of(cls, job: Job) -> "JobOut":
+        budget = job.budget.to_dict()
+        used = BudgetUsed(**{k: v for k, v in budget["used"].items() if k in BudgetUsed.model_fields})
+        limits = BudgetLimitsOut(**{k: v for k, v in budget["limits"].items()
+                                    if k in BudgetLimitsOut.model_fields})
+        return cls(
+            id=job.id, type=job.type, project=job.project, queue=job.queue, state=job.state,
+            terminal=job.terminal, stage=job.stage, attempt_count=job.attempt_count,
+            max_attempts=job.max_attempts, priority=job.priority,
+            idempotency_key=job.idempotency_key, input_config_hash=job.input_config_hash,
+            run_after=job.run_after, payload=job.payload, result=job.result,
+            error_code=job.error_code, error_summary=job.error_summary,
+            estimated_cost_usd=_money(job.estimated_cost_usd), actual_cost_usd=used.spent_usd,
+            reserved_cost_usd=used.reserved_usd, budget=BudgetOut(limits=limits, used=used),
+            lease_owner=job.lease_owner, lease_expires_at=job.lease_expires_at,
+            safe_to_retry=job.safe_to_retry, parent_id=job.parent_id,
+            price_profile=job.price_profile, created_at=job.created_at,
+            updated_at=job.updated_at, finished_at=job.finished_at)
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next (older) page; "
+                                                "null on the last page")
+
+
+class EventOut(BaseModel):
+    job_id: int
+    seq: int
+    at: datetime
+    kind: str
+    from_state: str | None
+    to_state: str | None
+    attempt: int | None
+    data: dict[str, Any]
+
+    @classmethod
+    def of(cls, event: Event) -> "EventOut":
+        return cls(**event.to_dict())
+
+
+class EventPage(BaseModel):
+    items: list[EventOut]
+    next_after: int = Field(description="the last seq returned (or ?after=); poll with "
+                                        "?after=next_after for newer events")
+    has_more: bool
+
+
+class AttemptOut(BaseModel):
+    job_id: int
+    attempt: int
+    worker_id: str
+    claimed_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    outcome: str | None
+    error_code: str | None
+    error_summary: str | None
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> "AttemptOut":
+        return cls(**attempt.to_dict())
+
+
+class AttemptList(BaseModel):
+    items: list[AttemptOut]
+
+
+class LedgerList(BaseModel):
+    """Cost-ledger rows (provider, model, tokens, cost, price profile ...); money as strings."""
+
+    items: list[dict[str, Any]]
+
+
+class QueueOut(BaseModel):
+    name: str
+    paused: bool
+    counts: dict[str, int] = Field(description="jobs in this queue by state")
+
+    @classmethod
+    def of(cls, queue: QueueInfo) -> "QueueOut":
+        return cls(name=queue.name, paused=queue.paused, counts=dict(queue.counts))
+
+
+class QueueList(BaseModel):
+    items: list[QueueOut]
+
+
+class WorkerOut(BaseModel):
+    id: str
+    hostname: str
+    pid: int
+    queues: list[str]
+    concurrency: int
+    started_at: datetime
+    last_heartbeat_at: datetime
+    stopped_at: datetime | None
+    leases: int
+
+    @classmethod
+    def of(cls, worker: WorkerInfo) -> "WorkerOut":
+        return cls(**worker.to_dict())
+
+
+class WorkerList(BaseModel):
+    items: list[WorkerOut]
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="dotted path of the invalid field, e.g. budget.max_calls")
+    # "in" is a Python keyword; the alias keeps the wire name.
+    location: str = Field(alias="in", description="body, query, path or header")
+    message: str
+
+
+class ProblemOut(BaseModel):
+    """An RFC 9457 problem document (``application/problem+json``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(description="urn:tether:problem:<code>")
+    title: str
+    status: int
+    detail: str
+    code: str = Field(description="stable machine-readable code, e.g. job_not_found")
+    instance: str | None = None
+    errors: list[FieldError] | None = None
+    job_id: int | None = None

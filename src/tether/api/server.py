@@ -1,0 +1,151 @@
+"""The REST API application and ``tether serve``.
+
+``create_app(tether_app)`` builds the FastAPI app: every route of DESIGN §7 under ``/api/v1``,
+OpenAPI at ``/openapi.json``, ``/healthz`` and ``/metrics`` at the root as well, problem+json
+errors, a request body limit, and bearer-token auth.
+
+Extension point: routers passed as ``extra_routers`` are mounted after the API's own routes;
+``dashboard=True`` (the default) also mounts ``tether.dashboard.create_router(tether_app)`` when
+the dashboard package is importable.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Iterable
+
+from fastapi import APIRouter, FastAPI
+
+from .. import __version__
+from ..app import Tether, load_app
+from ..errors import ConfigurationError
+from . import background, openapi, problems, routes_jobs, routes_queues, routes_system
+from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
+from .metrics import registry_for
+
+log = logging.getLogger("tether.api")
+
+API_PREFIX = "/api/v1"
+INSECURE_WARNING = (
+    "\n" + "!" * 78 + "\n"
+    "!!  tether API AUTHENTICATION IS OFF (--insecure-no-auth): anyone who can reach this\n"
+    "!!  port can read, submit and cancel every job of every project. Local use only.\n"
+    + "!" * 78
+)
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in background.TRUE
+
+
+def create_app(tether_app: Tether, *, auth: bool = True,
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+               public_metrics: bool | None = None,
+               extra_routers: Iterable[APIRouter] = (), dashboard: bool = True,
+               run_worker: bool = False, worker_options: dict[str, Any] | None = None,
+               close_on_shutdown: bool = False) -> FastAPI:
+    """The ASGI app serving ``tether_app``.
+
+    ``auth=False`` makes every caller an unrestricted admin (logged loudly). ``public_metrics``
+    (default ``TETHER_PUBLIC_METRICS``) serves ``/metrics`` without a token. ``run_worker``
+    runs a worker for ``tether_app`` in a background thread for the app's lifetime.
+    """
+    if not auth:
+        log.warning(INSECURE_WARNING)
+    worker_options = dict(worker_options or {})
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runner = None
+        if run_worker:
+            runner = background.BackgroundWorker(tether_app, **worker_options)
+            runner.start()
+        app.state.worker = runner
+        try:
+            yield
+        finally:
+            if runner is not None:
+                runner.stop()
+            if close_on_shutdown:
+                tether_app.close()
+
+    app = FastAPI(title="tether", version=__version__, lifespan=lifespan,
+                  description="A durable job engine: submit, watch and control jobs. Errors are "
+                              "RFC 9457 problem documents; authenticate with a bearer token.")
+    app.state.tether = tether_app
+    app.state.auth = auth
+    app.state.public_metrics = (_truthy("TETHER_PUBLIC_METRICS") if public_metrics is None
+                                else public_metrics)
+    app.state.metrics = registry_for(tether_app)
+    app.state.max_body_bytes = max_body_bytes
+    problems.install(app)
+
+    api = APIRouter(prefix=API_PREFIX)
+    api.include_router(routes_jobs.router)
+    api.include_router(routes_queues.router)
+    app.include_router(api)
+    app.include_router(routes_system.router)
+    app.include_router(routes_system.router, prefix=API_PREFIX, include_in_schema=False)
+    for router in extra_routers:
+        app.include_router(router)
+    if dashboard:
+        _mount_dashboard(app, tether_app)
+
+    def custom_openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+            schema = get_openapi(title=app.title, version=app.version,
+                                 description=app.description, routes=app.routes)
+            app.openapi_schema = openapi.finish(schema, auth=auth)
+        return app.openapi_schema
+
+    app.openapi = custom_openapi  # type: ignore[method-assign]
+    app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
+    return app
+
+
+def _mount_dashboard(app: FastAPI, tether_app: Tether) -> None:
+    try:
+        from ..dashboard import create_router
+    except ImportError:
+        return
+    app.include_router(create_router(tether_app, api_prefix=API_PREFIX))
+
+
+def _open(app_spec: str | None, database_url: str | None) -> Tether:
+    if app_spec:
+        tether_app = load_app(app_spec)
+        if database_url:
+            tether_app.database_url = database_url
+        return tether_app
+    return Tether(database_url)
+
+
+def serve(app_spec: str | None = None, host: str = "127.0.0.1", port: int = 8000,
+          database_url: str | None = None, insecure_no_auth: bool = False,
+          run_worker: bool | None = None, *, max_body_bytes: int | None = None,
+          worker_options: dict[str, Any] | None = None, log_level: str = "info") -> None:
+    """Run the API with uvicorn until SIGINT/SIGTERM (what ``tether serve`` calls).
+
+    With ``app_spec`` (``module:attr``) submissions of unregistered job types are refused.
+    ``run_worker`` (default: ``TETHER_RUN_WORKER``) also runs a worker for that app.
+    ``max_body_bytes`` defaults to ``TETHER_MAX_BODY_BYTES`` or 1 MiB.
+    """
+    import uvicorn
+
+    with_worker = background.wanted(run_worker)
+    if with_worker and not app_spec:
+        raise ConfigurationError("TETHER_RUN_WORKER needs --app MODULE:APP: a worker without "
+                                 "job types would fail every job it claims")
+    tether_app = _open(app_spec, database_url)
+    tether_app.store  # open and migrate before the first request  # noqa: B018
+    if max_body_bytes is None:
+        max_body_bytes = int(os.environ.get("TETHER_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES))
+    if insecure_no_auth and host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("--insecure-no-auth on %s: this exposes every job to the network", host)
+    app = create_app(tether_app, auth=not insecure_no_auth, max_body_bytes=max_body_bytes,
+                     run_worker=with_worker, worker_options=worker_options,
+                     close_on_shutdown=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
