@@ -4,20 +4,24 @@ from .app import Tether
 from .clock import Clock, FakeClock
 from .context import JobContext
 from .core.budget import Budget
+from .core.estimate import CallEstimate, CostEstimate
+from .core.usage import Estimate, Metered, Usage
 from .core.states import JobState
 from .errors import (
     BudgetExhausted, ControlSignal, IdempotencyConflict, InvalidPayload, JobCancelled,
     JobNotFound, JobPaused, JobStateError, LeaseLost, PolicyBlock, ProviderError, TetherError,
     TransientError, UnknownJobType, WorkerShutdown,
 )
-from .records import Attempt, Event, Job
+from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from .registry import stage
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Attempt", "Budget", "BudgetExhausted", "Clock", "ControlSignal", "Event", "FakeClock",
-    "IdempotencyConflict", "InvalidPayload", "Job", "JobCancelled", "JobContext", "JobNotFound",
-    "JobPaused", "JobState", "JobStateError", "LeaseLost", "PolicyBlock", "ProviderError",
-    "Tether", "TetherError", "TransientError", "UnknownJobType", "WorkerShutdown", "stage",
+    "Attempt", "Budget", "BudgetExhausted", "CallEstimate", "Checkpoint", "Clock",
+    "ControlSignal", "CostEstimate", "Estimate", "Event", "FakeClock", "IdempotencyConflict",
+    "InvalidPayload", "Job", "JobCancelled", "JobContext", "JobNotFound", "JobPaused",
+    "JobState", "JobStateError", "JournalEntry", "LeaseLost", "LedgerEntry", "Metered",
+    "PolicyBlock", "ProviderError", "Tether", "TetherError", "TransientError", "UnknownJobType",
+    "Usage", "WorkerShutdown", "stage",
 ]

@@ -8,13 +8,17 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .clock import SYSTEM_CLOCK, Clock, to_ts
+from .checkpoint import BlobStore, DatabaseBlobStore, FileBlobStore
 from .context import JobContext, Lease
-from .core.budget import Budget
+from .core.budget import Budget, BudgetStatus
+from .core.estimate import CostEstimate, estimate_cost
+from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
 from .core.serialize import config_hash, dumps
 from .core.states import TERMINAL, JobState
-from .errors import ConfigurationError, InvalidPayload, JobNotFound
-from .records import Attempt, Event, Job, QueueInfo, WorkerInfo
+from .errors import ConfigurationError, InvalidPayload, JobNotFound, JobStateError
+from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
+from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
 from .store.base import NewJob, Store, open_store
 
@@ -49,7 +53,8 @@ class Tether:
 
     def __init__(self, database_url: str | None = None, *, store: Store | None = None,
                  clock: Clock | None = None, price_profile: str | None = None,
-                 strict_types: bool | None = None, **store_options: Any) -> None:
+                 strict_types: bool | None = None, blob_dir: str | None = None,
+                 **store_options: Any) -> None:
         self.database_url = (database_url or os.environ.get("TETHER_DATABASE_URL")
                              or DEFAULT_URL)
         self.clock = clock or SYSTEM_CLOCK
@@ -57,8 +62,12 @@ class Tether:
         self.default_retry = RetryPolicy()
         self.price_profile_path = price_profile or os.environ.get("TETHER_PRICE_PROFILE")
         self.strict_types = strict_types
+        self.blob_dir = blob_dir or os.environ.get("TETHER_BLOB_DIR")
         self._store = store
         self._store_options = store_options
+        self._profile: PriceProfile | None = None
+        self._pinned: dict[str, PriceProfile] = {}
+        self._blobs: BlobStore | None = None
 
     # --- wiring ---------------------------------------------------------------------------------
 
@@ -70,6 +79,37 @@ class Tether:
                 opts.setdefault("clock", self.clock)
             self._store = open_store(self.database_url, **opts)
         return self._store
+
+    @property
+    def blobs(self) -> "BlobStore":
+        """Where stage outputs live: the database (default) or ``blob_dir`` / TETHER_BLOB_DIR."""
+        if self._blobs is None:
+            self._blobs = (FileBlobStore(self.blob_dir) if self.blob_dir
+                           else DatabaseBlobStore(self.store))
+        return self._blobs
+
+    @property
+    def price_profile(self) -> PriceProfile:
+        """The profile new jobs pin: the shipped default plus the user's file, if any."""
+        if self._profile is None:
+            self._profile = load_profile(self.price_profile_path)
+        return self._profile
+
+    def profile_for(self, job: Job) -> PriceProfile:
+        """The profile a job pinned at submission (prices never change under a running job)."""
+        pid = job.price_profile
+        if pid is None:
+            return self.price_profile
+        if pid not in self._pinned:
+            if pid == self.price_profile.id:
+                self._pinned[pid] = self.price_profile
+            else:
+                pinned = self.store.get_profile(pid)
+                if pinned is None:
+                    raise ConfigurationError(f"job {job.id} pinned price profile {pid}, "
+                                             "which is not in the store")
+                self._pinned[pid] = pinned
+        return self._pinned[pid]
 
     def close(self) -> None:
         if self._store is not None:
@@ -146,6 +186,10 @@ class Tether:
         if job_type and job_type.budget is not None:
             limits = job_type.budget.merged(limits)
         payload_json = dumps(payload, what="payload")
+        profile = self.price_profile
+        estimated = None
+        if job_type is not None and job_type.estimator is not None:
+            estimated = str(estimate_cost(job_type.estimator(payload), profile).cost_usd)
         resolved = {"type": type, "payload": payload, "project": project, "queue": queue,
                     "max_attempts": max_attempts, "budget": limits.to_dict()}
         try:
@@ -156,7 +200,8 @@ class Tether:
                       priority=priority, run_after=run_at, max_attempts=max_attempts,
                       safe_to_retry=job_type.safe_to_retry if job_type else True,
                       idempotency_key=idempotency_key, input_config_hash=config_hash(resolved),
-                      budget=limits, parent_id=parent_id)
+                      budget=limits, parent_id=parent_id, price_profile=profile.id,
+                      estimated_cost_usd=estimated)
 
     def submit(self, type: str, payload: Any = None, *, project: str = DEFAULT_PROJECT,
                idempotency_key: str | None = None, queue: str | None = None,
@@ -169,12 +214,20 @@ class Tether:
         spec = self._resolve(type, payload, project=project, idempotency_key=idempotency_key,
                              queue=queue, priority=priority, run_after=run_after,
                              max_attempts=max_attempts, budget=budget)
+        self._pin_profile()
         return self.store.submit([spec], conn=conn)[0][0]
+
+    def _pin_profile(self) -> None:
+        pid = self.price_profile.id
+        if pid not in self._pinned:
+            self.store.save_profile(self.price_profile)
+            self._pinned[pid] = self.price_profile
 
     def submit_with_status(self, type: str, payload: Any = None, **options: Any) -> tuple[Job, bool]:
         """Like ``submit``; also says whether the job was created (False: an idempotent repeat)."""
         conn = options.pop("conn", None)
         spec = self._resolve(type, payload, **options)
+        self._pin_profile()
         return self.store.submit([spec], conn=conn)[0]
 
     def submit_many(self, jobs: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
@@ -184,6 +237,7 @@ class Tether:
         for item in jobs:
             item = dict(item)
             specs.append(self._resolve(item.pop("type"), item.pop("payload", None), **item))
+        self._pin_profile()
         return [job for job, _ in self.store.submit(specs, conn=conn)]
 
     # --- reads ----------------------------------------------------------------------------------
@@ -240,10 +294,67 @@ class Tether:
         return self.store.control(int(job_id), "requeue", projects=projects)
 
     def set_budget(self, job_id: int, budget: Budget | Mapping[str, Any] | None = None, *,
-                   projects: Iterable[str] | None = None, **limits: Any) -> Job:
-        """Raise (or lower) a job's limits; limits not named stay as they were."""
+                   projects: Iterable[str] | None = None, resume: bool = True,
+                   **limits: Any) -> Job:
+        """Raise (or lower) a job's limits; limits not named stay as they were. A job paused
+        because its budget ran out is resumed (``resume=False`` leaves it paused)."""
         changes = _budget(budget).merged(limits) if limits else _budget(budget)
-        return self.store.set_budget(int(job_id), changes, projects=projects)
+        job = self.store.set_budget(int(job_id), changes, projects=projects)
+        if resume and job.state == JobState.PAUSED and job.error_code == "budget_exhausted":
+            job = self.resume(job.id, projects=projects)
+        return job
+
+    def project_budget(self, project: str) -> BudgetStatus:
+        return self.store.project_budget(_name(project, "project"))
+
+    def set_project_budget(self, project: str, budget: Budget | Mapping[str, Any] | None = None,
+                           *, resume: bool = True, **limits: Any) -> BudgetStatus:
+        """Set a project's shared limits; jobs of the project paused by its budget resume."""
+        changes = _budget(budget).merged(limits) if limits else _budget(budget)
+        status = self.store.set_project_budget(_name(project, "project"), changes)
+        if resume:
+            for job in self.list(project=project, state="paused", limit=10_000):
+                if job.error_code == "budget_exhausted":
+                    try:
+                        self.resume(job.id)
+                    except JobStateError:
+                        pass
+        return status
+
+    def ledger(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[LedgerEntry]:
+        """One row per settled call of the job (unconfirmed rows: outcome unknown, counted)."""
+        if projects is not None:
+            self.get(job_id, projects=projects)
+        return self.store.ledger(int(job_id))
+
+    def journal(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[JournalEntry]:
+        if projects is not None:
+            self.get(job_id, projects=projects)
+        return self.store.journal(int(job_id))
+
+    def checkpoints(self, job_id: int, *,
+                    projects: Iterable[str] | None = None) -> list[Checkpoint]:
+        if projects is not None:
+            self.get(job_id, projects=projects)
+        return self.store.checkpoints(int(job_id))
+
+    def checkpoint_value(self, job_id: int, stage: str) -> Any:
+        cp = self.store.get_checkpoint(int(job_id), stage)
+        if cp is None:
+            raise JobNotFound(f"job {job_id} has no checkpoint for stage {stage!r}")
+        from .core.serialize import loads
+        return loads(self.blobs.get(cp.blob))
+
+    def spend_totals(self, *, projects: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Calls, tokens and spend per provider and model, from the ledger."""
+        return self.store.spend_totals(projects)
+
+    def estimate(self, type: str, payload: Any = None) -> CostEstimate:
+        """Price a job without running it, from its type's estimator and the current profile."""
+        job_type = self.registry.get(type)
+        if job_type.estimator is None:
+            raise ConfigurationError(f"job type {type!r} declares no estimator")
+        return estimate_cost(job_type.estimator(payload), self.price_profile)
 
     def queues(self) -> list[QueueInfo]:
         return self.store.list_queues()

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from .core.states import JobState
 from .errors import ControlSignal, JobCancelled, JobPaused, LeaseLost, WorkerShutdown
 from .records import Job
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app import Tether
@@ -54,6 +59,10 @@ class JobContext:
         self.log = logging.getLogger(f"tether.job.{job.type}")
         self.raised: ControlSignal | None = None
         self._state = JobState.RUNNING
+        self.job_stage: str | None = job.stage
+        self.stats: Counter[str] = Counter()
+        self._positions = 0
+        self._lock = threading.Lock()
 
     @property
     def id(self) -> int:
@@ -107,6 +116,67 @@ class JobContext:
     def set_stage(self, name: str | None) -> None:
         self.check()
         self.store.set_stage(self.id, self.attempt, name)
+        self.job_stage = name
+
+    def next_position(self) -> int:
+        with self._lock:
+            self._positions += 1
+            return self._positions
+
+    # --- the work API ---------------------------------------------------------------------------
+
+    def stage(self, name: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` as the checkpointed stage ``name``; on resume its saved output is returned
+        without running it again. Outputs must be JSON-serialisable."""
+        from .checkpoint import run_stage
+        return run_stage(self, name, fn)
+
+    def call(self, *, key: str, provider: str, model: str, estimate: Any,
+             fn: Callable[[], Any], request: Any = None) -> Any:
+        """A journaled, budgeted provider call. ``key`` names it within the job: a key that
+        completed before (in any attempt) returns its recorded result and is never paid again."""
+        from .providers.call import call
+        return call(self, key=key, provider=provider, model=model, estimate=estimate, fn=fn,
+                    request=request)
+
+    async def acall(self, *, key: str, provider: str, model: str, estimate: Any,
+                    fn: Callable[[], Any], request: Any = None) -> Any:
+        """``call`` for ``async def`` jobs; ``fn`` may return an awaitable."""
+        from .providers.call import acall
+        return await acall(self, key=key, provider=provider, model=model, estimate=estimate,
+                           fn=fn, request=request)
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T], *, concurrency: int = 8) -> list[R]:
+        """``fn`` over ``items`` on up to ``concurrency`` threads, results in order. Each
+        ``ctx.call`` inside reserves atomically, so concurrency cannot overshoot a budget. If
+        any item raises, the others finish (their calls are journaled) and the first error —
+        a control signal before any other — is raised."""
+        items = list(items)
+        if not items:
+            return []
+        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(items))),
+                                thread_name_prefix=f"tether-map-{self.id}") as pool:
+            futures = [pool.submit(fn, item) for item in items]
+            outcomes = []
+            for f in futures:
+                try:
+                    outcomes.append((f.result(), None))
+                except BaseException as exc:  # noqa: BLE001 - re-raised below
+                    outcomes.append((None, exc))
+        errors = [e for _, e in outcomes if e is not None]
+        if errors:
+            signals = [e for e in errors if isinstance(e, ControlSignal)]
+            raise (signals or errors)[0]
+        return [v for v, _ in outcomes]
+
+    def add_examples(self, n: int = 1) -> int:
+        """Count produced examples against ``max_examples``; returns the job's total."""
+        self.check()
+        try:
+            return self.store.add_examples(self.id, self.attempt, n)
+        except ControlSignal as sig:
+            self._raise(sig)
+            raise
 
     def raise_shutdown(self) -> None:  # used by tests and the worker's drain
         self._raise(WorkerShutdown("worker is shutting down"))

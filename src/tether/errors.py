@@ -94,9 +94,12 @@ class TransientError(JobError):
 
     code = "transient"
 
-    def __init__(self, message: str = "", *, retry_after: float | None = None, **details: object):
+    def __init__(self, message: str = "", *, retry_after: float | None = None,
+                 status: int | None = None, billed: bool | None = None, **details: object):
         super().__init__(message, **details)
         self.retry_after = retry_after
+        self.status = status
+        self.billed = billed if billed is not None else (False if status is not None else None)
 
 
 class ProviderError(JobError):
@@ -105,11 +108,13 @@ class ProviderError(JobError):
     code = "provider_error"
 
     def __init__(self, message: str = "", *, retryable: bool = False,
-                 retry_after: float | None = None, status: int | None = None, **details: object):
+                 retry_after: float | None = None, status: int | None = None,
+                 billed: bool | None = None, **details: object):
         super().__init__(message, **details)
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
+        self.billed = billed if billed is not None else (False if status is not None else None)
 
 
 class ProviderAuthError(ProviderError):
@@ -119,9 +124,16 @@ class ProviderAuthError(ProviderError):
 
 
 class PolicyBlock(JobError):
-    """Content or policy forbids this work (PII, licence, refusal): fail at once, never retry."""
+    """Content or policy forbids this work (PII, licence, refusal): fail at once, never retry.
+
+    ``billed`` says whether the provider charged for the call that was refused (a refusal in
+    an HTTP 200 body usually is billed; a request rejected up front is not)."""
 
     code = "policy_block"
+
+    def __init__(self, message: str = "", *, billed: bool | None = None, **details: object):
+        super().__init__(message, **details)
+        self.billed = billed
 
 
 # --- control signals ----------------------------------------------------------------------------

@@ -123,3 +123,87 @@ class WorkerInfo:
         for k in ("started_at", "last_heartbeat_at", "stopped_at"):
             out[k] = out[k].isoformat() if out[k] is not None else None
         return out
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One ``ctx.call`` key: reserved, done (with its result), failed or unconfirmed."""
+
+    job_id: int
+    key: str
+    stage: str | None
+    status: str
+    attempt: int
+    provider: str
+    model: str
+    reserved_usd: Decimal
+    result: Any
+    usage: dict[str, int] | None
+    cost_usd: Decimal | None
+    error_code: str | None
+    created_at: datetime
+    updated_at: datetime
+    request_hash: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["reserved_usd"] = str(self.reserved_usd)
+        out["cost_usd"] = None if self.cost_usd is None else str(self.cost_usd)
+        out["created_at"] = self.created_at.isoformat()
+        out["updated_at"] = self.updated_at.isoformat()
+        return out
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One settled call: what was paid, at which unit prices, from which price profile.
+    ``confirmed`` is False when a crash left the outcome unknown and the reservation was
+    counted as spent."""
+
+    id: int
+    job_id: int
+    project: str
+    stage: str | None
+    key: str
+    attempt: int
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    reasoning_tokens: int
+    input_per_mtok: Decimal
+    output_per_mtok: Decimal
+    cached_input_per_mtok: Decimal | None
+    price_profile: str
+    cost_usd: Decimal
+    reserved_usd: Decimal
+    confirmed: bool
+    overrun: bool
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for k, v in out.items():
+            if isinstance(v, Decimal):
+                out[k] = str(v)
+        out["created_at"] = self.created_at.isoformat()
+        return out
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A finished stage: its output is the blob ``blob`` (sha256), durable before this row."""
+
+    job_id: int
+    stage: str
+    position: int
+    blob: str
+    size: int
+    attempt: int
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["created_at"] = self.created_at.isoformat()
+        return out

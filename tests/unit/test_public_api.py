@@ -2,10 +2,12 @@ import tether
 from tether import errors
 
 PUBLIC = {
-    "Attempt", "Budget", "BudgetExhausted", "Clock", "ControlSignal", "Event", "FakeClock",
-    "IdempotencyConflict", "InvalidPayload", "Job", "JobCancelled", "JobContext", "JobNotFound",
-    "JobPaused", "JobState", "JobStateError", "LeaseLost", "PolicyBlock", "ProviderError",
-    "Tether", "TetherError", "TransientError", "UnknownJobType", "WorkerShutdown", "stage",
+    "Attempt", "Budget", "BudgetExhausted", "CallEstimate", "Checkpoint", "Clock",
+    "ControlSignal", "CostEstimate", "Estimate", "Event", "FakeClock", "IdempotencyConflict",
+    "InvalidPayload", "Job", "JobCancelled", "JobContext", "JobNotFound", "JobPaused",
+    "JobState", "JobStateError", "JournalEntry", "LeaseLost", "LedgerEntry", "Metered",
+    "PolicyBlock", "ProviderError", "Tether", "TetherError", "TransientError", "UnknownJobType",
+    "Usage", "WorkerShutdown", "stage",
 }
 
 

@@ -23,7 +23,9 @@ from ..core.states import finish_target, operator_target
 from ..errors import IdempotencyConflict, JobNotFound, JobStateError, LeaseLost
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
 from ..tokens import TokenInfo, hash_secret, new_secret
+from .accounting import AccountingMixin
 from .base import Claim, NewJob, Outcome
+from .checkpoints import CheckpointMixin
 
 _MUTABLE = ("state", "stage", "run_after", "max_attempts", "result", "error_code",
             "error_summary", "lease_owner", "lease_expires_at", "lease_token", "budget",
@@ -59,7 +61,7 @@ def _json(value: Any) -> Any:
     return json.loads(value)
 
 
-class SQLStore(ABC):
+class SQLStore(AccountingMixin, CheckpointMixin, ABC):
     """Store logic shared by every SQL backend."""
 
     url: str
@@ -290,6 +292,9 @@ class SQLStore(ABC):
             row = self._held(tx, job_id, token)
             tx.run("start_attempt", job_id=job_id, attempt=token, now=self._time_param(now))
             state = JobState(row["state"])
+            orphans = self._settle_orphans(tx, row, now)
+            if orphans:
+                self._note(tx, job_id, "unconfirmed_calls_settled", now, token, {"calls": orphans})
             if state != JobState.LEASED:
                 return state
             self._transition(tx, row, JobState.RUNNING, now=now)
@@ -337,6 +342,7 @@ class SQLStore(ABC):
         with self._write() as tx:
             now = self._now(tx, now)
             row = self._held(tx, job_id, token)
+            self._settle_orphans(tx, row, now)
             to = finish_target(row["state"], outcome.state)
             changes: dict[str, Any] = {}
             if to == JobState.SUCCEEDED:
@@ -384,6 +390,7 @@ class SQLStore(ABC):
                 self._transition(tx, row, to, now=now, kind="lease_expired",
                                  data={"worker_id": row["lease_owner"], "error_code": code,
                                        "summary": summary}, **changes)
+                self._settle_orphans(tx, row, now)
                 tx.run("finish_attempt", job_id=row["id"], attempt=row["lease_token"],
                        now=self._time_param(now), outcome="lease_expired",
                        error_code="interrupted", error_summary=summary)
@@ -402,7 +409,9 @@ class SQLStore(ABC):
     def prune(self, *, older_than_s: float, now: float | None = None) -> int:
         with self._write() as tx:
             now = self._now(tx, now)
-            return tx.run("prune_jobs", cutoff=self._time_param(now - older_than_s))
+            n = tx.run("prune_jobs", cutoff=self._time_param(now - older_than_s))
+            tx.run("prune_blobs")
+            return n
 
     # --- operators ----------------------------------------------------------------------------
 

@@ -15,7 +15,10 @@ RETURNING *;
 SELECT * FROM jobs WHERE project = :project AND idempotency_key = :idempotency_key;
 
 -- name: get_job
-SELECT * FROM jobs WHERE id = :id;
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
+WHERE j.id = :id;
 
 -- name: lock_job
 SELECT * FROM jobs WHERE id = :id;
@@ -92,14 +95,16 @@ ORDER BY lease_expires_at LIMIT :limit;
 SELECT * FROM jobs WHERE state = 'retry_wait' AND run_after <= :now ORDER BY run_after LIMIT :limit;
 
 -- name: list_jobs
-SELECT * FROM jobs
-WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
-  AND (:state IS NULL OR state = :state)
-  AND (:type IS NULL OR type = :type)
-  AND (:queue IS NULL OR queue = :queue)
-  AND (:before_id IS NULL OR id < :before_id)
-  AND (:search IS NULL OR idempotency_key = :search OR CAST(id AS TEXT) = :search)
-ORDER BY id DESC LIMIT :limit;
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
+WHERE (:projects IS NULL OR j.project IN (SELECT value FROM json_each(:projects)))
+  AND (:state IS NULL OR j.state = :state)
+  AND (:type IS NULL OR j.type = :type)
+  AND (:queue IS NULL OR j.queue = :queue)
+  AND (:before_id IS NULL OR j.id < :before_id)
+  AND (:search IS NULL OR j.idempotency_key = :search OR CAST(j.id AS TEXT) = :search)
+ORDER BY j.id DESC LIMIT :limit;
 
 -- name: ensure_queue
 INSERT INTO queues (name, paused, updated_at) VALUES (:name, 0, :now)
@@ -148,3 +153,122 @@ SELECT * FROM api_tokens ORDER BY created_at;
 
 -- name: revoke_token
 UPDATE api_tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL;
+
+-- ---- budgets, journal, ledger (DESIGN §4, §5) ------------------------------------------------
+
+-- name: job_budget
+SELECT * FROM budgets WHERE scope = 'job' AND key = :key;
+
+-- name: project_budget
+SELECT * FROM budgets WHERE scope = 'project' AND key = :key;
+
+-- name: ensure_budget
+INSERT INTO budgets (scope, key, updated_at) VALUES (:scope, :key, :now)
+ON CONFLICT (scope, key) DO NOTHING;
+
+-- name: lock_budget
+SELECT * FROM budgets WHERE scope = :scope AND key = :key;
+
+-- name: update_budget
+UPDATE budgets
+SET spent_usd = :spent_usd, reserved_usd = :reserved_usd, calls = :calls,
+    reserved_calls = :reserved_calls, input_tokens = :input_tokens,
+    output_tokens = :output_tokens, reserved_input_tokens = :reserved_input_tokens,
+    reserved_output_tokens = :reserved_output_tokens, examples = :examples, updated_at = :now
+WHERE scope = :scope AND key = :key;
+
+-- name: set_budget_limits
+INSERT INTO budgets (scope, key, limits, updated_at) VALUES (:scope, :key, :limits, :now)
+ON CONFLICT (scope, key) DO UPDATE SET limits = excluded.limits, updated_at = excluded.updated_at;
+
+-- name: journal_get
+SELECT * FROM call_journal WHERE job_id = :job_id AND key = :key;
+
+-- name: journal_list
+SELECT * FROM call_journal WHERE job_id = :job_id ORDER BY created_at, key;
+
+-- name: journal_reserve
+INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, request_hash,
+                          reserved_usd, reserved_input_tokens, reserved_output_tokens,
+                          created_at, updated_at)
+VALUES (:job_id, :key, :stage, 'reserved', :attempt, :provider, :model, :request_hash,
+        :reserved_usd, :reserved_input_tokens, :reserved_output_tokens, :now, :now)
+ON CONFLICT (job_id, key) DO UPDATE
+SET stage = excluded.stage, status = 'reserved', attempt = excluded.attempt,
+    provider = excluded.provider, model = excluded.model, request_hash = excluded.request_hash,
+    reserved_usd = excluded.reserved_usd, reserved_input_tokens = excluded.reserved_input_tokens,
+    reserved_output_tokens = excluded.reserved_output_tokens, result = NULL, usage = NULL,
+    cost_usd = NULL, error_code = NULL, error_summary = NULL, updated_at = excluded.updated_at
+WHERE call_journal.status IN ('failed', 'unconfirmed');
+
+-- name: journal_finish
+UPDATE call_journal
+SET status = :status, result = :result, usage = :usage, cost_usd = :cost_usd,
+    error_code = :error_code, error_summary = :error_summary, updated_at = :now
+WHERE job_id = :job_id AND key = :key AND status = 'reserved' AND attempt = :attempt;
+
+-- name: journal_open
+SELECT * FROM call_journal WHERE job_id = :job_id AND status = 'reserved';
+
+-- name: journal_cached
+SELECT j.result AS result, j.usage AS usage FROM call_journal j JOIN jobs o ON o.id = j.job_id
+WHERE j.request_hash = :request_hash AND j.status = 'done' AND o.project = :project
+LIMIT 1;
+
+-- name: insert_ledger
+INSERT INTO cost_ledger (job_id, project, stage, key, attempt, provider, model, input_tokens,
+                         output_tokens, cached_input_tokens, reasoning_tokens, input_per_mtok,
+                         output_per_mtok, cached_input_per_mtok, price_profile, cost_usd,
+                         reserved_usd, confirmed, overrun, created_at)
+VALUES (:job_id, :project, :stage, :key, :attempt, :provider, :model, :input_tokens,
+        :output_tokens, :cached_input_tokens, :reasoning_tokens, :input_per_mtok,
+        :output_per_mtok, :cached_input_per_mtok, :price_profile, :cost_usd, :reserved_usd,
+        :confirmed, :overrun, :now)
+RETURNING id;
+
+-- name: list_ledger
+SELECT * FROM cost_ledger WHERE job_id = :job_id ORDER BY id;
+
+-- name: spend_totals
+SELECT provider, model, count(*) AS calls, sum(input_tokens) AS input_tokens,
+       sum(output_tokens) AS output_tokens, group_concat(cost_usd, ' ') AS costs,
+       sum(1 - confirmed) AS unconfirmed
+FROM cost_ledger
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+GROUP BY provider, model ORDER BY provider, model;
+
+-- name: first_start
+SELECT min(started_at) AS started_at FROM job_attempts WHERE job_id = :job_id;
+
+-- ---- checkpoints and blobs -------------------------------------------------------------------
+
+-- name: get_checkpoint
+SELECT * FROM checkpoints WHERE job_id = :job_id AND stage = :stage;
+
+-- name: list_checkpoints
+SELECT * FROM checkpoints WHERE job_id = :job_id ORDER BY position, created_at;
+
+-- name: insert_checkpoint
+INSERT INTO checkpoints (job_id, stage, position, blob, size, attempt, created_at)
+VALUES (:job_id, :stage, :position, :blob, :size, :attempt, :now);
+
+-- name: put_blob
+INSERT INTO blobs (sha256, data, size, created_at) VALUES (:sha256, :data, :size, :now)
+ON CONFLICT (sha256) DO NOTHING;
+
+-- name: get_blob
+SELECT data FROM blobs WHERE sha256 = :sha256;
+
+-- name: prune_blobs
+DELETE FROM blobs WHERE sha256 NOT IN (SELECT blob FROM checkpoints);
+
+-- name: save_profile
+INSERT INTO price_profiles (id, name, effective_date, body, created_at)
+VALUES (:id, :name, :effective_date, :body, :now)
+ON CONFLICT (id) DO NOTHING;
+
+-- name: get_profile
+SELECT * FROM price_profiles WHERE id = :id;
+
+-- name: ledger_row
+SELECT * FROM cost_ledger WHERE id = :id;

@@ -1,0 +1,1 @@
+"""The ``tether`` command line: ``tether.cli.main:main`` is the console script."""

@@ -1,0 +1,131 @@
+"""``tether``: the command-line interface, a thin layer over the ``Tether`` facade.
+
+Exit codes scripts can rely on: 0 ok; 1 ``run``'s job did not succeed (or an operational
+failure such as an unreachable store); 2 usage error (bad flags, invalid input, a transition the
+job's state does not allow); 3 not found; 130 interrupted. Errors print one line on stderr:
+``error: <message> (<code>)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated, Optional, Sequence
+
+import click
+import typer
+
+from .. import __version__
+from ..errors import TetherError
+from . import db, jobs, queues, run, server, submit, worker
+from .options import RootOptions
+from .output import (
+    EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError, err, exit_code_for, report,
+)
+from .plugins import register_plugins
+
+EPILOG = """\
+Examples:
+
+  tether worker --app myproject.jobs:app --concurrency 4
+
+  tether run summarize --app myproject.jobs:app -p '{"url": "https://example.com"}' --max-cost 2
+
+  tether submit summarize -p '{"url": "https://example.com"}' --idempotency-key doc-42
+
+  tether job list --project docs --state failed --json
+
+  tether job events 42 --follow
+
+Data goes to stdout, progress and errors to stderr. Exit codes: 0 ok, 1 job did not succeed
+(run), 2 usage error or invalid transition, 3 not found.
+"""
+
+app = typer.Typer(
+    name="tether",
+    help="tether: a durable job engine for long, expensive work such as LLM pipelines.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"tether {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    database_url: Annotated[Optional[str], typer.Option(
+        "--database-url", envvar="TETHER_DATABASE_URL", metavar="URL",
+        help="Database for every command: sqlite:///path/to.db or postgresql://... "
+             "[default: sqlite:///./tether.db]")] = None,
+    log_level: Annotated[str, typer.Option(
+        "--log-level", envvar="TETHER_LOG_LEVEL", metavar="LEVEL",
+        help="Log level for messages on stderr (DEBUG, INFO, WARNING, ERROR).")] = "WARNING",
+    version: Annotated[Optional[bool], typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None,
+) -> None:
+    level = logging.getLevelName(log_level.upper())
+    if not isinstance(level, int):
+        raise CliError(f"--log-level: unknown level {log_level!r}")
+    logging.basicConfig(stream=sys.stderr, level=level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    ctx.obj = RootOptions(database_url=database_url)
+
+
+app.command("worker")(worker.worker)
+app.command("workers")(worker.workers)
+app.command("submit")(submit.submit)
+app.command("run")(run.run)
+app.add_typer(jobs.job_app, name="job")
+app.add_typer(queues.queue_app, name="queue")
+app.command("serve")(server.serve)
+app.command("mcp")(server.mcp)
+app.add_typer(db.db_app, name="db")
+app.command("prune")(db.prune)
+# `tether prices`, `tether demo` (budgets/pricing work) and `tether token` (REST API work)
+# come from their own modules when present; see plugins.py.
+register_plugins(app)
+
+
+def _usage_error(exc: click.UsageError) -> int:
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError) and exc.ctx is not None:
+        click.echo(exc.ctx.get_help())
+        return EXIT_USAGE
+    hint = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
+    report(exc.format_message() + hint, "usage_error")
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code (the console script exits with it)."""
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(args=list(argv) if argv is not None else None, prog_name="tether",
+                          standalone_mode=False)
+    except click.UsageError as exc:
+        return _usage_error(exc)
+    except click.ClickException as exc:
+        report(exc.format_message(), "usage_error")
+        return exc.exit_code
+    except click.Abort:
+        err().print("aborted")
+        return EXIT_INTERRUPTED
+    except CliError as exc:
+        report(exc.message, exc.code)
+        return exc.exit_code
+    except TetherError as exc:
+        report(exc.message, exc.code)
+        return exit_code_for(exc)
+    return rv if isinstance(rv, int) else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

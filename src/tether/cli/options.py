@@ -1,0 +1,108 @@
+"""Options shared by every command, and how a command gets its ``Tether`` app.
+
+The database URL is resolved as: the command's ``--database-url``, else the root
+``tether --database-url`` (which also reads ``TETHER_DATABASE_URL``), else the app's own
+default (``TETHER_DATABASE_URL`` or ``sqlite:///./tether.db``). ``--app MODULE:APP`` (or
+``TETHER_APP``) loads the user's job types where they matter: worker, submit, run, serve, mcp.
+Modules written outside this package (``tether token``, ``prices``, ``demo``) may call
+``open_app`` the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+
+from ..app import Tether, load_app
+from .output import CliError
+
+DB_HELP = ("Database URL: sqlite:///path/to.db or postgresql://... "
+           "[default: the root option, TETHER_DATABASE_URL, or sqlite:///./tether.db]")
+
+DatabaseUrl = Annotated[Optional[str], typer.Option(
+    "--database-url", help=DB_HELP, metavar="URL", show_default=False)]
+AppSpec = Annotated[Optional[str], typer.Option(
+    "--app", envvar="TETHER_APP", metavar="MODULE:APP",
+    help="Where your job types live: module:attr (or path/file.py:attr) of a tether.Tether.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of a table.")]
+JobId = Annotated[int, typer.Argument(help="The job id.", metavar="JOB_ID", show_default=False)]
+
+# Submission options shared by ``submit`` and ``run``.
+Payload = Annotated[Optional[str], typer.Option(
+    "--payload", "-p", metavar="JSON", help="The job's payload as JSON.")]
+PayloadFile = Annotated[Optional[Path], typer.Option(
+    "--payload-file", "-f", metavar="FILE", help="Read the JSON payload from FILE ('-': stdin).")]
+Project = Annotated[str, typer.Option("--project", help="The project the job belongs to.")]
+IdempotencyKey = Annotated[Optional[str], typer.Option(
+    "--idempotency-key", "-k", metavar="KEY",
+    help="Submitting the same key and configuration again returns the existing job.")]
+Queue = Annotated[Optional[str], typer.Option(
+    "--queue", help="Queue name [default: the job type's queue, else 'default'].")]
+Priority = Annotated[Optional[int], typer.Option(
+    "--priority", help="Lower runs first [default: the job type's priority, else 0].")]
+RunAfter = Annotated[Optional[str], typer.Option(
+    "--run-after", metavar="WHEN",
+    help="Not before WHEN: ISO 8601 (UTC unless an offset is given), a delay such as 10m, "
+         "or unix seconds.")]
+MaxAttempts = Annotated[Optional[int], typer.Option(
+    "--max-attempts", min=1, help="Attempts before the job fails [default: the job type's, else 3].")]
+
+# Budget limits shared by ``submit``, ``run`` and ``job budget``.
+MaxCost = Annotated[Optional[str], typer.Option(
+    "--max-cost", metavar="USD", help="Most the job may spend, in USD (e.g. 2.50).")]
+MaxCalls = Annotated[Optional[int], typer.Option(
+    "--max-calls", min=0, help="Most provider calls the job may make.")]
+MaxInputTokens = Annotated[Optional[int], typer.Option(
+    "--max-input-tokens", min=0, help="Most input tokens across the job's calls.")]
+MaxOutputTokens = Annotated[Optional[int], typer.Option(
+    "--max-output-tokens", min=0, help="Most output tokens across the job's calls.")]
+MaxDuration = Annotated[Optional[str], typer.Option(
+    "--max-duration", metavar="DURATION", help="Longest the job may run (e.g. 2h, 45m).")]
+MaxExamples = Annotated[Optional[int], typer.Option(
+    "--max-examples", min=0, help="Most examples the job may produce.")]
+
+
+@dataclass
+class RootOptions:
+    """What the root command parsed; kept on the click context as ``ctx.obj``."""
+
+    database_url: str | None = None
+
+
+def _root() -> RootOptions | None:
+    ctx = click.get_current_context(silent=True)
+    return ctx.find_object(RootOptions) if ctx is not None else None
+
+
+def database_url(explicit: str | None) -> str | None:
+    if explicit:
+        return explicit
+    root = _root()
+    return root.database_url if root is not None else None
+
+
+def open_app(explicit_url: str | None = None, app_spec: str | None = None, *,
+             require_app: bool = False, purpose: str = "this command") -> Tether:
+    """The ``Tether`` a command talks to: the user's app (``--app``) pointed at the resolved
+    database, or a bare app when job types do not matter. Closed when the command ends."""
+    url = database_url(explicit_url)
+    if app_spec is None:
+        if require_app:
+            raise CliError(f"{purpose} needs your job types: pass --app MODULE:APP "
+                           "(or set TETHER_APP)", code="missing_app")
+        app = Tether(url)
+    else:
+        if url:
+            os.environ["TETHER_DATABASE_URL"] = url
+        app = load_app(app_spec)
+        if url:
+            app.database_url = url
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(app.close)
+    return app

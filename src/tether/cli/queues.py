@@ -1,0 +1,50 @@
+"""``tether queue ...``: see queue depths and pause or resume a queue (workers skip a paused
+queue; jobs already running finish)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from . import views
+from .options import DatabaseUrl, Json, open_app
+from .output import emit_json, out
+
+queue_app = typer.Typer(no_args_is_help=True, help="See queues; pause or resume one.")
+
+QueueName = Annotated[str, typer.Argument(help="The queue's name.", metavar="QUEUE",
+                                          show_default=False)]
+
+
+@queue_app.command("list")
+def list_queues(as_json: Json = False, database_url: DatabaseUrl = None) -> None:
+    """List queues with their job counts per state."""
+    queues = open_app(database_url).queues()
+    if as_json:
+        emit_json(queues)
+    elif not queues:
+        out().print("no queues", style="dim")
+    else:
+        out().print(views.queue_table(queues))
+
+
+def _show(info, as_json: bool) -> None:  # noqa: ANN001
+    if as_json:
+        emit_json(info)
+    else:
+        status = "[yellow]paused[/]" if info.paused else "[green]active[/]"
+        out().print(f"queue {escape(info.name)}: {status}")
+
+
+@queue_app.command("pause")
+def pause(name: QueueName, as_json: Json = False, database_url: DatabaseUrl = None) -> None:
+    """Stop workers from claiming jobs on a queue."""
+    _show(open_app(database_url).pause_queue(name), as_json)
+
+
+@queue_app.command("resume")
+def resume(name: QueueName, as_json: Json = False, database_url: DatabaseUrl = None) -> None:
+    """Let workers claim jobs on a queue again."""
+    _show(open_app(database_url).resume_queue(name), as_json)

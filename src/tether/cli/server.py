@@ -1,0 +1,54 @@
+"""``tether serve`` (REST API and dashboard) and ``tether mcp`` (the MCP server).
+
+Both are thin: they import their server lazily, so the rest of the CLI never pays for FastAPI
+or the MCP SDK, and hand it the resolved ``--app`` and database URL.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .options import AppSpec, DatabaseUrl, database_url as resolve_url
+from .output import EXIT_FAILED, CliError
+
+
+def _load(module: str, attr: str, what: str) -> Any:
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and (exc.name == module or module.startswith(exc.name + ".")):
+            raise CliError(f"{what} is not available in this build ({module} is missing)",
+                           code="not_available", exit_code=EXIT_FAILED) from None
+        raise
+    return getattr(mod, attr)
+
+
+def serve(
+    app_spec: AppSpec = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8000,
+    worker: Annotated[Optional[bool], typer.Option(
+        "--worker/--no-worker",
+        help="Also run a worker beside the server (needs --app) [default: TETHER_RUN_WORKER].",
+        show_default=False)] = None,
+    insecure_no_auth: Annotated[bool, typer.Option(
+        "--insecure-no-auth", help="Serve without bearer tokens (local use only).")] = False,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "info",
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Serve the REST API (/api/v1) and the dashboard until Ctrl-C.
+
+    Example: tether serve --app myproject.jobs:app --port 8000 --worker
+    """
+    run = _load("tether.api.server", "serve", "the REST API")
+    run(app_spec, host=host, port=port, database_url=resolve_url(database_url),
+        insecure_no_auth=insecure_no_auth, run_worker=worker, log_level=log_level)
+
+
+def mcp(app_spec: AppSpec = None, database_url: DatabaseUrl = None) -> None:
+    """Serve tether's tools over MCP on stdin/stdout (for agents and IDEs)."""
+    run = _load("tether.mcp.server", "run", "the MCP server")
+    run(app_spec=app_spec, database_url=resolve_url(database_url))

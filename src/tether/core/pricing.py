@@ -1,0 +1,112 @@
+"""Dated price profiles: USD per million tokens, per provider and model (DESIGN §4).
+
+A profile is a TOML file (``name``, ``effective_date``, ``[[models]]`` with ``provider``,
+``model``, ``input_per_mtok``, ``output_per_mtok``, optional ``cached_input_per_mtok``). A user
+file overrides or adds models on top of the shipped default. Prices are strings in the file
+so they become exact ``Decimal``s. An unpriced model is an error, never $0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError, UnpricedModel
+from .budget import to_decimal
+from .usage import Usage
+
+MTOK = Decimal(1_000_000)
+DEFAULT_PROFILE = Path(__file__).resolve().parent.parent / "providers" / "prices" / "default.toml"
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    provider: str
+    model: str
+    input_per_mtok: Decimal
+    output_per_mtok: Decimal
+    cached_input_per_mtok: Decimal | None = None
+
+    def cost(self, usage: Usage) -> Decimal:
+        cached = usage.cached_input_tokens if self.cached_input_per_mtok is not None else 0
+        fresh = usage.input_tokens - cached
+        total = (fresh * self.input_per_mtok + cached * (self.cached_input_per_mtok or 0)
+                 + usage.output_tokens * self.output_per_mtok)
+        return total / MTOK
+
+    def worst_case(self, input_tokens: int, output_tokens: int) -> Decimal:
+        """No cache discount: the most these token counts can cost."""
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / MTOK
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"provider": self.provider, "model": self.model,
+               "input_per_mtok": str(self.input_per_mtok),
+               "output_per_mtok": str(self.output_per_mtok)}
+        if self.cached_input_per_mtok is not None:
+            out["cached_input_per_mtok"] = str(self.cached_input_per_mtok)
+        return out
+
+
+@dataclass(frozen=True)
+class PriceProfile:
+    name: str
+    effective_date: str
+    models: dict[tuple[str, str], ModelPrice]
+
+    @property
+    def id(self) -> str:
+        """``name@date#hash``: what a job pins; the hash changes when any price does."""
+        body = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return f"{self.name}@{self.effective_date}#{hashlib.sha256(body).hexdigest()[:10]}"
+
+    def price(self, provider: str, model: str) -> ModelPrice:
+        try:
+            return self.models[(provider, model)]
+        except KeyError:
+            raise UnpricedModel(
+                f"no price for {provider}/{model} in profile {self.name} "
+                f"({self.effective_date}); add it to your price profile (TETHER_PRICE_PROFILE)",
+                provider=provider, model=model) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"profile": self.name, "effective_date": self.effective_date,
+                "models": [m.to_dict() for _, m in sorted(self.models.items())]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, base: "PriceProfile | None" = None) -> "PriceProfile":
+        name = data.get("profile") or data.get("name")
+        date = data.get("effective_date")
+        if not name or not date:
+            raise ConfigurationError("a price profile needs 'name' and 'effective_date'")
+        models = dict(base.models) if base else {}
+        for entry in data.get("models", []):
+            try:
+                price = ModelPrice(
+                    provider=str(entry["provider"]), model=str(entry["model"]),
+                    input_per_mtok=to_decimal(entry["input_per_mtok"], "input_per_mtok"),
+                    output_per_mtok=to_decimal(entry["output_per_mtok"], "output_per_mtok"),
+                    cached_input_per_mtok=(to_decimal(entry["cached_input_per_mtok"],
+                                                      "cached_input_per_mtok")
+                                           if entry.get("cached_input_per_mtok") is not None
+                                           else None))
+            except KeyError as exc:
+                raise ConfigurationError(f"price profile model entry lacks {exc}") from None
+            models[(price.provider, price.model)] = price
+        return cls(name=str(name), effective_date=str(date), models=models)
+
+
+def load_profile(path: str | Path | None = None) -> PriceProfile:
+    """The shipped default, overridden and extended by the file at ``path`` if given."""
+    base = PriceProfile.from_dict(tomllib.loads(DEFAULT_PROFILE.read_text()))
+    if path is None:
+        return base
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationError(f"cannot read price profile {path}: {exc}") from exc
+    return PriceProfile.from_dict(data, base=None if data.get("replace_default") else base)

@@ -1,0 +1,72 @@
+"""What a provider call is expected to use (``Estimate``) and did use (``Usage``).
+
+Token conventions, whatever the provider: ``input_tokens`` counts every prompt token including
+cached ones (``cached_input_tokens`` is the subset billed at the cached rate); ``output_tokens``
+counts every generated token including reasoning (``reasoning_tokens`` is the subset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import InvalidPayload
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidPayload(f"Usage.{name} must be a non-negative integer, got {value!r}")
+        if self.cached_input_tokens > self.input_tokens:
+            raise InvalidPayload("cached_input_tokens cannot exceed input_tokens")
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+        return cls(**{k: int(v) for k, v in (data or {}).items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The worst case a call may use, known before it is made.
+
+    ``input_tokens`` is an upper bound on prompt tokens; without a tokenizer count, pass
+    ``input_text`` and its UTF-8 byte length is used, which is provably >= its BPE token
+    count. ``max_output_tokens`` must be the limit the request itself sets.
+    """
+
+    max_output_tokens: int
+    input_tokens: int | None = None
+    input_text: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.input_tokens is None and self.input_text is None:
+            raise InvalidPayload("Estimate needs input_tokens or input_text")
+        for name in ("max_output_tokens", "input_tokens"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < 0):
+                raise InvalidPayload(f"Estimate.{name} must be a non-negative integer")
+
+    @property
+    def input_upper_bound(self) -> int:
+        if self.input_tokens is not None:
+            return self.input_tokens
+        return len((self.input_text or "").encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Metered:
+    """A call's value together with the usage it was billed for."""
+
+    value: Any
+    usage: Usage

@@ -1,0 +1,351 @@
+/* Job page: one job's state, stages, budget, history and controls, kept live by polling. */
+"use strict";
+
+(function () {
+  const T = window.tether;
+  const $ = (id) => document.getElementById(id);
+  const jobId = document.body.dataset.jobId;
+  const base = "/jobs/" + jobId;
+  const ACTIVE = ["leased", "running", "pausing", "cancelling"];
+
+  const view = { job: null, events: [], lastSeq: 0, signature: "", optional: { ledger: true, checkpoints: true } };
+
+  const back = sessionStorage.getItem("tether.jobs.url");
+  if (back && back.startsWith("/jobs")) $("back-to-jobs").href = back;
+
+  /* ---- overview ---------------------------------------------------------------------- */
+  function fact(label, ...value) {
+    return [T.el("dt", {}, label), T.el("dd", {}, ...value)];
+  }
+
+  function renderHeader(job) {
+    $("job-title").textContent = "Job #" + job.id + " · " + job.type;
+    const badge = T.badge(job.state);
+    badge.id = "job-state";
+    $("job-state").replaceWith(badge);
+    $("job-subtitle").textContent = "Project " + job.project + " · queue " + job.queue +
+      " · created " + T.fmt.time(job.created_at);
+    document.title = "Job " + job.id + " (" + job.state + ") · tether";
+    const error = $("job-error");
+    if (job.error_code || job.error_summary) {
+      T.fill(error, T.el("strong", { class: "mono" }, job.error_code || "error"),
+        job.error_summary ? T.el("span", {}, " " + job.error_summary) : null);
+      error.hidden = false;
+    } else {
+      error.hidden = true;
+    }
+  }
+
+  function renderFacts(job) {
+    const facts = [
+      fact("State", T.badge(job.state)),
+      fact("Type", job.type),
+      fact("Project", job.project),
+      fact("Queue", job.queue),
+      fact("Attempts", job.attempt_count + " of " + job.max_attempts),
+      fact("Priority", String(job.priority)),
+    ];
+    if (job.idempotency_key) facts.push(fact("Idempotency key", T.el("span", { class: "mono" }, job.idempotency_key)));
+    facts.push(fact("Created", T.fmt.time(job.created_at), T.el("span", { class: "muted" }, " (", T.ago(job.created_at, " ago"), ")")));
+    facts.push(fact("Updated", T.ago(job.updated_at, " ago")));
+    if (job.finished_at) facts.push(fact("Finished", T.fmt.time(job.finished_at)));
+    if (job.run_after && T.ms(job.run_after) > Date.now()) facts.push(fact("Runs after", T.fmt.time(job.run_after), " (" + T.fmt.until(job.run_after) + ")"));
+    if (job.lease_owner) {
+      facts.push(fact("Lease", T.el("span", { class: "mono" }, job.lease_owner),
+        T.el("span", { class: "muted" }, job.lease_expires_at ? " · expires " + T.fmt.until(job.lease_expires_at) : "")));
+    }
+    if (job.estimated_cost_usd) facts.push(fact("Estimated cost", T.fmt.usd(job.estimated_cost_usd)));
+    if (job.price_profile) facts.push(fact("Price profile", T.el("span", { class: "mono small" }, job.price_profile)));
+    if (job.parent_id) facts.push(fact("Parent", T.el("a", { href: "/jobs/" + job.parent_id }, "#" + job.parent_id)));
+    facts.push(fact("Safe to retry", job.safe_to_retry === false ? "no (an operator requeues it)" : "yes"));
+    T.fill($("job-facts"), facts.flat());
+  }
+
+  /* ---- budget ------------------------------------------------------------------------ */
+  function renderBudget(job) {
+    const rows = [];
+    for (const dim of Object.keys(T.DIMENSIONS)) {
+      const m = T.measure(job.budget, dim);
+      if (m.limit === null && !m.spent && !m.reserved) continue;
+      const pct = m.limit ? Math.round(((m.spent + m.reserved) / m.limit) * 100) : null;
+      rows.push(T.el("div", { class: "budget", dataset: { dim } },
+        T.el("div", { class: "budget-head" },
+          T.el("span", { class: "budget-label" }, m.label),
+          T.el("span", { class: "budget-figures" },
+            T.el("strong", {}, m.fmt(m.spent)), " spent",
+            m.reserved ? T.el("span", {}, " + " + m.fmt(m.reserved) + " reserved") : null,
+            T.el("span", { class: "muted" }, m.limit === null ? " · no limit" : " of " + m.fmt(m.limit) + " (" + pct + "%)"))),
+        m.limit === null ? null : T.bar(m)));
+    }
+    const limits = (job.budget && job.budget.limits) || {};
+    if (limits.max_duration_s) rows.push(T.el("p", { class: "muted small" }, "Time limit: " + T.fmt.duration(limits.max_duration_s)));
+    if (limits.max_examples) {
+      rows.push(T.el("p", { class: "muted small" }, "Examples: " + T.fmt.int((job.budget.used || {}).examples) + " of " + T.fmt.int(limits.max_examples)));
+    }
+    if (rows.length) rows.push(T.el("div", { class: "legend small muted" },
+      T.el("span", { class: "swatch swatch-spent" }), "spent ",
+      T.el("span", { class: "swatch swatch-reserved" }), "reserved for calls in flight"));
+    T.fill($("job-budget"), rows.length ? rows : T.el("p", { class: "muted" }, "No budget limits and nothing spent."));
+  }
+
+  /* ---- stages and checkpoints -------------------------------------------------------- */
+  function renderStages(job, checkpoints) {
+    const done = new Map(checkpoints.map((c) => [c.stage, c]));
+    const names = Array.isArray(job.stages) && job.stages.length
+      ? job.stages.map((s) => (typeof s === "string" ? s : s.name))
+      : checkpoints.slice().sort((a, b) => a.position - b.position).map((c) => c.stage);
+    if (job.stage && !names.includes(job.stage)) names.push(job.stage);
+    if (!names.length) {
+      T.fill($("job-stages"), T.el("li", { class: "muted" }, job.state === "queued" ? "Not started yet." : "This job records no stages."));
+    } else {
+      T.fill($("job-stages"), names.map((name, i) => {
+        let status = "pending";
+        if (done.has(name)) status = "done";
+        else if (name === job.stage) status = ACTIVE.includes(job.state) ? "current" : "stopped";
+        const hint = { done: "checkpointed", current: "running", stopped: "stopped here (" + job.state.replace("_", " ") + ")", pending: "pending" }[status];
+        return T.el("li", { class: "step step-" + status, dataset: { stage: name, status } },
+          T.el("span", { class: "step-dot" }, status === "done" ? "✓" : String(i + 1)),
+          T.el("span", { class: "step-name" }, name),
+          T.el("span", { class: "step-hint" }, hint));
+      }));
+    }
+    $("checkpoints-wrap").hidden = !checkpoints.length;
+    T.fill($("checkpoints-body"), checkpoints.map((c) => T.el("tr", {},
+      T.el("td", { class: "num" }, String(c.position)),
+      T.el("td", {}, c.stage),
+      T.el("td", { class: "num" }, T.fmt.bytes(c.size)),
+      T.el("td", {}, T.fmt.time(c.created_at)))));
+  }
+
+  /* ---- events ------------------------------------------------------------------------ */
+  function summarize(data) {
+    if (!data || typeof data !== "object") return null;
+    const parts = Object.entries(data).map(([k, v]) => k + "=" + (typeof v === "object" ? JSON.stringify(v) : String(v)));
+    if (!parts.length) return null;
+    const text = parts.join("  ");
+    return T.el("div", { class: "event-data mono", title: text }, text.length > 240 ? text.slice(0, 240) + "…" : text);
+  }
+
+  function eventItem(ev) {
+    return T.el("li", { class: "event", dataset: { seq: ev.seq, kind: ev.kind } },
+      T.el("div", { class: "event-when" }, T.el("time", { title: T.fmt.time(ev.at) }, T.fmt.clock(ev.at)),
+        T.el("span", { class: "muted small" }, "#" + ev.seq)),
+      T.el("div", { class: "event-body" },
+        T.el("div", { class: "event-head" },
+          T.el("span", { class: "event-kind" }, ev.kind.replaceAll("_", " ")),
+          ev.to_state ? T.el("span", { class: "event-move" },
+            ev.from_state ? T.badge(ev.from_state) : null, ev.from_state ? " → " : null, T.badge(ev.to_state)) : null,
+          ev.attempt ? T.el("span", { class: "muted small" }, "attempt " + ev.attempt) : null),
+        summarize(ev.data)));
+  }
+
+  /** Fetch events after the last one seen (the log is gap-free, so nothing is missed). */
+  async function loadEvents() {
+    let more = true;
+    while (more) {
+      const data = await T.api("GET", base + "/events", { query: { after: view.lastSeq, limit: 500 } });
+      const fresh = T.items(data).filter((e) => e.seq > view.lastSeq);
+      more = Boolean(data && data.has_more) && fresh.length > 0;
+      if (!fresh.length) break;
+      view.events.push(...fresh);
+      view.lastSeq = fresh[fresh.length - 1].seq;
+      const list = $("job-events");
+      if (list.firstElementChild && list.firstElementChild.classList.contains("muted")) list.replaceChildren();
+      for (const ev of fresh) list.prepend(eventItem(ev));
+    }
+    $("events-count").textContent = view.events.length ? String(view.events.length) : "";
+  }
+
+  /** Checkpoints as the log recorded them: each ``stage_completed`` event commits with its
+   *  manifest row. Used when the API offers no checkpoints list. */
+  function checkpointsFromEvents() {
+    const byStage = new Map();
+    for (const ev of view.events) {
+      if (ev.kind !== "stage_completed" || !ev.data || !ev.data.stage) continue;
+      byStage.set(ev.data.stage, { stage: ev.data.stage, position: ev.data.position, size: ev.data.size, created_at: ev.at });
+    }
+    return Array.from(byStage.values()).sort((a, b) => a.position - b.position);
+  }
+
+  /* ---- attempts and ledger ----------------------------------------------------------- */
+  function renderAttempts(attempts) {
+    if (!attempts.length) return T.fill($("job-attempts"), T.el("p", { class: "muted" }, "No attempts yet."));
+    const rows = [];
+    for (const a of attempts.slice().sort((x, y) => y.attempt - x.attempt)) {
+      const end = a.finished_at ? T.ms(a.finished_at) : Date.now();
+      const start = a.started_at || a.claimed_at;
+      rows.push(T.el("tr", { dataset: { attempt: a.attempt } },
+        T.el("td", { class: "num" }, String(a.attempt)),
+        T.el("td", { class: "mono small truncate", title: a.worker_id }, a.worker_id),
+        T.el("td", {}, T.fmt.time(a.claimed_at)),
+        T.el("td", { class: "num" }, start ? T.fmt.duration((end - T.ms(start)) / 1000) : "—"),
+        T.el("td", {}, a.outcome ? T.badge(a.outcome) : T.el("span", { class: "muted" }, "in progress"))));
+      if (a.error_code || a.error_summary) {
+        rows.push(T.el("tr", { class: "error-row" }, T.el("td", {}), T.el("td", { colspan: 4 },
+          T.el("span", { class: "mono" }, a.error_code || "error"), a.error_summary ? " " + a.error_summary : "")));
+      }
+    }
+    T.fill($("job-attempts"), T.el("table", { class: "table table-compact" },
+      T.el("thead", {}, T.el("tr", {}, T.el("th", { class: "num" }, "#"), T.el("th", {}, "Worker"),
+        T.el("th", {}, "Claimed"), T.el("th", { class: "num" }, "Ran"), T.el("th", {}, "Outcome"))),
+      T.el("tbody", {}, rows)));
+  }
+
+  function renderLedger(entries) {
+    if (!entries.length) {
+      $("ledger-total").textContent = "";
+      return T.fill($("job-ledger"), T.el("p", { class: "muted" }, "No provider calls recorded."));
+    }
+    const total = entries.reduce((sum, e) => sum + Number(e.cost_usd || 0), 0);
+    $("ledger-total").textContent = entries.length + " calls · " + T.fmt.usd(total);
+    T.fill($("job-ledger"), T.el("div", { class: "table-scroll" }, T.el("table", { class: "table table-compact" },
+      T.el("thead", {}, T.el("tr", {}, ["Time", "Stage", "Call", "Model", "Input", "Output", "Reserved", "Cost", "Price profile"].map(
+        (h, i) => T.el("th", { class: i >= 4 && i <= 7 ? "num" : "" }, h)))),
+      T.el("tbody", {}, entries.map((e) => T.el("tr", {},
+        T.el("td", {}, T.fmt.time(e.created_at)),
+        T.el("td", {}, e.stage || "—"),
+        T.el("td", { class: "mono small" }, e.key),
+        T.el("td", {}, T.el("span", { class: "muted" }, e.provider + " · "), e.model),
+        T.el("td", { class: "num" }, T.fmt.int(e.input_tokens)),
+        T.el("td", { class: "num" }, T.fmt.int(e.output_tokens)),
+        T.el("td", { class: "num muted" }, T.fmt.usd(e.reserved_usd)),
+        T.el("td", { class: "num" }, T.fmt.usd(e.cost_usd),
+          e.confirmed === false || e.confirmed === 0 ? T.el("span", { class: "tag", title: "Outcome unknown after a crash; counted as spent" }, "unconfirmed") : null),
+        T.el("td", { class: "mono small muted" }, e.price_profile || "—")))))));
+  }
+
+  /** An optional resource: [] when the API does not offer it (404 on a job that exists). */
+  async function optional(name) {
+    if (!view.optional[name]) return [];
+    try {
+      return T.items(await T.api("GET", base + "/" + name));
+    } catch (err) {
+      if (err.status === 404 || err.status === 405) { view.optional[name] = false; return []; }
+      throw err;
+    }
+  }
+
+  /* ---- actions ----------------------------------------------------------------------- */
+  const ACTION_TEXT = {
+    cancel: ["Cancel this job?", "A waiting job is cancelled at once; a running job stops at its next safe boundary (a call, a checkpoint, a stage edge). Cancelled is final.", "Cancel job"],
+    pause: ["Pause this job?", "A waiting job pauses at once; a running job stops at its next safe boundary and keeps its checkpoints. Resume it later.", "Pause job"],
+    resume: ["Resume this job?", "It goes back to its queue and continues from its last checkpoint.", "Resume job"],
+    retry: ["Retry this failed job?", "It goes back to its queue and continues from its last checkpoint. Spend so far stays counted against its budget.", "Retry job"],
+    requeue: ["Requeue this job?", "It goes back to its queue and continues from its last checkpoint and journaled calls.", "Requeue job"],
+  };
+  const ACTION_DONE = { cancel: "Cancel requested", pause: "Pause requested", resume: "Resumed", retry: "Queued for retry", requeue: "Requeued" };
+
+  function renderButtons(job) {
+    for (const button of document.querySelectorAll("#job-actions [data-action]")) {
+      button.disabled = !T.allows(button.dataset.action, job.state);
+    }
+    $("raise-budget").disabled = job.state === "succeeded" || job.state === "cancelled";
+  }
+
+  for (const button of document.querySelectorAll("#job-actions [data-action]")) {
+    button.addEventListener("click", async () => {
+      const action = button.dataset.action;
+      const [title, text, ok] = ACTION_TEXT[action];
+      const job = view.job;
+      const done = await T.confirm({
+        title, okLabel: ok, danger: action === "cancel",
+        text: T.el("div", {}, T.el("p", {}, "Job #" + job.id + " (" + job.type + ") is ", T.badge(job.state), "."), T.el("p", {}, text)),
+        run: () => T.api("POST", base + "/" + action),
+      });
+      if (done) {
+        T.flash(ACTION_DONE[action] + " for job #" + job.id + ".");
+        poller.now();
+      }
+    });
+  }
+
+  const LIMITS = [
+    ["max_cost_usd", "Cost limit (USD)", "0.01"],
+    ["max_calls", "Calls", "1"],
+    ["max_input_tokens", "Input tokens", "1"],
+    ["max_output_tokens", "Output tokens", "1"],
+  ];
+
+  $("raise-budget").addEventListener("click", async () => {
+    const job = view.job;
+    const limits = (job.budget && job.budget.limits) || {};
+    const inputs = {};
+    const fields = LIMITS.map(([key, label, step]) => {
+      const m = T.measure(job.budget, { max_cost_usd: "cost", max_calls: "calls", max_input_tokens: "input", max_output_tokens: "output" }[key]);
+      inputs[key] = T.el("input", { class: "input", type: "number", min: "0", step, name: key, id: "budget-" + key,
+        value: limits[key] !== undefined && limits[key] !== null ? String(limits[key]) : "", placeholder: "no limit" });
+      return T.el("label", { class: "field" }, T.el("span", { class: "field-label" }, label), inputs[key],
+        T.el("span", { class: "field-hint" }, "used " + m.fmt(m.spent + m.reserved)));
+    });
+    const resume = T.el("input", { type: "checkbox", id: "budget-resume", checked: job.state === "paused" });
+    const extra = [T.el("div", { class: "form-grid" }, fields)];
+    if (job.state === "paused") {
+      extra.push(T.el("label", { class: "check" }, resume, T.el("span", {}, "Resume the job after saving")));
+    }
+    const done = await T.confirm({
+      title: "Change the budget of job #" + job.id,
+      text: job.error_code === "budget_exhausted"
+        ? "The job paused because a call would have crossed a limit. Raise the limit, then resume it."
+        : "Limits apply to the next reservation. Leave a field as it is to keep that limit.",
+      extra, okLabel: "Save limits",
+      run: async () => {
+        const changes = {};
+        for (const [key] of LIMITS) {
+          const raw = inputs[key].value.trim();
+          const before = limits[key] !== undefined && limits[key] !== null ? String(limits[key]) : "";
+          if (raw === before) continue;
+          if (raw === "") throw new Error("Removing a limit is not supported here; set a higher value instead.");
+          if (!(Number(raw) >= 0)) throw new Error("Limits must be non-negative numbers.");
+          changes[key] = key === "max_cost_usd" ? raw : parseInt(raw, 10);
+        }
+        if (!Object.keys(changes).length) throw new Error("Nothing changed.");
+        await T.api("PATCH", base + "/budget", { body: changes });
+        if (job.state === "paused" && resume.checked) await T.api("POST", base + "/resume");
+      },
+    });
+    if (done) {
+      T.flash("Budget saved for job #" + job.id + ".");
+      poller.now();
+    }
+  });
+
+  /* ---- refresh ----------------------------------------------------------------------- */
+  async function refresh() {
+    let job;
+    try {
+      const data = await T.api("GET", base);
+      job = data && data.job ? data.job : data;
+    } catch (err) {
+      if (err.status === 404) {
+        $("job-title").textContent = "Job #" + jobId + " not found";
+        T.fill($("job-subtitle"), "It does not exist, or your token may not see its project.");
+        return;
+      }
+      throw err;
+    }
+    view.job = job;
+    renderHeader(job);
+    renderFacts(job);
+    renderBudget(job);
+    renderButtons(job);
+    $("job-payload").textContent = T.fmt.json(job.payload);
+    $("result-card").hidden = job.result === null || job.result === undefined;
+    $("job-result").textContent = T.fmt.json(job.result);
+    await loadEvents();
+    const tick = ACTIVE.includes(job.state) ? Math.floor(Date.now() / 10000) : 0;
+    const signature = [job.state, job.stage, job.updated_at, job.attempt_count, view.lastSeq, tick, JSON.stringify(job.budget && job.budget.used)].join("|");
+    if (signature === view.signature) return;
+    const [attempts, ledger, checkpoints] = await Promise.all([
+      T.api("GET", base + "/attempts").then(T.items),
+      optional("ledger"),
+      Array.isArray(job.checkpoints) ? Promise.resolve(job.checkpoints) : optional("checkpoints"),
+    ]);
+    const stages = view.optional.checkpoints || Array.isArray(job.checkpoints) ? checkpoints : checkpointsFromEvents();
+    renderAttempts(attempts);
+    renderLedger(ledger);
+    renderStages(job, stages);
+    view.signature = signature;
+  }
+
+  const poller = T.poll(refresh);
+})();

@@ -1,0 +1,1 @@
+"""Provider calls: reserve, call, settle; usage adapters; the simulated provider; prices."""

@@ -1,0 +1,350 @@
+"""Budget accounting in the store: reserve, settle, release, orphan recovery, the ledger.
+
+Each operation is ONE write transaction that touches the job's and the project's
+accumulators, the call journal and the cost ledger together, so concurrent calls in one job
+and concurrent workers across jobs can never overshoot a limit between a check and a write.
+Lock order is always job row, then job budget, then project budget.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any, Iterable
+
+from ..core.budget import Budget, BudgetStatus, Counters, Reservation, exceeded_limit
+from ..core.pricing import ModelPrice, PriceProfile
+from ..core.states import JobState
+from ..core.usage import Usage
+from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
+from ..records import JournalEntry, LedgerEntry
+
+_D0 = Decimal(0)
+
+
+def _dec(value: Any) -> Decimal:
+    return _D0 if value is None else Decimal(str(value))
+
+
+class AccountingMixin:
+    """Mixed into ``SQLStore``; relies on its transaction and parameter hooks."""
+
+    def _money_param(self, value: Decimal | None) -> Any:
+        return None if value is None else str(value)
+
+    # --- accumulators -------------------------------------------------------------------------
+
+    def _budget(self, tx: Any, scope: str, key: str, now: float) -> dict[str, Any]:
+        tx.run("ensure_budget", scope=scope, key=key, now=self._time_param(now))
+        return tx.one("lock_budget", scope=scope, key=key)
+
+    def _save_counters(self, tx: Any, scope: str, key: str, c: Counters, now: float) -> None:
+        tx.run("update_budget", scope=scope, key=key, now=self._time_param(now),
+               spent_usd=self._money_param(c.spent_usd),
+               reserved_usd=self._money_param(c.reserved_usd), calls=c.calls,
+               reserved_calls=c.reserved_calls, input_tokens=c.input_tokens,
+               output_tokens=c.output_tokens, reserved_input_tokens=c.reserved_input_tokens,
+               reserved_output_tokens=c.reserved_output_tokens, examples=c.examples)
+
+    def _adjust(self, tx: Any, job: dict[str, Any], now: float, **delta: Any) -> None:
+        """Add ``delta`` to the job's and the project's counters (job first: lock order)."""
+        for scope, key in (("job", str(job["id"])), ("project", job["project"])):
+            row = self._budget(tx, scope, key, now)
+            c = self._counters(row)
+            c = replace(c, **{k: getattr(c, k) + v for k, v in delta.items()})
+            self._save_counters(tx, scope, key, c, now)
+
+    # --- the pinned price profile -------------------------------------------------------------
+
+    def save_profile(self, profile: PriceProfile) -> str:
+        with self._write() as tx:
+            tx.run("save_profile", id=profile.id, name=profile.name,
+                   effective_date=profile.effective_date,
+                   body=json.dumps(profile.to_dict(), sort_keys=True),
+                   now=self._time_param(self._now(tx, None)))
+        return profile.id
+
+    def get_profile(self, profile_id: str) -> PriceProfile | None:
+        with self._read() as tx:
+            row = tx.one("get_profile", id=profile_id)
+        return PriceProfile.from_dict(json.loads(row["body"])) if row else None
+
+    def _pinned_price(self, tx: Any, job: dict[str, Any], provider: str,
+                      model: str) -> ModelPrice | None:
+        if not job.get("price_profile"):
+            return None
+        row = tx.one("get_profile", id=job["price_profile"])
+        if row is None:
+            return None
+        return PriceProfile.from_dict(json.loads(row["body"])).models.get((provider, model))
+
+    # --- reserve / settle / release -----------------------------------------------------------
+
+    def reserve(self, job_id: int, token: int, *, key: str, stage: str | None, provider: str,
+                model: str, reservation: Reservation, request_hash: str | None = None,
+                now: float | None = None) -> JournalEntry | None:
+        """Reserve the worst case for call ``key``. Returns the journal entry instead, without
+        reserving, when the key is already done. Raises ``BudgetExhausted`` (nothing written)
+        when a job or project limit would be crossed, ``JobCancelled``/``JobPaused`` when an
+        operator stopped the job: no call starts after a cancel is recorded."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            job = self._held(tx, job_id, token)
+            if job["state"] == JobState.CANCELLING:
+                raise JobCancelled(f"job {job_id} was cancelled")
+            if job["state"] == JobState.PAUSING:
+                raise JobPaused(f"job {job_id} was paused")
+            if job["state"] != JobState.RUNNING:
+                raise LeaseLost(f"job {job_id} is {job['state']}, not running")
+            existing = tx.one("journal_get", job_id=job_id, key=key)
+            if existing is not None and existing["status"] == "done":
+                return self._journal(existing)
+            if existing is not None and existing["status"] == "reserved":
+                if existing["attempt"] == token:
+                    raise TetherError(f"call key {key!r} is already in flight in this job; "
+                                      "keys must be unique per call")
+                self._settle_orphan(tx, job, existing, now)
+            self._check_limits(tx, job, reservation, now)
+            self._adjust(tx, job, now, reserved_usd=reservation.cost_usd,
+                         reserved_calls=reservation.calls,
+                         reserved_input_tokens=reservation.input_tokens,
+                         reserved_output_tokens=reservation.output_tokens)
+            tx.run("journal_reserve", job_id=job_id, key=key, stage=stage, attempt=token,
+                   provider=provider, model=model, request_hash=request_hash,
+                   reserved_usd=self._money_param(reservation.cost_usd),
+                   reserved_input_tokens=reservation.input_tokens,
+                   reserved_output_tokens=reservation.output_tokens,
+                   now=self._time_param(now))
+        return None
+
+    def _check_limits(self, tx: Any, job: dict[str, Any], want: Reservation, now: float) -> None:
+        limits = Budget.from_dict(self._load_json(job.get("budget")) or {})
+        job_b = self._budget(tx, "job", str(job["id"]), now)
+        hit = exceeded_limit(limits, self._counters(job_b), want)
+        scope = "job"
+        if hit is None and limits.max_duration_s is not None:
+            first = tx.one("first_start", job_id=job["id"])
+            started = first and first["started_at"]
+            if started is not None and now - _as_ts(started) > limits.max_duration_s:
+                hit = "max_duration_s"
+        if hit is None:
+            proj = self._budget(tx, "project", job["project"], now)
+            hit = exceeded_limit(Budget.from_dict(self._load_json(proj["limits"]) or {}),
+                                 self._counters(proj), want)
+            scope = "project"
+        if hit is not None:
+            raise BudgetExhausted(
+                f"{scope} limit {hit} would be crossed by a call reserving "
+                f"${want.cost_usd} ({want.input_tokens} in / {want.output_tokens} out tokens)",
+                limit=hit, scope=scope, reserve_usd=str(want.cost_usd))
+
+    def settle(self, job_id: int, token: int, *, key: str, usage: Usage, price: ModelPrice,
+               profile_id: str, result_json: str, now: float | None = None) -> LedgerEntry:
+        """Record a completed call: journal ``done``, reservation replaced by the real cost,
+        one confirmed ledger row (flagged as an overrun if usage exceeded the estimate)."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            job = self._held(tx, job_id, token)
+            entry = tx.one("journal_get", job_id=job_id, key=key)
+            if entry is None or entry["status"] != "reserved" or entry["attempt"] != token:
+                raise LeaseLost(f"job {job_id}: call {key!r} is not reserved by attempt {token}")
+            cost = price.cost(usage)
+            self._adjust(tx, job, now, reserved_usd=-_dec(entry["reserved_usd"]),
+                         reserved_calls=-1,
+                         reserved_input_tokens=-entry["reserved_input_tokens"],
+                         reserved_output_tokens=-entry["reserved_output_tokens"],
+                         spent_usd=cost, calls=1, input_tokens=usage.input_tokens,
+                         output_tokens=usage.output_tokens)
+            tx.run("journal_finish", job_id=job_id, key=key, attempt=token, status="done",
+                   result=result_json, usage=self._json_param(usage.to_dict()),
+                   cost_usd=self._money_param(cost), error_code=None, error_summary=None,
+                   now=self._time_param(now))
+            overrun = (usage.input_tokens > entry["reserved_input_tokens"]
+                       or usage.output_tokens > entry["reserved_output_tokens"])
+            ledger_id = self._ledger_row(tx, job, entry, usage, price, profile_id, cost,
+                                         confirmed=True, overrun=overrun, now=now)
+            if overrun:
+                self._note(tx, job_id, "estimate_overrun", now, token, {
+                    "key": key, "reserved_input_tokens": entry["reserved_input_tokens"],
+                    "reserved_output_tokens": entry["reserved_output_tokens"],
+                    "usage": usage.to_dict()})
+            return self._ledger(tx.one("ledger_row", id=ledger_id))
+
+    def release(self, job_id: int, token: int, *, key: str, error_code: str,
+                error_summary: str, billed: bool | None, now: float | None = None) -> None:
+        """A call that raised. ``billed=False`` (the provider answered with a refusal): the
+        reservation is refunded and nothing is spent. Otherwise the outcome is unknown and the
+        reservation is counted as spent, unconfirmed, so the ledger never under-reports."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            job = self._held(tx, job_id, token)
+            entry = tx.one("journal_get", job_id=job_id, key=key)
+            if entry is None or entry["status"] != "reserved" or entry["attempt"] != token:
+                return
+            if billed is False:
+                self._adjust(tx, job, now, reserved_usd=-_dec(entry["reserved_usd"]),
+                             reserved_calls=-1,
+                             reserved_input_tokens=-entry["reserved_input_tokens"],
+                             reserved_output_tokens=-entry["reserved_output_tokens"])
+                tx.run("journal_finish", job_id=job_id, key=key, attempt=token,
+                       status="failed", result=None, usage=None, cost_usd=None,
+                       error_code=error_code, error_summary=error_summary[:2000],
+                       now=self._time_param(now))
+            else:
+                self._settle_orphan(tx, job, entry, now, error=(error_code, error_summary))
+
+    def _settle_orphan(self, tx: Any, job: dict[str, Any], entry: dict[str, Any], now: float,
+                       error: tuple[str, str] | None = None) -> None:
+        """A reservation whose outcome is unknown is spent in full, marked unconfirmed."""
+        reserved = _dec(entry["reserved_usd"])
+        usage = Usage(input_tokens=entry["reserved_input_tokens"],
+                      output_tokens=entry["reserved_output_tokens"])
+        self._adjust(tx, job, now, reserved_usd=-reserved, reserved_calls=-1,
+                     reserved_input_tokens=-usage.input_tokens,
+                     reserved_output_tokens=-usage.output_tokens, spent_usd=reserved, calls=1,
+                     input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        code, summary = error or ("unconfirmed", "outcome unknown after the attempt ended")
+        tx.run("journal_finish", job_id=job["id"], key=entry["key"], attempt=entry["attempt"],
+               status="unconfirmed", result=None, usage=None,
+               cost_usd=self._money_param(reserved), error_code=code,
+               error_summary=summary[:2000], now=self._time_param(now))
+        price = self._pinned_price(tx, job, entry["provider"], entry["model"]) or ModelPrice(
+            entry["provider"], entry["model"], _D0, _D0)
+        self._ledger_row(tx, job, entry, usage, price, job.get("price_profile") or "unknown",
+                         reserved, confirmed=False, overrun=False, now=now)
+
+    def _settle_orphans(self, tx: Any, job: dict[str, Any], now: float) -> int:
+        rows = tx.all("journal_open", job_id=job["id"])
+        for entry in rows:
+            self._settle_orphan(tx, job, entry, now)
+        return len(rows)
+
+    def _ledger_row(self, tx: Any, job: dict[str, Any], entry: dict[str, Any], usage: Usage,
+                    price: ModelPrice, profile_id: str, cost: Decimal, *, confirmed: bool,
+                    overrun: bool, now: float) -> int:
+        row = tx.one("insert_ledger", job_id=job["id"], project=job["project"],
+                     stage=entry["stage"], key=entry["key"], attempt=entry["attempt"],
+                     provider=entry["provider"], model=entry["model"],
+                     input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                     cached_input_tokens=usage.cached_input_tokens,
+                     reasoning_tokens=usage.reasoning_tokens,
+                     input_per_mtok=self._money_param(price.input_per_mtok),
+                     output_per_mtok=self._money_param(price.output_per_mtok),
+                     cached_input_per_mtok=self._money_param(price.cached_input_per_mtok),
+                     price_profile=profile_id, cost_usd=self._money_param(cost),
+                     reserved_usd=self._money_param(_dec(entry["reserved_usd"])),
+                     confirmed=confirmed, overrun=overrun, now=self._time_param(now))
+        return int(row["id"])
+
+    def _note(self, tx: Any, job_id: int, kind: str, now: float, attempt: int | None,
+              data: dict[str, Any]) -> None:
+        seq = tx.one("bump_event_seq", id=job_id)["event_seq"]
+        tx.run("insert_event", **self._event_row(job_id, seq, now, kind, None, None, attempt,
+                                                 data))
+
+    # --- examples -----------------------------------------------------------------------------
+
+    def add_examples(self, job_id: int, token: int, n: int, *, now: float | None = None) -> int:
+        """Count ``n`` produced examples against ``max_examples`` (job and project)."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            job = self._held(tx, job_id, token)
+            for scope, key, limits in (
+                    ("job", str(job_id), Budget.from_dict(self._load_json(job["budget"]) or {})),
+                    ("project", job["project"], None)):
+                row = self._budget(tx, scope, key, now)
+                if limits is None:
+                    limits = Budget.from_dict(self._load_json(row["limits"]) or {})
+                have = int(row["examples"])
+                if limits.max_examples is not None and have + n > limits.max_examples:
+                    raise BudgetExhausted(f"{scope} limit max_examples ({limits.max_examples}) "
+                                          f"would be crossed", limit="max_examples", scope=scope)
+            self._adjust(tx, job, now, examples=n)
+            return int(self._budget(tx, "job", str(job_id), now)["examples"])
+
+    # --- reads and project budgets ------------------------------------------------------------
+
+    def journal(self, job_id: int, key: str | None = None) -> list[JournalEntry]:
+        with self._read() as tx:
+            if key is not None:
+                row = tx.one("journal_get", job_id=job_id, key=key)
+                return [self._journal(row)] if row else []
+            return [self._journal(r) for r in tx.all("journal_list", job_id=job_id)]
+
+    def cached_result(self, project: str, request_hash: str) -> tuple[Any, Usage] | None:
+        with self._read() as tx:
+            row = tx.one("journal_cached", project=project, request_hash=request_hash)
+        if row is None:
+            return None
+        return self._load_json(row["result"]), Usage.from_dict(self._load_json(row["usage"]))
+
+    def ledger(self, job_id: int) -> list[LedgerEntry]:
+        with self._read() as tx:
+            return [self._ledger(r) for r in tx.all("list_ledger", job_id=job_id)]
+
+    def spend_totals(self, projects: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        with self._read() as tx:
+            rows = tx.all("spend_totals", projects=self._list_param(projects))
+        return [{"provider": r["provider"], "model": r["model"], "calls": int(r["calls"]),
+                 "input_tokens": int(r["input_tokens"] or 0),
+                 "output_tokens": int(r["output_tokens"] or 0),
+                 "cost_usd": sum((Decimal(x) for x in str(r["costs"] or "").split()), _D0),
+                 "unconfirmed_calls": int(r["unconfirmed"] or 0)} for r in rows]
+
+    def project_budget(self, project: str) -> BudgetStatus:
+        with self._read() as tx:
+            row = tx.one("project_budget", key=project)
+        if row is None:
+            return BudgetStatus()
+        return BudgetStatus(Budget.from_dict(self._load_json(row["limits"]) or {}),
+                            self._counters(row))
+
+    def set_project_budget(self, project: str, changes: Budget) -> BudgetStatus:
+        with self._write() as tx:
+            now = self._now(tx, None)
+            row = tx.one("project_budget", key=project)
+            current = Budget.from_dict(self._load_json(row["limits"]) if row else {})
+            merged = current.merged(changes)
+            tx.run("set_budget_limits", scope="project", key=project,
+                   limits=self._json_param(merged.to_dict()), now=self._time_param(now))
+        return self.project_budget(project)
+
+    # --- row conversion -----------------------------------------------------------------------
+
+    @staticmethod
+    def _load_json(value: Any) -> Any:
+        if value is None or not isinstance(value, (str, bytes)):
+            return value
+        return json.loads(value)
+
+    def _journal(self, r: dict[str, Any]) -> JournalEntry:
+        from .sql import _dt
+        return JournalEntry(
+            job_id=int(r["job_id"]), key=r["key"], stage=r.get("stage"), status=r["status"],
+            attempt=int(r["attempt"]), provider=r["provider"], model=r["model"],
+            reserved_usd=_dec(r["reserved_usd"]), result=self._load_json(r.get("result")),
+            usage=self._load_json(r.get("usage")),
+            cost_usd=None if r.get("cost_usd") is None else _dec(r["cost_usd"]),
+            error_code=r.get("error_code"), created_at=_dt(r["created_at"]),
+            updated_at=_dt(r["updated_at"]), request_hash=r.get("request_hash"))
+
+    def _ledger(self, r: dict[str, Any]) -> LedgerEntry:
+        from .sql import _dt
+        return LedgerEntry(
+            id=int(r["id"]), job_id=int(r["job_id"]), project=r["project"], stage=r.get("stage"),
+            key=r["key"], attempt=int(r["attempt"]), provider=r["provider"], model=r["model"],
+            input_tokens=int(r["input_tokens"]), output_tokens=int(r["output_tokens"]),
+            cached_input_tokens=int(r["cached_input_tokens"]),
+            reasoning_tokens=int(r["reasoning_tokens"]),
+            input_per_mtok=_dec(r["input_per_mtok"]), output_per_mtok=_dec(r["output_per_mtok"]),
+            cached_input_per_mtok=(None if r.get("cached_input_per_mtok") is None
+                                   else _dec(r["cached_input_per_mtok"])),
+            price_profile=r["price_profile"], cost_usd=_dec(r["cost_usd"]),
+            reserved_usd=_dec(r["reserved_usd"]), confirmed=bool(r["confirmed"]),
+            overrun=bool(r["overrun"]), created_at=_dt(r["created_at"]))
+
+
+def _as_ts(value: Any) -> float:
+    from .sql import _ts
+    return _ts(value)
