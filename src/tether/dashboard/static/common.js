@@ -174,6 +174,13 @@
       return d.toLocaleString("en-GB", { year: "numeric", month: "short", day: "2-digit",
         hour: "2-digit", minute: "2-digit", second: "2-digit" });
     },
+    short(iso) {
+      if (!iso) return "—";
+      const d = new Date(ms(iso));
+      const today = new Date().toDateString() === d.toDateString();
+      return today ? d.toLocaleTimeString("en-GB")
+        : d.toLocaleString("en-GB", { month: "short", day: "2-digit", hour: "2-digit", minute: "2-digit" });
+    },
     clock(iso) {
       if (!iso) return "—";
       return new Date(ms(iso)).toLocaleTimeString("en-GB");
@@ -187,6 +194,12 @@
   T.ago = function (iso, suffix) {
     if (!iso) return T.el("span", { class: "muted" }, "—");
     return T.el("time", { datetime: new Date(ms(iso)).toISOString(), title: T.fmt.time(iso) }, T.fmt.age(iso) + (suffix || ""));
+  };
+
+  /** A row of headline numbers: [[label, value, tone?], ...]; tone is "warn" or "bad". */
+  T.stats = function (node, tiles) {
+    T.fill(node, tiles.map(([label, value, tone]) => T.el("div", { class: "stat" + (tone ? " stat-" + tone : "") },
+      T.el("div", { class: "stat-value" }, String(value)), T.el("div", { class: "stat-label" }, label))));
   };
 
   /* ---- spend vs budget ----------------------------------------------------------------- */

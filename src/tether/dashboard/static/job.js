@@ -96,7 +96,7 @@
       : checkpoints.slice().sort((a, b) => a.position - b.position).map((c) => c.stage);
     if (job.stage && !names.includes(job.stage)) names.push(job.stage);
     if (!names.length) {
-      T.fill($("job-stages"), T.el("li", { class: "muted" }, job.state === "queued" ? "Not started yet." : "This job records no stages."));
+      T.fill($("job-stages"), T.el("li", { class: "muted" }, job.state === "queued" ? "Not started yet." : "No stage checkpointed yet."));
     } else {
       T.fill($("job-stages"), names.map((name, i) => {
         let status = "pending";
@@ -114,7 +114,7 @@
       T.el("td", { class: "num" }, String(c.position)),
       T.el("td", {}, c.stage),
       T.el("td", { class: "num" }, T.fmt.bytes(c.size)),
-      T.el("td", {}, T.fmt.time(c.created_at)))));
+      T.el("td", { title: T.fmt.time(c.created_at) }, T.fmt.short(c.created_at)))));
   }
 
   /* ---- events ------------------------------------------------------------------------ */
@@ -177,7 +177,7 @@
       rows.push(T.el("tr", { dataset: { attempt: a.attempt } },
         T.el("td", { class: "num" }, String(a.attempt)),
         T.el("td", { class: "mono small truncate", title: a.worker_id }, a.worker_id),
-        T.el("td", {}, T.fmt.time(a.claimed_at)),
+        T.el("td", { title: T.fmt.time(a.claimed_at) }, T.fmt.short(a.claimed_at)),
         T.el("td", { class: "num" }, start ? T.fmt.duration((end - T.ms(start)) / 1000) : "—"),
         T.el("td", {}, a.outcome ? T.badge(a.outcome) : T.el("span", { class: "muted" }, "in progress"))));
       if (a.error_code || a.error_summary) {
@@ -202,7 +202,7 @@
       T.el("thead", {}, T.el("tr", {}, ["Time", "Stage", "Call", "Model", "Input", "Output", "Reserved", "Cost", "Price profile"].map(
         (h, i) => T.el("th", { class: i >= 4 && i <= 7 ? "num" : "" }, h)))),
       T.el("tbody", {}, entries.map((e) => T.el("tr", {},
-        T.el("td", {}, T.fmt.time(e.created_at)),
+        T.el("td", { title: T.fmt.time(e.created_at) }, T.fmt.short(e.created_at)),
         T.el("td", {}, e.stage || "—"),
         T.el("td", { class: "mono small" }, e.key),
         T.el("td", {}, T.el("span", { class: "muted" }, e.provider + " · "), e.model),

@@ -86,9 +86,10 @@
   function spendCell(job) {
     const cost = T.measure(job.budget, "cost");
     if (cost.limit === null) {
-      return T.el("td", { class: "spend" },
-        T.el("span", { class: cost.spent ? "" : "muted" }, cost.spent ? T.fmt.usd(cost.spent) : "—"),
-        T.el("span", { class: "muted small" }, " no limit"));
+      const used = cost.spent + cost.reserved;
+      return T.el("td", { class: "spend" }, used
+        ? [T.el("span", { class: "spend-text" }, T.fmt.usd(used)), T.el("span", { class: "muted small" }, " · no limit")]
+        : T.el("span", { class: "muted" }, "—"));
     }
     return T.el("td", { class: "spend" }, T.bar(cost, true),
       T.el("span", { class: "spend-text" }, T.fmt.usd(cost.spent + cost.reserved) + " / " + T.fmt.usd(cost.limit)));

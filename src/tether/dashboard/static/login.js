@@ -7,6 +7,7 @@
   const input = document.getElementById("token");
   const error = document.getElementById("login-error");
   const button = document.getElementById("sign-in");
+  const $noAuth = document.getElementById("no-auth");
 
   function destination() {
     const next = new URLSearchParams(location.search).get("next") || "";
@@ -37,6 +38,13 @@
       button.textContent = "Sign in";
     }
   });
+
+  T.api("GET", "/jobs", { query: { limit: 1 }, token: "", noRedirect: true })
+    .then(() => {
+      $noAuth.hidden = false;
+      $noAuth.querySelector("a").href = destination();
+    })
+    .catch(() => {});
 
   input.focus();
 })();

@@ -81,12 +81,23 @@
       if (err.status === 403) {
         notice("Your token may not see queues: they span projects, so this page needs an admin token.");
         T.fill($("queues-body"), T.emptyRow(GROUPS.length + 5, "Not available with this token."));
+        T.fill($("queues-stats"));
         return;
       }
       throw err;
     }
     notice("");
     queues.sort((a, b) => a.name.localeCompare(b.name));
+    const sum = (states) => queues.reduce((n, q) => n + states.reduce((m, s) => m + ((q.counts || {})[s] || 0), 0), 0);
+    const attention = sum(["failed", "interrupted"]);
+    const paused = queues.filter((q) => q.paused).length;
+    T.stats($("queues-stats"), [
+      ["Waiting", T.fmt.int(sum(["queued", "retry_wait"]))],
+      ["Running", T.fmt.int(sum(["leased", "running", "pausing", "cancelling"]))],
+      ["Paused jobs", T.fmt.int(sum(["paused"]))],
+      ["Failed or interrupted", T.fmt.int(attention), attention ? "bad" : null],
+      ["Paused queues", paused + " of " + queues.length, paused ? "warn" : null],
+    ]);
     T.fill($("queues-body"), queues.length ? queues.map(row) : T.emptyRow(GROUPS.length + 5, "No queues yet."));
   }
 

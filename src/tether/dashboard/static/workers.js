@@ -34,7 +34,8 @@
       T.el("td", { class: "mono small" }, w.id),
       T.el("td", {}, T.el("span", { class: "badge badge-worker-" + status }, status)),
       T.el("td", {}, w.hostname, T.el("span", { class: "muted small" }, " pid " + w.pid)),
-      T.el("td", {}, (w.queues && w.queues.length ? w.queues : ["all"]).join(", ")),
+      T.el("td", {}, !w.queues || !w.queues.length || w.queues.includes("*")
+        ? T.el("span", { class: "muted" }, "all queues") : w.queues.join(", ")),
       T.el("td", { class: "num" }, leases + " / " + w.concurrency),
       T.el("td", {}, leasedJobs(held)),
       T.el("td", { class: "num" }, T.ago(w.last_heartbeat_at, " ago")),
@@ -59,12 +60,22 @@
       if (err.status === 403) {
         notice("Your token may not see workers: they serve every project, so this page needs an admin token.");
         T.fill($("workers-body"), T.emptyRow(8, "Not available with this token."));
+        T.fill($("workers-stats"));
         return;
       }
       throw err;
     }
     notice("");
     const held = await leasesByWorker();
+    const live = workers.filter((w) => !w.stopped_at);
+    const late = live.filter((w) => health(w) !== "live").length;
+    const slots = live.reduce((n, w) => n + (w.concurrency || 0), 0);
+    const busy = live.reduce((n, w) => n + (w.leases || 0), 0);
+    T.stats($("workers-stats"), [
+      ["Workers", T.fmt.int(live.length), live.length ? null : "warn"],
+      ["Leases held", busy + " of " + slots + " slots"],
+      ["Late or lost heartbeats", T.fmt.int(late), late ? "bad" : null],
+    ]);
     workers.sort((a, b) => (a.stopped_at ? 1 : 0) - (b.stopped_at ? 1 : 0) || T.ms(b.started_at) - T.ms(a.started_at));
     T.fill($("workers-body"), workers.length ? workers.map((w) => row(w, held[w.id])) : T.emptyRow(8, "No live workers. Start one with tether worker --app MODULE:APP."));
   }
