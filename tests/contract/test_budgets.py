@@ -1,0 +1,168 @@
+"""Reserve, settle, release, orphans and limits — the money path, on every backend."""
+
+from decimal import Decimal
+
+import pytest
+
+from tether import BudgetExhausted, JobCancelled, JobState, LeaseLost, Usage
+from tether.core.budget import Reservation
+from tether.core.pricing import ModelPrice
+from tether.store.base import Outcome
+
+S = JobState
+PRICE = ModelPrice("simulated", "sim-small", Decimal("0.50"), Decimal("1.50"), Decimal("0.25"))
+
+
+def running_job(app, **submit):
+    if "t" not in app.registry:
+        app.register("t", lambda ctx, payload: payload)
+    job = app.submit("t", {}, **submit)
+    (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
+    app.store.start(job.id, c.token)
+    return job, c.token
+
+
+def reserve(app, job, token, key, cost="0.10", tin=100, tout=50):
+    return app.store.reserve(job.id, token, key=key, stage="s", provider="simulated",
+                             model="sim-small",
+                             reservation=Reservation(Decimal(cost), tin, tout))
+
+
+def test_reserve_then_settle_moves_reserved_to_spent(app):
+    job, tok = running_job(app, budget={"max_cost_usd": "1"})
+    assert reserve(app, job, tok, "k1") is None
+    used = app.get(job.id).budget.used
+    assert used.reserved_usd == Decimal("0.10") and used.reserved_calls == 1
+    entry = app.store.settle(job.id, tok, key="k1", usage=Usage(80, 40, 20, 5), price=PRICE,
+                             profile_id="p@1", result_json='{"text": "hi"}')
+    expected = (60 * Decimal("0.50") + 20 * Decimal("0.25") + 40 * Decimal("1.50")) / 10**6
+    assert entry.cost_usd == expected and entry.confirmed and not entry.overrun
+    used = app.get(job.id).budget.used
+    assert used.reserved_usd == 0 and used.spent_usd == expected and used.calls == 1
+    assert used.input_tokens == 80 and used.output_tokens == 40
+    (row,) = app.ledger(job.id)
+    assert (row.key, row.cached_input_tokens, row.reasoning_tokens) == ("k1", 20, 5)
+    assert row.input_per_mtok == Decimal("0.50") and row.price_profile == "p@1"
+    assert app.project_budget("default").used.spent_usd == expected
+
+
+def test_a_done_key_is_returned_not_reserved_again(app):
+    job, tok = running_job(app)
+    reserve(app, job, tok, "k")
+    app.store.settle(job.id, tok, key="k", usage=Usage(1, 1), price=PRICE, profile_id="p",
+                     result_json='"first"')
+    entry = reserve(app, job, tok, "k")
+    assert entry.status == "done" and entry.result == "first"
+    assert app.get(job.id).budget.used.reserved_calls == 0
+    assert len(app.ledger(job.id)) == 1
+
+
+def test_reservation_that_would_cross_a_limit_is_refused_and_writes_nothing(app):
+    job, tok = running_job(app, budget={"max_cost_usd": "0.25", "max_calls": 5})
+    reserve(app, job, tok, "a", cost="0.10")
+    reserve(app, job, tok, "b", cost="0.10")
+    with pytest.raises(BudgetExhausted) as info:
+        reserve(app, job, tok, "c", cost="0.10")
+    assert info.value.details["limit"] == "max_cost_usd"
+    assert app.get(job.id).budget.used.reserved_usd == Decimal("0.20")
+    assert [e.key for e in app.store.journal(job.id)] == ["a", "b"]
+
+
+def test_project_limit_is_shared_by_jobs(app):
+    app.set_project_budget("p", max_cost_usd="0.15")
+    job, tok = running_job(app, project="p")
+    reserve(app, job, tok, "a", cost="0.10")
+    with pytest.raises(BudgetExhausted) as info:
+        reserve(app, job, tok, "b", cost="0.10")
+    assert info.value.details["scope"] == "project"
+
+
+def test_release_refunds_a_refused_call_but_counts_an_unknown_one(app):
+    job, tok = running_job(app)
+    reserve(app, job, tok, "refused", cost="0.10")
+    app.store.release(job.id, tok, key="refused", error_code="transient", error_summary="429",
+                      billed=False)
+    used = app.get(job.id).budget.used
+    assert used.reserved_usd == 0 and used.spent_usd == 0 and used.calls == 0
+    reserve(app, job, tok, "timeout", cost="0.10")
+    app.store.release(job.id, tok, key="timeout", error_code="transient", error_summary="t/o",
+                      billed=None)
+    used = app.get(job.id).budget.used
+    assert used.reserved_usd == 0 and used.spent_usd == Decimal("0.10")
+    (row,) = app.ledger(job.id)
+    assert row.key == "timeout" and not row.confirmed and row.cost_usd == Decimal("0.10")
+    # both keys may be called again: a refused call never happened, an unknown one is paid
+    assert reserve(app, job, tok, "refused") is None
+    assert reserve(app, job, tok, "timeout") is None
+
+
+def test_a_crashed_attempts_open_reservation_is_settled_as_spent_unconfirmed(app, clock):
+    job, tok = running_job(app)
+    reserve(app, job, tok, "in-flight", cost="0.30", tin=300, tout=100)
+    clock.advance(31)
+    app.store.expire_leases()
+    used = app.get(job.id).budget.used
+    assert used.reserved_usd == 0 and used.spent_usd == Decimal("0.30") and used.calls == 1
+    (row,) = app.ledger(job.id)
+    assert not row.confirmed and row.input_tokens == 300
+    (entry,) = app.store.journal(job.id)
+    assert entry.status == "unconfirmed"
+    (c,) = app.store.claim("w2", queues=None, limit=1, lease_ttl=30)
+    app.store.start(job.id, c.token)
+    assert reserve(app, job, c.token, "in-flight", cost="0.30") is None
+
+
+def test_no_reservation_after_cancel_and_none_with_a_stale_lease(app, clock):
+    job, tok = running_job(app)
+    app.cancel(job.id)
+    with pytest.raises(JobCancelled):
+        reserve(app, job, tok, "k")
+    assert app.store.journal(job.id) == []
+    job2, tok2 = running_job(app)
+    with pytest.raises(LeaseLost):
+        reserve(app, job2, tok2 + 1, "k")
+
+
+def test_finish_settles_reservations_still_open(app):
+    job, tok = running_job(app)
+    reserve(app, job, tok, "k", cost="0.05")
+    app.store.finish(job.id, tok, Outcome(S.FAILED, error_code="x", error_summary="y"))
+    assert app.get(job.id).budget.used.spent_usd == Decimal("0.05")
+
+
+def test_overrun_is_recorded_and_reported(app):
+    job, tok = running_job(app)
+    reserve(app, job, tok, "k", tin=10, tout=10)
+    entry = app.store.settle(job.id, tok, key="k", usage=Usage(10, 30), price=PRICE,
+                             profile_id="p", result_json="1")
+    assert entry.overrun
+    assert app.events(job.id)[-1].kind == "estimate_overrun"
+
+
+def test_examples_limit(app):
+    job, tok = running_job(app, budget={"max_examples": 3})
+    assert app.store.add_examples(job.id, tok, 2) == 2
+    with pytest.raises(BudgetExhausted):
+        app.store.add_examples(job.id, tok, 2)
+    assert app.get(job.id).budget.used.examples == 2
+
+
+def test_spend_totals_by_model(app):
+    job, tok = running_job(app)
+    for k in ("a", "b"):
+        reserve(app, job, tok, k)
+        app.store.settle(job.id, tok, key=k, usage=Usage(1000, 1000), price=PRICE,
+                         profile_id="p", result_json="1")
+    (row,) = app.spend_totals()
+    assert row["calls"] == 2 and row["cost_usd"] == Decimal("0.004")
+
+
+def test_checkpoints_need_the_lease(app):
+    job, tok = running_job(app)
+    app.store.put_blob("ab" * 32, b'"x"')
+    cp = app.store.save_checkpoint(job.id, tok, stage="one", position=1, blob="ab" * 32, size=3)
+    assert cp.stage == "one" and app.store.get_blob("ab" * 32) == b'"x"'
+    with pytest.raises(LeaseLost):
+        app.store.save_checkpoint(job.id, tok + 7, stage="two", position=2, blob="ab" * 32,
+                                  size=3)
+    assert [c.stage for c in app.checkpoints(job.id)] == ["one"]
