@@ -7,11 +7,17 @@ from typing import Annotated
 import typer
 
 from ..app import Tether
-from .options import DatabaseUrl, Json, database_url as resolve_url, open_app
+from .options import DatabaseUrl, Json, open_app, show_help_if_bare
+from .options import database_url as resolve_url
 from .output import emit_json, out
 from .parse import parse_duration
 
-db_app = typer.Typer(no_args_is_help=True, help="Manage the database schema.")
+db_app = typer.Typer(help="Manage the database schema.")
+
+
+@db_app.callback(invoke_without_command=True)
+def _group(ctx: typer.Context) -> None:
+    show_help_if_bare(ctx)
 
 
 def _migrate(url: str | None) -> tuple[list[int], str]:

@@ -1,43 +1,23 @@
-"""Facade features that arrive with the stages/checkpoints/ledger work, read when present.
+"""What ``job status`` and ``run`` add from the stages/journal/ledger part of the facade.
 
-``job status`` and ``run`` show checkpoints, the cost ledger and reused-call counts only when
-the facade offers them (``app.checkpoints(job_id)``, ``app.ledger(job_id)``,
-``app.call_counts(job_id)``), so they light up when those land without a CLI change.
+Each feature is read only when the facade offers it (``app.checkpoints``, ``app.ledger``,
+``app.journal``, ``app.call_counts``), so the CLI works with any facade that has the core
+methods and shows more as more lands.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from ..app import Tether
 
 
-def _records(app: Tether, name: str, job_id: int) -> list[Any] | None:
+def _method(app: Tether, name: str) -> Any:
     method = getattr(app, name, None)
-    if not callable(method):
-        return None
-    return list(method(job_id))
-
-
-def checkpoints(app: Tether, job_id: int) -> list[Any] | None:
-    """The job's finished stages (records with ``stage``, ``position``, ``size``,
-    ``created_at``), or ``None`` when the facade has no checkpoints yet."""
-    return _records(app, "checkpoints", job_id)
-
-
-def ledger(app: Tether, job_id: int) -> list[Any] | None:
-    """The job's cost-ledger rows, or ``None`` when the facade has no ledger yet."""
-    return _records(app, "ledger", job_id)
-
-
-def reused_calls(app: Tether, job_id: int) -> int | None:
-    """How many calls were answered from the journal instead of the provider, when known."""
-    method = getattr(app, "call_counts", None)
-    if not callable(method):
-        return None
-    counts = method(job_id)
-    value = counts.get("reused") if isinstance(counts, dict) else getattr(counts, "reused", None)
-    return int(value) if value is not None else None
+    return method if callable(method) else None
 
 
 def as_dict(record: Any) -> Any:
@@ -48,26 +28,83 @@ def as_dict(record: Any) -> Any:
     return {k: v for k, v in vars(record).items() if not k.startswith("_")}
 
 
+@dataclass
+class CallSummary:
+    """Calls as the ledger and the journal record them.
+
+    ``billed``: ledger rows (settled calls, unconfirmed ones included); ``cost_usd``: their sum;
+    ``journal``: journal keys per status (done, reserved, failed, unconfirmed); ``reused``:
+    calls answered from the journal instead of the provider, when the facade counts them."""
+
+    billed: int | None = None
+    cost_usd: Decimal | None = None
+    journal: dict[str, int] = field(default_factory=dict)
+    reused: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.billed is not None:
+            out["billed"] = self.billed
+            out["cost_usd"] = str(self.cost_usd)
+        if self.journal:
+            out["journal"] = dict(self.journal)
+        if self.reused is not None:
+            out["reused"] = self.reused
+        return out
+
+
+def checkpoints(app: Tether, job_id: int) -> list[Any] | None:
+    """The job's finished stages (``stage``, ``position``, ``size``, ``created_at``), or
+    ``None`` when the facade has no checkpoints."""
+    method = _method(app, "checkpoints")
+    return list(method(job_id)) if method else None
+
+
+def reused_calls(app: Tether, job_id: int) -> int | None:
+    """Calls answered from the journal, when the facade offers ``call_counts(job_id)``."""
+    method = _method(app, "call_counts")
+    if method is None:
+        return None
+    counts = method(job_id)
+    value = counts.get("reused") if isinstance(counts, dict) else getattr(counts, "reused", None)
+    return int(value) if value is not None else None
+
+
+def call_summary(app: Tether, job_id: int) -> CallSummary | None:
+    ledger, journal = _method(app, "ledger"), _method(app, "journal")
+    summary = CallSummary(reused=reused_calls(app, job_id))
+    if ledger is not None:
+        rows = ledger(job_id)
+        summary.billed = len(rows)
+        summary.cost_usd = sum((Decimal(str(getattr(r, "cost_usd", 0) or 0)) for r in rows),
+                               start=Decimal(0))
+    if journal is not None:
+        summary.journal = dict(Counter(str(getattr(e, "status", "?")) for e in journal(job_id)))
+    if summary.billed is None and not summary.journal and summary.reused is None:
+        return None
+    return summary
+
+
 def status_extras(app: Tether, job_id: int) -> dict[str, Any]:
     """Keyword arguments for ``views.status_view``: only what the facade can tell."""
     out: dict[str, Any] = {}
-    for key, value in (("checkpoints", checkpoints(app, job_id)),
-                       ("ledger", ledger(app, job_id)),
-                       ("reused", reused_calls(app, job_id))):
-        if value is not None:
-            out[key] = value
+    found = checkpoints(app, job_id)
+    if found is not None:
+        out["checkpoints"] = found
+    summary = call_summary(app, job_id)
+    if summary is not None:
+        out["calls"] = summary
     return out
 
 
 def status_json(app: Tether, job_id: int) -> dict[str, Any]:
     """The ``job status --json`` object: the job's ``to_dict()`` plus ``attempts`` and, when the
-    facade has them, ``checkpoints``, ``ledger`` and ``reused_calls``."""
+    facade has them, ``checkpoints`` (records) and ``calls`` (a ``CallSummary``)."""
     data = app.get(job_id).to_dict()
     data["attempts"] = [a.to_dict() for a in app.attempts(job_id)]
     extras = status_extras(app, job_id)
-    for key in ("checkpoints", "ledger"):
-        if key in extras:
-            data[key] = [as_dict(r) for r in extras[key]]
-    if "reused" in extras:
-        data["reused_calls"] = extras["reused"]
+    if "checkpoints" in extras:
+        data["checkpoints"] = [as_dict(c) for c in extras["checkpoints"]]
+    if "calls" in extras:
+        data["calls"] = extras["calls"].to_dict()
     return data

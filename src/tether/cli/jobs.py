@@ -11,25 +11,32 @@ import time
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from ..core.states import TERMINAL, JobState
 from ..records import Job
 from . import extras, views
 from .options import (
     DatabaseUrl, JobId, Json, MaxCalls, MaxCost, MaxDuration, MaxExamples, MaxInputTokens,
-    MaxOutputTokens, open_app,
+    MaxOutputTokens, open_app, show_help_if_bare,
 )
 from .output import CliError, emit_json, emit_json_line, out, state_text
 from .parse import budget_limits
 
-job_app = typer.Typer(no_args_is_help=True, help="Inspect, follow and steer jobs.")
+job_app = typer.Typer(help="Inspect, follow and steer jobs.")
+
+
+@job_app.callback(invoke_without_command=True)
+def _group(ctx: typer.Context) -> None:
+    show_help_if_bare(ctx)
 
 
 @job_app.command("list")
 def list_jobs(
     project: Annotated[Optional[str], typer.Option("--project", help="Only this project.")] = None,
-    state: Annotated[Optional[JobState], typer.Option(
-        "--state", case_sensitive=False, help="Only jobs in this state.")] = None,
+    state: Annotated[Optional[str], typer.Option(
+        "--state", metavar="STATE", help="Only jobs in this state: "
+        + ", ".join(s.value for s in JobState) + ".")] = None,
     type_: Annotated[Optional[str], typer.Option("--type", help="Only this job type.")] = None,
     queue: Annotated[Optional[str], typer.Option("--queue", help="Only this queue.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000,
@@ -43,8 +50,11 @@ def list_jobs(
 
     Example: tether job list --project docs --state failed
     """
+    if state is not None and state.lower() not in {s.value for s in JobState}:
+        raise CliError(f"--state: unknown state {state!r}; use one of "
+                       + ", ".join(s.value for s in JobState))
     app = open_app(database_url)
-    jobs = app.list(project=project, state=str(state) if state else None, type=type_,
+    jobs = app.list(project=project, state=state.lower() if state else None, type=type_,
                     queue=queue, before_id=before_id, limit=limit)
     if as_json:
         emit_json(jobs)
@@ -178,12 +188,15 @@ def budget(
     max_output_tokens: MaxOutputTokens = None,
     max_duration: MaxDuration = None,
     max_examples: MaxExamples = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume/--no-resume",
+        help="Let a job paused by budget_exhausted continue under the new limits.")] = True,
     as_json: Json = False,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Change a job's budget limits; limits not named stay as they were.
 
-    A job paused by budget_exhausted stays paused: resume it with `tether job resume ID`.
+    A job paused by budget_exhausted continues under the new limits (unless --no-resume).
 
     Example: tether job budget 42 --max-cost 5 --max-calls 1000
     """
@@ -193,10 +206,13 @@ def budget(
     if not limits:
         raise CliError("name at least one limit, e.g. --max-cost 5 or --max-calls 1000")
     app = open_app(database_url)
-    job = app.set_budget(job_id, limits)
+    before = str(app.get(job_id).state)
+    job = app.set_budget(job_id, limits, resume=resume)
     if as_json:
         emit_json(job)
         return
-    out().print(f"job {job.id}: spent {views.spend(job)}, calls {views.calls(job)}")
+    moved = f"{state_text(before)} → " if before != str(job.state) else ""
+    out().print(f"job {job.id}: {moved}{state_text(job.state)}; spent {escape(views.spend(job))}"
+                f", calls {escape(views.calls_text(job))}")
     if job.state == JobState.PAUSED and job.error_code == "budget_exhausted":
         out().print(f"[dim]still paused; continue it with: tether job resume {job.id}[/]")

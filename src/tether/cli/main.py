@@ -12,13 +12,12 @@ import logging
 import sys
 from typing import Annotated, Optional, Sequence
 
-import click
 import typer
 
 from .. import __version__
 from ..errors import TetherError
 from . import db, jobs, queues, run, server, submit, worker
-from .options import RootOptions
+from .options import RootOptions, close_all, set_root, show_help_if_bare
 from .output import (
     EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError, err, exit_code_for, report,
 )
@@ -45,7 +44,6 @@ app = typer.Typer(
     name="tether",
     help="tether: a durable job engine for long, expensive work such as LLM pipelines.",
     epilog=EPILOG,
-    no_args_is_help=True,
     rich_markup_mode="markdown",
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -59,7 +57,7 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
-@app.callback()
+@app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
     database_url: Annotated[Optional[str], typer.Option(
@@ -77,7 +75,8 @@ def root(
         raise CliError(f"--log-level: unknown level {log_level!r}")
     logging.basicConfig(stream=sys.stderr, level=level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    ctx.obj = RootOptions(database_url=database_url)
+    set_root(RootOptions(database_url=database_url))
+    show_help_if_bare(ctx)
 
 
 app.command("worker")(worker.worker)
@@ -95,13 +94,14 @@ app.command("prune")(db.prune)
 register_plugins(app)
 
 
-def _usage_error(exc: click.UsageError) -> int:
-    if isinstance(exc, click.exceptions.NoArgsIsHelpError) and exc.ctx is not None:
-        click.echo(exc.ctx.get_help())
-        return EXIT_USAGE
-    hint = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
-    report(exc.format_message() + hint, "usage_error")
-    return EXIT_USAGE
+def _usage_error(exc: typer.TyperException) -> int:
+    """Click's parse errors (bad flag, bad value, missing argument) as one line."""
+    message = exc.format_message().strip().rstrip(".")
+    if message:
+        ctx = getattr(exc, "ctx", None)
+        hint = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
+        report(message + hint, "usage_error")
+    return int(getattr(exc, "exit_code", EXIT_USAGE))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,20 +110,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rv = command.main(args=list(argv) if argv is not None else None, prog_name="tether",
                           standalone_mode=False)
-    except click.UsageError as exc:
-        return _usage_error(exc)
-    except click.ClickException as exc:
-        report(exc.format_message(), "usage_error")
-        return exc.exit_code
-    except click.Abort:
+    except typer.Abort:
         err().print("aborted")
         return EXIT_INTERRUPTED
+    except typer.TyperException as exc:
+        return _usage_error(exc)
     except CliError as exc:
         report(exc.message, exc.code)
         return exc.exit_code
     except TetherError as exc:
         report(exc.message, exc.code)
         return exit_code_for(exc)
+    finally:
+        close_all()
     return rv if isinstance(rv, int) else EXIT_OK
 
 

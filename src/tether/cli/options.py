@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import typer
 
 from ..app import Tether, load_app
@@ -69,27 +68,29 @@ MaxExamples = Annotated[Optional[int], typer.Option(
 
 @dataclass
 class RootOptions:
-    """What the root command parsed; kept on the click context as ``ctx.obj``."""
+    """What the root command parsed (``tether --database-url URL ...``)."""
 
     database_url: str | None = None
 
 
-def _root() -> RootOptions | None:
-    ctx = click.get_current_context(silent=True)
-    return ctx.find_object(RootOptions) if ctx is not None else None
+ROOT = RootOptions()
+_opened: list[Tether] = []
+
+
+def set_root(options: RootOptions) -> None:
+    global ROOT
+    ROOT = options
 
 
 def database_url(explicit: str | None) -> str | None:
-    if explicit:
-        return explicit
-    root = _root()
-    return root.database_url if root is not None else None
+    """The command's ``--database-url``, else the root one (or ``TETHER_DATABASE_URL``)."""
+    return explicit or ROOT.database_url
 
 
 def open_app(explicit_url: str | None = None, app_spec: str | None = None, *,
              require_app: bool = False, purpose: str = "this command") -> Tether:
     """The ``Tether`` a command talks to: the user's app (``--app``) pointed at the resolved
-    database, or a bare app when job types do not matter. Closed when the command ends."""
+    database, or a bare app when job types do not matter. ``close_all`` closes it."""
     url = database_url(explicit_url)
     if app_spec is None:
         if require_app:
@@ -102,7 +103,20 @@ def open_app(explicit_url: str | None = None, app_spec: str | None = None, *,
         app = load_app(app_spec)
         if url:
             app.database_url = url
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None:
-        ctx.call_on_close(app.close)
+    _opened.append(app)
     return app
+
+
+def close_all() -> None:
+    """Close every app ``open_app`` handed out (``main`` calls this when a command ends)."""
+    while _opened:
+        _opened.pop().close()
+
+
+def show_help_if_bare(ctx: typer.Context) -> None:
+    """For a command group's callback: with no sub-command, print the group's help, exit 2."""
+    if ctx.invoked_subcommand is None:
+        text = ctx.get_help()
+        if text:
+            typer.echo(text)
+        raise typer.Exit(2)

@@ -100,7 +100,7 @@ def emit_json_line(data: Any) -> None:
 
 def note(message: str) -> None:
     """A human note on stderr (never mixed into data)."""
-    err().print(escape(message), style="dim")
+    err().print(escape(message), style="dim", soft_wrap=True)
 
 
 def exit_code_for(exc: TetherError) -> int:
@@ -113,7 +113,7 @@ def exit_code_for(exc: TetherError) -> int:
 
 def report(message: str, code: str) -> None:
     """Print the one-line error to stderr."""
-    err().print(f"[bold red]error:[/] {escape(message)} [dim]({escape(code)})[/]")
+    err().print(f"[bold red]error:[/] {escape(message)} [dim]({escape(code)})[/]", soft_wrap=True)
 
 
 def fail(message: str, *, code: str = "usage_error", exit_code: int = EXIT_USAGE) -> NoReturn:

@@ -10,6 +10,7 @@ import re
 import sys
 import time
 from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +96,15 @@ def budget_limits(*, max_cost: str | None = None, max_calls: int | None = None,
                   max_duration: str | None = None,
                   max_examples: int | None = None) -> dict[str, Any]:
     """The budget limits named on the command line, keyed as ``Budget`` fields."""
+    cost = None
+    if max_cost is not None:
+        try:
+            cost = Decimal(max_cost.strip().lstrip("$"))
+        except InvalidOperation:
+            raise CliError(f"--max-cost: {max_cost!r} is not an amount in USD (e.g. 2.50)",
+                           code="invalid_payload") from None
     limits: dict[str, Any] = {
-        "max_cost_usd": max_cost.lstrip("$") if isinstance(max_cost, str) else max_cost,
+        "max_cost_usd": cost,
         "max_calls": max_calls,
         "max_input_tokens": max_input_tokens,
         "max_output_tokens": max_output_tokens,

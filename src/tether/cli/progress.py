@@ -26,7 +26,7 @@ def describe(job: Job, reused: int | None = None) -> tuple[str, ...]:
     if job.stage:
         parts.append(f"stage {escape(job.stage)}")
     parts.append(f"attempt {job.attempt_count}/{job.max_attempts}")
-    parts.append(f"calls {escape(views.calls(job, reused))}")
+    parts.append(f"calls {escape(views.calls_text(job, reused))}")
     parts.append(f"spent {escape(views.spend(job))}")
     return tuple(parts)
 

@@ -9,10 +9,15 @@ import typer
 from rich.markup import escape
 
 from . import views
-from .options import DatabaseUrl, Json, open_app
+from .options import DatabaseUrl, Json, open_app, show_help_if_bare
 from .output import emit_json, out
 
-queue_app = typer.Typer(no_args_is_help=True, help="See queues; pause or resume one.")
+queue_app = typer.Typer(help="See queues; pause or resume one.")
+
+
+@queue_app.callback(invoke_without_command=True)
+def _group(ctx: typer.Context) -> None:
+    show_help_if_bare(ctx)
 
 QueueName = Annotated[str, typer.Argument(help="The queue's name.", metavar="QUEUE",
                                           show_default=False)]

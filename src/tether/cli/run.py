@@ -63,7 +63,7 @@ def watch(app: Tether, job_id: int, *, timeout: float | None, progress: Progress
 def _advice(job: Job) -> str | None:
     if job.state == JobState.PAUSED and job.error_code == "budget_exhausted":
         return (f"job {job.id} paused: its budget is spent. Raise it with "
-                f"`tether job budget {job.id} --max-cost ...`, then `tether job resume {job.id}`")
+                f"`tether job budget {job.id} --max-cost ...` and it continues")
     if job.state == JobState.PAUSED:
         return f"job {job.id} paused; continue it with `tether job resume {job.id}`"
     if job.state == JobState.INTERRUPTED:
@@ -71,7 +71,8 @@ def _advice(job: Job) -> str | None:
     if job.state == JobState.FAILED:
         return f"job {job.id} failed; `tether job retry {job.id}` queues it again"
     if job.state not in STOP:
-        return f"stopped waiting; job {job.id} is still {job.state}"
+        return (f"stopped waiting; job {job.id} is {job.state} "
+                f"(see `tether job status {job.id}`)")
     return None
 
 
@@ -127,6 +128,7 @@ def run(
             if local and job.state not in STOP:
                 with LocalWorker(app, job.queue):
                     job = watch(app, job.id, timeout=timeout, progress=progress)
+                job = app.get(job.id)
             else:
                 job = watch(app, job.id, timeout=timeout, progress=progress)
     except KeyboardInterrupt:

@@ -48,7 +48,27 @@ def serve(
         insecure_no_auth=insecure_no_auth, run_worker=worker, log_level=log_level)
 
 
-def mcp(app_spec: AppSpec = None, database_url: DatabaseUrl = None) -> None:
-    """Serve tether's tools over MCP on stdin/stdout (for agents and IDEs)."""
+def mcp(
+    transport: Annotated[str, typer.Option(
+        "--transport", metavar="stdio|http",
+        help="stdio (for a local agent or IDE) or http (streamable HTTP).")] = "stdio",
+    token: Annotated[Optional[str], typer.Option(
+        "--token", envvar="TETHER_MCP_TOKEN", metavar="SECRET",
+        help="stdio: the API token whose projects the session may act on.")] = None,
+    host: Annotated[str, typer.Option("--host", help="http: interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535,
+                                      help="http: port to listen on.")] = 8001,
+    insecure_no_auth: Annotated[bool, typer.Option(
+        "--insecure-no-auth", help="Act on every project without a token (local use only).")] = False,
+    app_spec: AppSpec = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Serve tether's tools over MCP (stdio by default) for agents and IDEs.
+
+    Example: tether mcp --token $TETHER_MCP_TOKEN
+    """
+    if transport not in ("stdio", "http"):
+        raise CliError(f"--transport: use stdio or http, not {transport!r}")
     run = _load("tether.mcp.server", "run", "the MCP server")
-    run(app_spec=app_spec, database_url=resolve_url(database_url))
+    run(transport, app_spec, resolve_url(database_url), token, host, port,
+        insecure_no_auth=insecure_no_auth)

@@ -7,7 +7,6 @@ renderable. ``--json`` output never passes through this module.
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from typing import Any, Iterable
 
 from rich.console import Group, RenderableType
@@ -40,7 +39,7 @@ def spend(job: Job) -> str:
     return text
 
 
-def calls(job: Job, reused: int | None = None) -> str:
+def calls_text(job: Job, reused: int | None = None) -> str:
     used, limits = job.budget.used, job.budget.limits
     text = str(used.calls)
     if used.reserved_calls:
@@ -83,10 +82,11 @@ def _grid() -> Table:
     return grid
 
 
-def job_summary(job: Job, *, reused: int | None = None,
-                checkpoints: list[Any] | None = None,
-                ledger: list[Any] | None = None) -> Table:
-    """The ``job status`` block: identity, state, stage, checkpoints, spend vs budget, error."""
+def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
+                calls: Any = None) -> Table:
+    """The ``job status`` block: identity, state, stage, checkpoints, spend vs budget, error.
+    ``calls`` is an ``extras.CallSummary`` when the facade has a ledger or journal."""
+    reused = getattr(calls, "reused", None)
     grid = _grid()
     grid.add_row("job", f"{job.id}  [bold]{escape(job.type)}[/]  {state_text(job.state)}")
     grid.add_row("project", f"{escape(job.project)}   queue {escape(job.queue)}   "
@@ -96,10 +96,10 @@ def job_summary(job: Job, *, reused: int | None = None,
         grid.add_row("checkpoints", checkpoint_summary(checkpoints))
     grid.add_row("attempts", f"{job.attempt_count} of {job.max_attempts}")
     grid.add_row("spent", escape(spend(job)))
-    grid.add_row("calls", escape(calls(job, reused)))
+    grid.add_row("calls", escape(calls_text(job, reused)))
     grid.add_row("tokens", tokens(job))
-    if ledger is not None:
-        grid.add_row("ledger", ledger_summary(ledger))
+    if calls is not None and (calls.billed is not None or calls.journal):
+        grid.add_row("ledger", call_details(calls))
     extra = job.budget.limits.to_dict()
     for key in ("max_duration_s", "max_examples"):
         if key in extra:
@@ -139,15 +139,16 @@ def checkpoint_summary(checkpoints: list[Any]) -> str:
     return f"{len(parts)} {label}: " + ", ".join(parts)
 
 
-def ledger_summary(rows: list[Any]) -> str:
-    if not rows:
-        return "no billed calls"
-    total = sum((_decimal(_attr(r, "cost_usd")) for r in rows), start=_decimal(0))
-    return f"{len(rows)} billed call{'s' if len(rows) != 1 else ''}, {usd(total)}"
-
-
-def _decimal(value: Any) -> Decimal:
-    return Decimal(str(value)) if value is not None else Decimal(0)
+def call_details(summary: Any) -> str:
+    """``12 billed calls, $0.0123; journal: 12 done, 1 reserved``."""
+    parts = []
+    if summary.billed is not None:
+        n = summary.billed
+        parts.append(f"{n} billed call{'s' if n != 1 else ''}, {usd(summary.cost_usd)}")
+    if summary.journal:
+        parts.append("journal: " + ", ".join(f"{v} {escape(k)}"
+                                             for k, v in sorted(summary.journal.items())))
+    return "; ".join(parts)
 
 
 def attempts_table(attempts: Iterable[Attempt]) -> Table:
