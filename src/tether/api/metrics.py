@@ -10,7 +10,8 @@ Always present:
 
 When the facade offers them (the budgets/ledger work adds these):
   app.spend_totals() -> tether_provider_calls_total, tether_provider_tokens_total{direction},
-                        tether_spend_usd_total                          (by provider, model)
+                        tether_spend_usd_total, tether_provider_unconfirmed_calls_total
+                        (by provider, model)
   app.engine_stats() -> tether_claims_total, tether_claim_latency_seconds (histogram),
                         tether_lease_expiries_total, tether_budget_pauses_total
 """
@@ -93,13 +94,17 @@ class TetherCollector(Collector):
                                      "ledger", labels=labels + ["direction"])
         spend = CounterMetricFamily("tether_spend_usd", "USD recorded in the cost ledger",
                                     labels=labels)
+        unconfirmed = CounterMetricFamily(
+            "tether_provider_unconfirmed_calls", "Calls whose outcome a crash left unknown "
+            "(their reservation counts as spent)", labels=labels)
         for row in self.app.spend_totals():
             key = [str(row.get("provider", "")), str(row.get("model", ""))]
             calls.add_metric(key, float(row.get("calls") or 0))
             tokens.add_metric(key + ["input"], float(row.get("input_tokens") or 0))
             tokens.add_metric(key + ["output"], float(row.get("output_tokens") or 0))
             spend.add_metric(key, float(row.get("cost_usd") or 0))
-        return [calls, tokens, spend]
+            unconfirmed.add_metric(key, float(row.get("unconfirmed_calls") or 0))
+        return [calls, tokens, spend, unconfirmed]
 
     def _engine(self) -> Iterable[Metric]:
         if not hasattr(self.app, "engine_stats"):

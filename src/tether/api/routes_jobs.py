@@ -24,7 +24,7 @@ from .openapi import problem_responses as _errors
 from .problems import Problem
 from .schemas import (
     INT63, AttemptList, AttemptOut, BudgetLimits, CancelRequest, EventOut, EventPage, JobCreate,
-    JobOut, JobPage, LedgerList,
+    JobOut, JobPage, LedgerEntryOut, LedgerList,
 )
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -145,6 +145,7 @@ def job_events(job_id: JobId, who: Principal = Depends(principal),
             summary="One record per attempt")
 def job_attempts(job_id: JobId, who: Principal = Depends(principal),
                  app: Tether = Depends(tether)) -> AttemptList:
+    app.get(job_id, projects=who.scope)
     return AttemptList(items=[AttemptOut.of(a) for a in app.attempts(job_id, projects=who.scope)])
 
 
@@ -164,12 +165,12 @@ def _jsonable(value: Any) -> Any:
             summary="The job's cost-ledger rows (money as decimal strings)")
 def job_ledger(job_id: JobId, who: Principal = Depends(principal),
                app: Tether = Depends(tether)) -> LedgerList:
+    app.get(job_id, projects=who.scope)
     if not hasattr(app, "ledger"):
-        app.get(job_id, projects=who.scope)
         return LedgerList(items=[])
     rows = app.ledger(job_id, projects=who.scope)
-    return LedgerList(items=[_jsonable(r.to_dict() if hasattr(r, "to_dict") else dict(r))
-                             for r in rows])
+    return LedgerList(items=[LedgerEntryOut(**_jsonable(r.to_dict() if hasattr(r, "to_dict")
+                                                          else dict(r))) for r in rows])
 
 
 def _control(name: str, summary: str) -> None:

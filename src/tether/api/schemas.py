@@ -200,10 +200,38 @@ class AttemptList(BaseModel):
     items: list[AttemptOut]
 
 
-class LedgerList(BaseModel):
-    """Cost-ledger rows (provider, model, tokens, cost, price profile ...); money as strings."""
+class LedgerEntryOut(BaseModel):
+    """One settled provider call: tokens, unit prices (USD per million tokens), cost, and the
+    price profile they came from. ``confirmed`` is false when a crash left the outcome unknown
+    and the reservation was counted as spent."""
 
-    items: list[dict[str, Any]]
+    model_config = ConfigDict(extra="allow")
+
+    id: int
+    job_id: int
+    project: str
+    stage: str | None = None
+    key: str
+    attempt: int
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+    input_per_mtok: str | None = None
+    output_per_mtok: str | None = None
+    cached_input_per_mtok: str | None = None
+    price_profile: str | None = None
+    cost_usd: str | None = None
+    reserved_usd: str | None = None
+    confirmed: bool
+    overrun: bool = False
+    created_at: datetime
+
+
+class LedgerList(BaseModel):
+    items: list[LedgerEntryOut]
 
 
 class QueueOut(BaseModel):

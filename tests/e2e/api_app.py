@@ -1,0 +1,42 @@
+"""Job types the API and MCP end-to-end tests run (loaded with ``--app tests.e2e.api_app:app``)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from tether import Estimate, PolicyBlock, Tether
+from tether.providers.simulated import SimulatedProvider
+
+app = Tether()
+
+
+@app.job("echo")
+def echo(ctx, payload):
+    return {"echo": payload}
+
+
+@app.job("steps")
+def steps(ctx, payload):
+    """Loops over safe boundaries, so cancel and pause reach it between steps."""
+    n = int(payload.get("steps", 1000))
+    for _ in range(n):
+        ctx.check()
+        time.sleep(float(payload.get("step_s", 0.02)))
+    return {"steps": n}
+
+
+@app.job("refuse", max_attempts=1)
+def refuse(ctx, payload):
+    raise PolicyBlock("refused by policy")
+
+
+@app.job("priced")
+def priced(ctx, payload):
+    """One journaled, budgeted call to the simulated provider (fills the ledger)."""
+    sim = SimulatedProvider(os.environ.get("TETHER_SIM_BILL", "/tmp/tether-api-sim.jsonl"))
+    prompt = payload.get("prompt", "say something")
+    out = ctx.call(key="only", provider="simulated", model="sim-small",
+                   estimate=Estimate(input_text=prompt, max_output_tokens=32),
+                   fn=lambda: sim.complete(prompt, key="only", max_tokens=32, job_id=ctx.id))
+    return {"text": out["text"]}

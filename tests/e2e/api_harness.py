@@ -1,0 +1,82 @@
+"""A real API server in a subprocess (``python -m tether.api``) on a free 127.0.0.1 port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, url: str, proc: subprocess.Popen, log: Path) -> None:
+        self.url = url
+        self.proc = proc
+        self.log = log
+
+    def client(self, token: str | None = None, **kw) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kw)
+
+
+def _wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"server not ready after {timeout}s:\n{log.read_text()}")
+
+
+@contextmanager
+def run_server(database_url: str, log_dir: Path, *, app_spec: str | None = None,
+               run_worker: bool = False, insecure: bool = False,
+               max_body_bytes: int | None = None, env: dict[str, str] | None = None
+               ) -> Iterator[Server]:
+    port = free_port()
+    args = [sys.executable, "-m", "tether.api", "--port", str(port), "--database-url",
+            database_url, "--log-level", "warning"]
+    if app_spec:
+        args += ["--app", app_spec]
+    if insecure:
+        args.append("--insecure-no-auth")
+    if max_body_bytes is not None:
+        args += ["--max-body-bytes", str(max_body_bytes)]
+    full_env = {**os.environ, "TETHER_RUN_WORKER": "true" if run_worker else "false",
+                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                **(env or {})}
+    log = log_dir / f"api-{port}.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(args, cwd=ROOT, env=full_env, stdout=fh, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, proc, log)
+        yield Server(url, proc, log)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
