@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext, Lease
@@ -109,14 +110,14 @@ def execute(app: "Tether", job: Job, lease: Lease) -> JobState | None:
                               error_summary=decision.error_summary, delay_s=decision.delay_s)
             if not isinstance(exc, TetherError):
                 log.warning("job %s (%s) raised %s", job.id, job.type, summarize(exc))
+    if outcome is not None and ctx.stats:
+        outcome = replace(outcome, data={**outcome.data, "stats": dict(ctx.stats)})
     return _finish(app, job, lease, outcome)
 
 
 def _finish(app: "Tether", job: Job, lease: Lease, outcome: Outcome | None) -> JobState | None:
     if outcome is None or lease.lost:
         return None
-    if outcome.state == JobState.QUEUED:
-        outcome = Outcome(JobState.QUEUED, kind=outcome.kind, data=outcome.data)
     try:
         return app.store.finish(job.id, lease.token, outcome)
     except LeaseLost:

@@ -1,0 +1,159 @@
+"""``tether demo``: why tether exists, in under a minute, on the embedded SQLite default.
+
+The example question-generation pipeline (``examples/pipeline.py``) runs in a real worker
+process on a fresh SQLite file with a deliberately small budget. The demo kills that worker
+with SIGKILL in the middle of the generate stage, starts a fresh one that resumes from the
+journal without repaying a call, lets the job hit its budget and pause, raises the limit, and
+lets it finish. The summary's figures come from tether's store and the simulated provider's
+own bill, so they can be checked against each other.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Callable
+
+from .app import Tether
+from .core.states import JobState
+from .errors import ConfigurationError
+from .providers.simulated import bill_total, read_bill
+
+ROOT = Path(__file__).resolve().parents[2]
+APP_SPEC = "examples.pipeline:app"
+
+
+@dataclass
+class DemoResult:
+    folder: Path
+    database_url: str
+    job_id: int
+    state: str
+    output: Path
+    questions: int
+    calls_billed: int
+    calls_billed_twice: int
+    calls_unconfirmed: int
+    calls_reused: int
+    spent_usd: Decimal
+    billed_usd: Decimal
+    estimated_usd: Decimal
+    first_limit_usd: Decimal
+    final_limit_usd: Decimal
+    attempts: int
+    kills: int
+    budget_pauses: int
+    seconds: float
+    steps: list[str] = field(default_factory=list)
+
+
+def _examples_root() -> Path:
+    for candidate in (Path.cwd(), ROOT):
+        if (candidate / "examples" / "pipeline.py").exists():
+            return candidate
+    raise ConfigurationError("the demo needs the examples/ folder of a tether checkout; run it "
+                             "from the repository (./dev demo)")
+
+
+def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"demo: timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
+             kill_after_calls: int = 60) -> DemoResult:
+    started = time.monotonic()
+    folder.mkdir(parents=True, exist_ok=True)
+    root = _examples_root()
+    sys.path.insert(0, str(root))
+    from examples.pipeline import app as pipeline_app, sample_text  # noqa: E402
+
+    db = folder / "tether.db"
+    for leftover in folder.glob("tether.db*"):
+        leftover.unlink()
+    bill = folder / "provider-bill.jsonl"
+    bill.unlink(missing_ok=True)
+    output = folder / "questions.jsonl"
+    url = f"sqlite:///{db}"
+    app = Tether(url)
+    app.registry = pipeline_app.registry
+    payload = {"text": sample_text(), "questions_per_chunk": 4, "concurrency": 4,
+               "output": str(output)}
+    estimate = app.estimate("qa_pipeline", payload)
+    first_limit = (estimate.cost_usd * Decimal("0.3")).quantize(Decimal("0.000001"))
+    final_limit = (estimate.cost_usd * Decimal("1.2")).quantize(Decimal("0.000001"))
+    job = app.submit("qa_pipeline", payload, project="demo", idempotency_key="demo-document",
+                     budget={"max_cost_usd": first_limit})
+    steps = [f"submitted job {job.id}: {estimate.calls} calls, worst case "
+             f"${estimate.cost_usd:.6f}; budget ${first_limit}"]
+    say(steps[-1])
+
+    env = dict(os.environ, TETHER_SIM_BILL=str(bill), TETHER_SIM_LATENCY="0.01",
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+
+    def worker() -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tether.worker", "--app", APP_SPEC, "--database-url", url,
+             "--concurrency", "1", "--lease-ttl", "1", "--poll-interval", "0.05"],
+            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    first = worker()
+    say(f"worker {first.pid} started")
+    _wait(lambda: len(read_bill(bill)) >= kill_after_calls or first.poll() is not None, 45,
+          "the first worker to make calls")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    billed_at_kill = len(read_bill(bill))
+    stage = app.get(job.id).stage
+    steps.append(f"SIGKILLed worker {first.pid} in stage '{stage}' after {billed_at_kill} "
+                 "paid calls")
+    say(steps[-1])
+
+    second = worker()
+    say(f"worker {second.pid} started; it takes the job over when the dead worker's lease expires")
+    try:
+        _wait(lambda: app.get(job.id).state in (JobState.PAUSED, JobState.SUCCEEDED,
+                                                 JobState.FAILED), 45, "the budget pause")
+        paused = app.get(job.id)
+        if paused.state == JobState.PAUSED:
+            steps.append(f"budget reached: paused with {paused.error_code} after spending "
+                         f"${paused.budget.used.spent_usd:.6f} of ${first_limit}")
+            say(steps[-1])
+            app.set_budget(job.id, max_cost_usd=final_limit)
+            steps.append(f"raised the limit to ${final_limit}; the job resumes from its journal")
+            say(steps[-1])
+        _wait(lambda: app.get(job.id).terminal, 45, "the job to finish")
+    finally:
+        second.send_signal(signal.SIGTERM)
+        try:
+            second.wait(15)
+        except subprocess.TimeoutExpired:
+            second.kill()
+    final = app.get(job.id)
+    entries = [e for e in read_bill(bill) if e.job_id == job.id]
+    per_key = Counter(e.key for e in entries)
+    ledger = app.ledger(job.id)
+    events = app.events(job.id)
+    reused = sum((e.data.get("stats") or {}).get("calls_reused", 0) for e in events)
+    result = DemoResult(
+        folder=folder, database_url=url, job_id=job.id, state=str(final.state), output=output,
+        questions=(final.result or {}).get("questions", 0), calls_billed=len(entries),
+        calls_billed_twice=sum(1 for n in per_key.values() if n > 1),
+        calls_unconfirmed=sum(1 for r in ledger if not r.confirmed), calls_reused=reused,
+        spent_usd=final.budget.used.spent_usd, billed_usd=bill_total(bill, job_id=job.id),
+        estimated_usd=estimate.cost_usd, first_limit_usd=first_limit,
+        final_limit_usd=final_limit, attempts=final.attempt_count, kills=1,
+        budget_pauses=sum(1 for e in events if e.kind == "budget_exhausted"),
+        seconds=time.monotonic() - started, steps=steps)
+    app.close()
+    return result
