@@ -20,21 +20,45 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def _pg_available() -> bool:
-    try:
-        import tether.store.postgres.store  # noqa: F401
-    except ImportError:
-        return False
-    return True
+_pg_problem: list[str | None] = []
+
+
+def _pg_unavailable() -> str | None:
+    """Why PostgreSQL tests cannot run (backend missing, server unreachable), or None."""
+    if not _pg_problem:
+        try:
+            import tether.store.postgres.store  # noqa: F401
+            from tests.pg import server_error
+        except ImportError as exc:
+            _pg_problem.append(f"PostgreSQL backend not importable: {exc}")
+        else:
+            err = server_error(PG_URL)
+            _pg_problem.append(err and f"PostgreSQL at {PG_URL} unreachable: {err}")
+    return _pg_problem[0]
+
+
+def require_postgres() -> None:
+    """Skip a PostgreSQL test when the server is missing, except in CI, where it fails."""
+    problem = _pg_unavailable()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"{problem}; CI never skips PostgreSQL tests")
+        pytest.skip(problem)
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
-    if request.param == "postgres" and not _pg_available():
-        if os.environ.get("CI"):
-            pytest.fail("the PostgreSQL backend is missing; CI never skips it")
-        pytest.skip("PostgreSQL backend not built yet")
+    if request.param == "postgres":
+        require_postgres()
     return request.param
+
+
+@pytest.fixture
+def pg_url() -> str:
+    """A fresh private schema on the shared PostgreSQL server (for postgres-only tests)."""
+    require_postgres()
+    from tests.pg import fresh_schema_url
+    return fresh_schema_url(PG_URL, f"t_{uuid.uuid4().hex[:12]}")
 
 
 @pytest.fixture

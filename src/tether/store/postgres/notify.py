@@ -1,0 +1,128 @@
+"""Wake-up by LISTEN/NOTIFY: a hint that work may be waiting, never the only way to find it.
+
+A trigger (migrations/0001_core.sql) notifies the channel ``tether:<schema>`` whenever a job
+becomes queued; NOTIFY is delivered at commit, so a rolled-back enqueue wakes nobody.
+
+One background thread per store owns a dedicated autocommit connection that LISTENs. When the
+connection drops (server restart, terminated backend, network) the thread reconnects with
+backoff and LISTENs again; since notifications sent meanwhile are lost, every (re)connect
+counts as one wake-up, so waiting workers poll at once. An idle connection is probed now and
+then, and TCP keepalives / ``tcp_user_timeout`` (store.py) bound a half-open one. Workers
+still poll on their interval whatever happens here: the listener only shortens the wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import psycopg
+from psycopg import sql
+
+log = logging.getLogger("tether.store.postgres.notify")
+
+_CHANNEL = """
+SELECT left('tether:' || coalesce(
+    (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.oid = to_regclass('jobs')), current_schema()), 63)
+"""
+
+
+class Listener:
+    def __init__(self, conninfo: str, *, probe_interval: float = 15.0,
+                 max_backoff: float = 5.0) -> None:
+        self.conninfo = conninfo
+        self.probe_interval = probe_interval
+        self.max_backoff = max_backoff
+        self.channel: str | None = None
+        self.backend_pid: int | None = None
+        self.connections = 0  # how many times LISTEN was (re-)established
+        self.listening = threading.Event()
+        self._pending = threading.Event()
+        self._waiters: set[threading.Event] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- the waiting side -------------------------------------------------------------------------
+
+    def wait(self, timeout: float, wake: threading.Event | None = None) -> bool:
+        """Return True as soon as a notification arrived since the last wait (or arrives
+        now); False when ``wake`` was set or ``timeout`` passed without one."""
+        self._start()
+        event = wake if wake is not None else threading.Event()
+        with self._lock:
+            self._waiters.add(event)
+        try:
+            if not self._pending.is_set():
+                event.wait(timeout)
+        finally:
+            with self._lock:
+                self._waiters.discard(event)
+        if self._pending.is_set():
+            self._pending.clear()
+            return True
+        return False
+
+    def _signal(self) -> None:
+        with self._lock:
+            self._pending.set()
+            for event in self._waiters:
+                event.set()
+
+    # --- the listening thread ---------------------------------------------------------------------
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._run, name="tether-listen",
+                                                daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        backoff = 0.1
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                    self._listen(conn)
+                    backoff = 0.1
+                    self._serve(conn)
+            except Exception as exc:  # noqa: BLE001 - the thread must outlive any failure
+                if not self._stop.is_set():
+                    log.warning("LISTEN connection lost (%s); reconnecting in %.1fs",
+                                str(exc).strip().splitlines()[0] if str(exc).strip() else exc,
+                                backoff)
+            finally:
+                self.listening.clear()
+                self.backend_pid = None
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, self.max_backoff)
+
+    def _listen(self, conn: psycopg.Connection) -> None:
+        self.channel = conn.execute(_CHANNEL).fetchone()[0]
+        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+        self.backend_pid = conn.info.backend_pid
+        self.connections += 1
+        self.listening.set()
+        self._signal()  # whatever was notified while we were not listening is lost: poll now
+
+    def _serve(self, conn: psycopg.Connection) -> None:
+        quiet_since = time.monotonic()
+        while not self._stop.is_set():
+            heard = False
+            for _ in conn.notifies(timeout=1.0):  # returns each second to notice close()
+                heard = True
+                self._signal()
+            if heard:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= self.probe_interval:
+                conn.execute("SELECT 1")
+                quiet_since = time.monotonic()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._signal()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout=3)

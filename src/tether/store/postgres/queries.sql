@@ -1,0 +1,319 @@
+-- The PostgreSQL store's statements: the same names as sqlite/queries.sql, psycopg %(name)s
+-- parameters. Times are timestamptz; %(now)s is the database clock (now(), read once per
+-- transaction) unless a test injected a clock. Read-modify-write paths lock rows with
+-- FOR UPDATE; queue-like scans use FOR UPDATE SKIP LOCKED so workers never wait on each other.
+
+-- name: insert_job
+INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
+                  idempotency_key, input_config_hash, payload, budget, price_profile,
+                  estimated_cost_usd, parent_id, event_seq, created_at, updated_at)
+VALUES (%(type)s, %(project)s, %(queue)s, 'queued', %(priority)s,
+        coalesce(%(run_after)s::timestamptz, %(now)s), %(max_attempts)s, %(safe_to_retry)s,
+        %(idempotency_key)s, %(input_config_hash)s, %(payload)s::jsonb, %(budget)s::jsonb,
+        %(price_profile)s, %(estimated_cost_usd)s::numeric, %(parent_id)s, 1, %(now)s, %(now)s)
+ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING *;
+
+-- name: job_by_key
+SELECT * FROM jobs WHERE project = %(project)s AND idempotency_key = %(idempotency_key)s;
+
+-- name: get_job
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
+WHERE j.id = %(id)s;
+
+-- name: lock_job
+SELECT * FROM jobs WHERE id = %(id)s FOR UPDATE;
+
+-- name: update_job
+UPDATE jobs
+SET state = %(state)s, stage = %(stage)s, run_after = %(run_after)s,
+    max_attempts = %(max_attempts)s, result = %(result)s::jsonb, error_code = %(error_code)s,
+    error_summary = %(error_summary)s, lease_owner = %(lease_owner)s,
+    lease_expires_at = %(lease_expires_at)s, lease_token = %(lease_token)s,
+    budget = %(budget)s::jsonb, finished_at = %(finished_at)s, updated_at = %(now)s,
+    event_seq = event_seq + 1
+WHERE id = %(id)s
+RETURNING event_seq;
+
+-- name: bump_event_seq
+UPDATE jobs SET event_seq = event_seq + 1 WHERE id = %(id)s RETURNING event_seq;
+
+-- name: insert_event
+INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+VALUES (%(job_id)s, %(seq)s, %(at)s, %(kind)s, %(from_state)s, %(to_state)s, %(attempt)s,
+        %(data)s::jsonb);
+
+-- name: list_events
+SELECT * FROM job_events WHERE job_id = %(job_id)s AND seq > %(after)s ORDER BY seq
+LIMIT %(limit)s;
+
+-- name: list_attempts
+SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
+
+-- The whole claim is this one statement: pick eligible rows in claim order, skipping rows
+-- another worker has locked; lease them (the attempt is counted here, before any job code
+-- runs); record the attempt and the 'leased' event. picked's WHERE and ORDER BY are exactly
+-- the jobs_claimable index (state = 'queued'; priority, run_after, id).
+-- name: claim_jobs
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), picked AS (
+    SELECT j.id FROM jobs j
+    WHERE j.state = 'queued' AND j.run_after <= (SELECT now FROM clock)
+      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+      AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = j.queue AND q.paused)
+    ORDER BY j.priority, j.run_after, j.id
+    LIMIT %(limit)s
+    FOR UPDATE OF j SKIP LOCKED
+), claimed AS (
+    UPDATE jobs j
+    SET state = 'leased', attempt_count = j.attempt_count + 1,
+        lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
+        lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
+        updated_at = clock.now, event_seq = j.event_seq + 1
+    FROM picked, clock
+    WHERE j.id = picked.id
+    RETURNING j.*, clock.now AS claimed_at
+), attempts AS (
+    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at)
+    SELECT id, lease_token, %(worker_id)s, claimed_at FROM claimed
+), events AS (
+    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+    SELECT id, event_seq, claimed_at, 'leased', 'queued', 'leased', lease_token,
+           jsonb_build_object('worker_id', %(worker_id)s::text)
+    FROM claimed
+)
+SELECT * FROM claimed ORDER BY priority, run_after, id;
+
+-- name: insert_attempt
+INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at)
+VALUES (%(job_id)s, %(attempt)s, %(worker_id)s, %(claimed_at)s);
+
+-- name: start_attempt
+UPDATE job_attempts SET started_at = %(now)s
+WHERE job_id = %(job_id)s AND attempt = %(attempt)s;
+
+-- name: finish_attempt
+UPDATE job_attempts
+SET finished_at = %(now)s, outcome = %(outcome)s, error_code = %(error_code)s,
+    error_summary = %(error_summary)s
+WHERE job_id = %(job_id)s AND attempt = %(attempt)s AND finished_at IS NULL;
+
+-- One statement renews every lease the worker holds (jobs_lease_owner).
+-- name: heartbeat
+UPDATE jobs SET lease_expires_at = %(now)s + make_interval(secs => %(lease_ttl)s)
+WHERE lease_owner = %(worker_id)s AND lease_token IS NOT NULL
+RETURNING id, lease_token, state;
+
+-- name: touch_worker
+UPDATE workers SET last_heartbeat_at = %(now)s WHERE id = %(worker_id)s;
+
+-- name: set_stage
+UPDATE jobs SET stage = %(stage)s, updated_at = %(now)s
+WHERE id = %(id)s AND lease_token = %(token)s AND state IN ('running', 'pausing', 'cancelling');
+
+-- name: lease_state
+SELECT state, lease_token FROM jobs WHERE id = %(id)s;
+
+-- Locked rows belong to a worker writing them right now (finishing, heartbeating): skip them;
+-- a row whose lease was renewed meanwhile no longer matches when re-checked under the lock.
+-- name: expired_leases
+SELECT * FROM jobs
+WHERE lease_token IS NOT NULL AND lease_expires_at < %(now)s
+ORDER BY lease_expires_at LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: due_retries
+SELECT * FROM jobs WHERE state = 'retry_wait' AND run_after <= %(now)s
+ORDER BY run_after LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: list_jobs
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
+WHERE (%(projects)s::text[] IS NULL OR j.project = ANY (%(projects)s::text[]))
+  AND (%(state)s::text IS NULL OR j.state = %(state)s::text)
+  AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
+  AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(before_id)s::bigint IS NULL OR j.id < %(before_id)s::bigint)
+  AND (%(search)s::text IS NULL OR j.idempotency_key = %(search)s::text
+       OR j.id::text = %(search)s::text)
+ORDER BY j.id DESC LIMIT %(limit)s;
+
+-- name: ensure_queue
+INSERT INTO queues (name, paused, updated_at) VALUES (%(name)s, false, %(now)s)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: set_queue_paused
+INSERT INTO queues (name, paused, updated_at) VALUES (%(name)s, %(paused)s, %(now)s)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
+
+-- name: list_queues
+SELECT q.name AS name, q.paused AS paused, j.state AS state, count(j.id) AS n
+FROM queues q LEFT JOIN jobs j ON j.queue = q.name
+GROUP BY q.name, q.paused, j.state ORDER BY q.name;
+
+-- name: upsert_worker
+INSERT INTO workers (id, hostname, pid, queues, concurrency, started_at, last_heartbeat_at)
+VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s::jsonb, %(concurrency)s, %(now)s, %(now)s)
+ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, stopped_at = NULL;
+
+-- name: stop_worker
+UPDATE workers SET stopped_at = %(now)s WHERE id = %(id)s;
+
+-- name: list_workers
+SELECT w.*, (SELECT count(*) FROM jobs j
+             WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL) AS leases
+FROM workers w
+WHERE %(include_stopped)s::boolean OR w.stopped_at IS NULL
+ORDER BY w.started_at DESC;
+
+-- name: prune_jobs
+DELETE FROM jobs
+WHERE finished_at IS NOT NULL AND finished_at < %(cutoff)s
+  AND state IN ('succeeded', 'failed', 'cancelled');
+
+-- name: applied_migrations
+SELECT version FROM schema_migrations ORDER BY version;
+
+-- name: insert_token
+INSERT INTO api_tokens (id, name, token_hash, projects, admin, created_at)
+VALUES (%(id)s, %(name)s, %(token_hash)s, %(projects)s::jsonb, %(admin)s, %(now)s);
+
+-- name: token_by_hash
+SELECT * FROM api_tokens WHERE token_hash = %(token_hash)s AND revoked_at IS NULL;
+
+-- name: list_tokens
+SELECT * FROM api_tokens ORDER BY created_at;
+
+-- name: revoke_token
+UPDATE api_tokens SET revoked_at = %(now)s WHERE id = %(id)s AND revoked_at IS NULL;
+
+-- ---- budgets, journal, ledger (DESIGN §4, §5) ------------------------------------------------
+
+-- name: job_budget
+SELECT * FROM budgets WHERE scope = 'job' AND key = %(key)s;
+
+-- name: project_budget
+SELECT * FROM budgets WHERE scope = 'project' AND key = %(key)s;
+
+-- name: ensure_budget
+INSERT INTO budgets (scope, key, updated_at) VALUES (%(scope)s, %(key)s, %(now)s)
+ON CONFLICT (scope, key) DO NOTHING;
+
+-- Reserve and settle read-modify-write the accumulators: the row stays locked until commit.
+-- name: lock_budget
+SELECT * FROM budgets WHERE scope = %(scope)s AND key = %(key)s FOR UPDATE;
+
+-- name: update_budget
+UPDATE budgets
+SET spent_usd = %(spent_usd)s::numeric, reserved_usd = %(reserved_usd)s::numeric,
+    calls = %(calls)s, reserved_calls = %(reserved_calls)s, input_tokens = %(input_tokens)s,
+    output_tokens = %(output_tokens)s, reserved_input_tokens = %(reserved_input_tokens)s,
+    reserved_output_tokens = %(reserved_output_tokens)s, examples = %(examples)s,
+    updated_at = %(now)s
+WHERE scope = %(scope)s AND key = %(key)s;
+
+-- name: set_budget_limits
+INSERT INTO budgets (scope, key, limits, updated_at)
+VALUES (%(scope)s, %(key)s, %(limits)s::jsonb, %(now)s)
+ON CONFLICT (scope, key) DO UPDATE SET limits = excluded.limits, updated_at = excluded.updated_at;
+
+-- name: journal_get
+SELECT * FROM call_journal WHERE job_id = %(job_id)s AND key = %(key)s;
+
+-- name: journal_list
+SELECT * FROM call_journal WHERE job_id = %(job_id)s ORDER BY created_at, key;
+
+-- name: journal_reserve
+INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, request_hash,
+                          reserved_usd, reserved_input_tokens, reserved_output_tokens,
+                          created_at, updated_at)
+VALUES (%(job_id)s, %(key)s, %(stage)s, 'reserved', %(attempt)s, %(provider)s, %(model)s,
+        %(request_hash)s, %(reserved_usd)s::numeric, %(reserved_input_tokens)s,
+        %(reserved_output_tokens)s, %(now)s, %(now)s)
+ON CONFLICT (job_id, key) DO UPDATE
+SET stage = excluded.stage, status = 'reserved', attempt = excluded.attempt,
+    provider = excluded.provider, model = excluded.model, request_hash = excluded.request_hash,
+    reserved_usd = excluded.reserved_usd, reserved_input_tokens = excluded.reserved_input_tokens,
+    reserved_output_tokens = excluded.reserved_output_tokens, result = NULL, usage = NULL,
+    cost_usd = NULL, error_code = NULL, error_summary = NULL, updated_at = excluded.updated_at
+WHERE call_journal.status IN ('failed', 'unconfirmed');
+
+-- name: journal_finish
+UPDATE call_journal
+SET status = %(status)s, result = %(result)s::jsonb, usage = %(usage)s::jsonb,
+    cost_usd = %(cost_usd)s::numeric, error_code = %(error_code)s,
+    error_summary = %(error_summary)s, updated_at = %(now)s
+WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'reserved' AND attempt = %(attempt)s;
+
+-- name: journal_open
+SELECT * FROM call_journal WHERE job_id = %(job_id)s AND status = 'reserved';
+
+-- name: journal_cached
+SELECT j.result AS result, j.usage AS usage FROM call_journal j JOIN jobs o ON o.id = j.job_id
+WHERE j.request_hash = %(request_hash)s AND j.status = 'done' AND o.project = %(project)s
+LIMIT 1;
+
+-- name: insert_ledger
+INSERT INTO cost_ledger (job_id, project, stage, key, attempt, provider, model, input_tokens,
+                         output_tokens, cached_input_tokens, reasoning_tokens, input_per_mtok,
+                         output_per_mtok, cached_input_per_mtok, price_profile, cost_usd,
+                         reserved_usd, confirmed, overrun, created_at)
+VALUES (%(job_id)s, %(project)s, %(stage)s, %(key)s, %(attempt)s, %(provider)s, %(model)s,
+        %(input_tokens)s, %(output_tokens)s, %(cached_input_tokens)s, %(reasoning_tokens)s,
+        %(input_per_mtok)s::numeric, %(output_per_mtok)s::numeric,
+        %(cached_input_per_mtok)s::numeric, %(price_profile)s, %(cost_usd)s::numeric,
+        %(reserved_usd)s::numeric, %(confirmed)s, %(overrun)s, %(now)s)
+RETURNING id;
+
+-- name: list_ledger
+SELECT * FROM cost_ledger WHERE job_id = %(job_id)s ORDER BY id;
+
+-- name: spend_totals
+SELECT provider, model, count(*) AS calls, sum(input_tokens) AS input_tokens,
+       sum(output_tokens) AS output_tokens, string_agg(cost_usd::text, ' ') AS costs,
+       count(*) FILTER (WHERE NOT confirmed) AS unconfirmed
+FROM cost_ledger
+WHERE (%(projects)s::text[] IS NULL OR project = ANY (%(projects)s::text[]))
+GROUP BY provider, model ORDER BY provider, model;
+
+-- name: first_start
+SELECT min(started_at) AS started_at FROM job_attempts WHERE job_id = %(job_id)s;
+
+-- ---- checkpoints and blobs -------------------------------------------------------------------
+
+-- name: get_checkpoint
+SELECT * FROM checkpoints WHERE job_id = %(job_id)s AND stage = %(stage)s;
+
+-- name: list_checkpoints
+SELECT * FROM checkpoints WHERE job_id = %(job_id)s ORDER BY position, created_at;
+
+-- name: insert_checkpoint
+INSERT INTO checkpoints (job_id, stage, position, blob, size, attempt, created_at)
+VALUES (%(job_id)s, %(stage)s, %(position)s, %(blob)s, %(size)s, %(attempt)s, %(now)s);
+
+-- name: put_blob
+INSERT INTO blobs (sha256, data, size, created_at)
+VALUES (%(sha256)s, %(data)s, %(size)s, %(now)s)
+ON CONFLICT (sha256) DO NOTHING;
+
+-- name: get_blob
+SELECT data FROM blobs WHERE sha256 = %(sha256)s;
+
+-- name: prune_blobs
+DELETE FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.blob = b.sha256);
+
+-- name: save_profile
+INSERT INTO price_profiles (id, name, effective_date, body, created_at)
+VALUES (%(id)s, %(name)s, %(effective_date)s, %(body)s, %(now)s)
+ON CONFLICT (id) DO NOTHING;
+
+-- name: get_profile
+SELECT * FROM price_profiles WHERE id = %(id)s;
+
+-- name: ledger_row
+SELECT * FROM cost_ledger WHERE id = %(id)s;

@@ -1,0 +1,298 @@
+"""PostgreSQL store: many workers on many machines, one database.
+
+The storage rules live in ``store/sql.py``; this module decides how they meet PostgreSQL:
+
+* Connections come from a psycopg_pool ``ConnectionPool`` in autocommit mode. A write is an
+  explicit ``BEGIN`` ... ``COMMIT``, so a failure is known to be before or during COMMIT
+  (``retry.py`` retries the first always, the second only for idempotent operations).
+* Time is the database clock: ``_now`` reads ``now()`` (the transaction's start), so lease
+  expiry, backoff and claim eligibility are judged by one clock, never a worker's. A test
+  that injects ``clock=`` gets that time bound instead.
+* JSON columns are jsonb but are read back as text, the shape SQLite returns, so the shared
+  logic sees one shape. Money is numeric (read as ``Decimal``).
+* Claims are one statement (``claim_jobs`` in queries.sql); rows read for a read-modify-write
+  are locked (``FOR UPDATE``), queue-like scans skip locked rows.
+* ``migrate()`` holds an advisory lock, so workers starting together do not race.
+* ``wait_for_work()`` is the LISTEN/NOTIFY wake-up (``notify.py``).
+* ``submit(..., conn=psycopg_connection)`` runs inside the caller's open transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager, suppress
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import psycopg
+from psycopg.adapt import AdaptersMap
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import TransactionStatus
+from psycopg.rows import dict_row
+from psycopg.types.string import TextLoader
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ...clock import Clock
+from ...errors import ConfigurationError, StoreError
+from ..base import Claim
+from ..migrate import discover
+from ..queries import load_queries
+from ..sql import SQLStore
+from .notify import Listener
+from .retry import retry_transient, translate
+
+HERE = Path(__file__).parent
+QUERIES = load_queries(HERE / "queries.sql")
+
+# Connection defaults; anything the URL sets wins. Keepalives notice a dead peer on an idle
+# connection; tcp_user_timeout bounds how long unacknowledged data may hang (half-open TCP).
+CONNECTION_DEFAULTS = {"connect_timeout": "5", "application_name": "tether", "keepalives": "1",
+                       "keepalives_idle": "30", "keepalives_interval": "10",
+                       "keepalives_count": "3", "tcp_user_timeout": "60000"}
+
+_MIGRATE_LOCK = "hashtextextended('tether.migrate:' || current_schema(), 0)"
+
+
+def conninfo_from_url(url: str) -> str:
+    """A libpq conninfo for ``postgresql://...`` (also ``postgres://``, ``postgresql+psycopg://``)."""
+    for prefix in ("postgresql+psycopg://", "postgres://"):
+        if url.startswith(prefix):
+            url = "postgresql://" + url[len(prefix):]
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(f"invalid PostgreSQL URL: {exc}") from exc
+    return make_conninfo("", **{**CONNECTION_DEFAULTS, **params})
+
+
+def _json_as_text(adapters: AdaptersMap) -> None:
+    for name in ("json", "jsonb"):
+        adapters.register_loader(name, TextLoader)
+
+
+class _Tx:
+    """Runs named statements on one connection; psycopg errors become tether errors."""
+
+    __slots__ = ("conn", "caller")
+
+    def __init__(self, conn: psycopg.Connection, *, caller: bool = False) -> None:
+        self.conn = conn
+        self.caller = caller
+
+    def _execute(self, sql: str, params: Any) -> psycopg.Cursor:
+        cur = self.conn.cursor(row_factory=dict_row)
+        if self.caller:  # the caller's connection keeps its own adapters
+            _json_as_text(cur.adapters)
+        try:
+            cur.execute(sql, params)
+        except psycopg.Error as exc:
+            raise translate(exc, conn=self.conn) from exc
+        return cur
+
+    def one(self, _q: str, **params: Any) -> dict[str, Any] | None:
+        return self._execute(QUERIES[_q], params).fetchone()
+
+    def all(self, _q: str, **params: Any) -> list[dict[str, Any]]:
+        return self._execute(QUERIES[_q], params).fetchall()
+
+    def run(self, _q: str, **params: Any) -> int:
+        return self._execute(QUERIES[_q], params).rowcount
+
+    def many(self, _q: str, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        try:
+            self.conn.cursor().executemany(QUERIES[_q], rows)
+        except psycopg.Error as exc:
+            raise translate(exc, conn=self.conn) from exc
+
+    def db_now(self) -> float:
+        return self._execute("SELECT now() AS now", None).fetchone()["now"].timestamp()
+
+
+@retry_transient(
+    idempotent=("claim", "start", "finish", "set_stage", "expire_leases", "promote_due",
+                "register_worker", "stop_worker", "prune", "set_queue_paused", "save_profile",
+                "put_blob"),
+    never=("close", "migrate", "heartbeat", "wait_for_work"))
+class PostgresStore(SQLStore):
+    """``postgresql://user@host:5432/db``. Options: ``min_size``/``max_size`` (pool),
+    ``connect_timeout`` (s, waiting for a pooled connection), ``retry_timeout`` (s, how long
+    transient failures are retried), ``clock`` (tests only: replaces the database clock)."""
+
+    def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
+                 min_size: int = 1, max_size: int = 10, connect_timeout: float = 5.0,
+                 retry_timeout: float = 15.0) -> None:
+        self.url = url
+        self.clock = clock
+        self.retry_timeout = retry_timeout
+        self.conninfo = conninfo_from_url(url)
+        self._closed = False
+        self._listener: Listener | None = None
+        self._lock = threading.Lock()
+        self._recovering = threading.Lock()
+        self._pool = ConnectionPool(
+            self.conninfo, min_size=min_size, max_size=max_size, open=False,
+            timeout=connect_timeout, name="tether",
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            configure=lambda conn: _json_as_text(conn.adapters))
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout)
+            if migrate:
+                self.migrate()
+        except BaseException as exc:
+            self._pool.close()
+            if isinstance(exc, psycopg.Error):
+                raise StoreError(f"cannot open PostgreSQL store: {exc}") from exc
+            raise
+
+    # --- connections and transactions ---------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        if self._closed:
+            raise StoreError("the PostgreSQL store is closed")
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:  # getting, resetting or returning the connection
+            raise translate(exc) from exc
+
+    @contextmanager
+    def _write(self, conn: Any = None) -> Iterator[_Tx]:
+        if conn is not None:
+            yield self._caller_tx(conn)
+            return
+        with self._connection() as c:
+            try:
+                c.execute("BEGIN")
+            except psycopg.Error as exc:
+                raise translate(exc, conn=c) from exc
+            yield _Tx(c)  # an exception here leaves the pool to roll back
+            try:
+                c.execute("COMMIT")
+            except psycopg.Error as exc:
+                raise translate(exc, conn=c, during_commit=True) from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[_Tx]:
+        """Statements one by one in autocommit: each is atomic and sees committed data."""
+        with self._connection() as c:
+            yield _Tx(c)
+
+    @staticmethod
+    def _caller_tx(conn: Any) -> _Tx:
+        """The caller's transaction: statements join it; they commit or roll back with it."""
+        if not isinstance(conn, psycopg.Connection):
+            raise ConfigurationError(f"conn= must be a psycopg Connection on PostgreSQL, "
+                                     f"got {type(conn).__name__}")
+        status = conn.info.transaction_status
+        if status == TransactionStatus.INERROR:
+            raise ConfigurationError("conn= is in a failed transaction; roll it back first")
+        if conn.autocommit and status != TransactionStatus.INTRANS:
+            raise ConfigurationError("conn= is in autocommit mode outside a transaction; "
+                                     "use `with conn.transaction():` around the submit")
+        return _Tx(conn, caller=True)
+
+    def _now(self, tx: Any, now: float | None) -> float:
+        if now is not None:
+            return now
+        if self.clock is not None:
+            return self.clock.time()
+        return tx.db_now()
+
+    def now(self) -> float:
+        if self.clock is not None:
+            return self.clock.time()
+        with self._read() as tx:
+            return tx.db_now()
+
+    def _time_param(self, value: float | None) -> Any:
+        return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
+
+    def _list_param(self, values: Iterable[str] | None) -> Any:
+        return None if values is None else sorted(values)
+
+    def _recover(self) -> None:
+        """Before a retry: drop pooled connections that died with the server (one thread)."""
+        if self._recovering.acquire(blocking=False):
+            try:
+                with suppress(Exception):
+                    self._pool.check()
+            finally:
+                self._recovering.release()
+
+    # --- claims -----------------------------------------------------------------------------------
+
+    def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
+              lease_ttl: float, now: float | None = None) -> list[Claim]:
+        """Lease up to ``limit`` eligible jobs in one statement (see ``claim_jobs``)."""
+        if limit <= 0:
+            return []
+        if now is None and self.clock is not None:
+            now = self.clock.time()
+        with self._read() as tx:  # a single statement: atomic without BEGIN/COMMIT
+            rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
+                          limit=limit, lease_ttl=float(lease_ttl), now=self._time_param(now))
+        return [Claim(self._job(r), int(r["lease_token"])) for r in rows]
+
+    # --- wake-up ----------------------------------------------------------------------------------
+
+    def wait_for_work(self, timeout: float, wake: threading.Event | None = None) -> bool:
+        """Block until a job may have become claimable (a NOTIFY, or the listen connection
+        was re-established), ``wake`` is set, or ``timeout`` passes. True: notified."""
+        with self._lock:
+            if self._closed:
+                return False
+            if self._listener is None:
+                self._listener = Listener(self.conninfo)
+            listener = self._listener
+        return listener.wait(timeout, wake)
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations, each in its own transaction with its version row, under a
+        session advisory lock (per schema) so concurrent starters apply each exactly once."""
+        applied: list[int] = []
+        try:
+            with self._pool.connection() as c:
+                row = c.execute("SELECT current_schema() AS schema").fetchone()
+                if row["schema"] is None:
+                    raise ConfigurationError("the search_path names no existing schema")
+                c.execute(f"SELECT pg_advisory_lock({_MIGRATE_LOCK})")
+                try:
+                    c.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                              "version integer PRIMARY KEY, name text NOT NULL, "
+                              "applied_at timestamptz NOT NULL DEFAULT now())")
+                    done = {r["version"] for r in _Tx(c).all("applied_migrations")}
+                    for m in discover(HERE / "migrations"):
+                        if m.version in done:
+                            continue
+                        with c.transaction():
+                            c.execute(m.sql)
+                            c.execute("INSERT INTO schema_migrations (version, name) "
+                                      "VALUES (%s, %s)", (m.version, m.name))
+                        applied.append(m.version)
+                finally:
+                    if not c.broken:
+                        c.execute(f"SELECT pg_advisory_unlock({_MIGRATE_LOCK})")
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+        return applied
+
+    def schema_version(self) -> int:
+        with self._read() as tx:
+            rows = tx.all("applied_migrations")
+        return max((int(r["version"]) for r in rows), default=0)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        self._pool.close()
