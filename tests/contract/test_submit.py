@@ -72,6 +72,7 @@ def test_keys_are_per_project(app):
     {"type": "echo", "payload": {}, "budget": {"max_cots_usd": 1}},
 ])
 def test_bad_input_is_a_clear_error_and_the_store_is_unchanged(app, bad):
+    bad = dict(bad)  # the parameter is shared by both backends' runs: never mutate it
     register(app)
     app.submit("echo", {"ok": True})
     before = snapshot(app.store)
