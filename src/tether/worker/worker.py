@@ -150,10 +150,19 @@ class Worker:
                 if stop_when_idle and claimed == 0 and self.busy == 0 and self._idle():
                     break
                 if claimed == 0 or self.busy >= self.concurrency:
-                    self._wake.wait(self.poll_interval)
-                    self._wake.clear()
+                    self._idle_wait()
         finally:
             self._drain()
+
+    def _idle_wait(self) -> None:
+        """Wait for a free slot or new work: a local wake-up, the store's notification if it
+        offers them (PostgreSQL LISTEN/NOTIFY; SQLite does not), or the poll interval."""
+        wait_for_work = getattr(self.store, "wait_for_work", None)
+        if wait_for_work is None or self.busy >= self.concurrency:
+            self._wake.wait(self.poll_interval)
+        else:
+            wait_for_work(self.poll_interval, wake=self._wake)
+        self._wake.clear()
 
     def _idle(self) -> bool:
         return not self.store.list_jobs(state="queued", limit=1) and not self.store.list_jobs(
