@@ -1,0 +1,70 @@
+from decimal import Decimal
+
+import pytest
+
+from tether import Estimate, Usage
+from tether.core.estimate import CallEstimate, estimate_cost
+from tether.core.pricing import load_profile
+from tether.errors import ConfigurationError, InvalidPayload, UnpricedModel
+
+
+def test_default_profile_is_dated_and_covers_the_major_providers():
+    p = load_profile()
+    d = p.to_dict()
+    assert d["profile"] == "tether-default" and d["effective_date"]
+    providers = {m["provider"] for m in d["models"]}
+    assert {"openai", "anthropic", "google", "simulated"} <= providers
+    for m in d["models"]:
+        assert Decimal(m["input_per_mtok"]) > 0 and Decimal(m["output_per_mtok"]) > 0
+    assert p.price("openai", "gpt-4o-mini").input_per_mtok == Decimal("0.15")
+
+
+def test_unpriced_model_is_an_error_never_zero():
+    with pytest.raises(UnpricedModel) as info:
+        load_profile().price("openai", "gpt-99")
+    assert info.value.code == "unpriced_model"
+
+
+def test_user_profile_overrides_and_adds(tmp_path):
+    f = tmp_path / "mine.toml"
+    f.write_text('name = "acme"\neffective_date = "2026-11-01"\n'
+                 '[[models]]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+                 'input_per_mtok = "0.10"\noutput_per_mtok = "0.40"\n'
+                 '[[models]]\nprovider = "local"\nmodel = "llama"\n'
+                 'input_per_mtok = "0.01"\noutput_per_mtok = "0.02"\n')
+    p = load_profile(f)
+    assert p.name == "acme" and p.price("openai", "gpt-4o-mini").input_per_mtok == Decimal("0.10")
+    assert p.price("local", "llama").output_per_mtok == Decimal("0.02")
+    assert p.price("anthropic", "claude-sonnet-4-5")  # inherited from the default
+    assert p.id != load_profile().id and p.id.startswith("acme@2026-11-01#")
+
+
+def test_bad_profile_is_a_clear_error(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text('name = "x"\n[[models]]\nprovider = "a"\n')
+    with pytest.raises(ConfigurationError):
+        load_profile(f)
+
+
+def test_cost_uses_cached_rate_for_cached_tokens_only():
+    price = load_profile().price("openai", "gpt-4o-mini")
+    cost = price.cost(Usage(input_tokens=1_000_000, output_tokens=1_000_000,
+                            cached_input_tokens=400_000))
+    assert cost == Decimal("0.09") + Decimal("0.030") + Decimal("0.60")
+    assert price.worst_case(1_000_000, 1_000_000) == Decimal("0.75")
+
+
+def test_estimate_byte_length_is_the_input_upper_bound():
+    text = "héllo wörld ✓"
+    assert Estimate(input_text=text, max_output_tokens=5).input_upper_bound == len(text.encode())
+    assert Estimate(input_tokens=7, max_output_tokens=5).input_upper_bound == 7
+    with pytest.raises(InvalidPayload):
+        Estimate(max_output_tokens=5)
+    with pytest.raises(InvalidPayload):
+        Usage(input_tokens=-1)
+
+
+def test_estimate_cost_from_call_estimates():
+    est = estimate_cost([CallEstimate("simulated", "sim-small", 10, 1000, 100)], load_profile())
+    assert est.calls == 10 and est.cost_usd == Decimal(10) * (
+        Decimal(1000) * Decimal("0.50") + Decimal(100) * Decimal("1.50")) / 10**6
