@@ -140,8 +140,8 @@
       const n = num(v);
       if (n === null) return "—";
       if (n === 0) return "$0";
-      const digits = n < 0.01 ? 4 : 2;
-      return "$" + n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+      const most = n < 1 ? 4 : 2;
+      return "$" + n.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: most });
     },
     bytes(v) {
       const n = num(v);

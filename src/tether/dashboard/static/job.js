@@ -277,15 +277,16 @@
       return T.el("label", { class: "field" }, T.el("span", { class: "field-label" }, label), inputs[key],
         T.el("span", { class: "field-hint" }, "used " + m.fmt(m.spent + m.reserved)));
     });
-    const resume = T.el("input", { type: "checkbox", id: "budget-resume", checked: job.state === "paused" });
+    const budgetPaused = job.state === "paused" && job.error_code === "budget_exhausted";
+    const resume = T.el("input", { type: "checkbox", id: "budget-resume" });
     const extra = [T.el("div", { class: "form-grid" }, fields)];
-    if (job.state === "paused") {
-      extra.push(T.el("label", { class: "check" }, resume, T.el("span", {}, "Resume the job after saving")));
+    if (job.state === "paused" && !budgetPaused) {
+      extra.push(T.el("label", { class: "check" }, resume, T.el("span", {}, "Also resume the job after saving")));
     }
     const done = await T.confirm({
       title: "Change the budget of job #" + job.id,
-      text: job.error_code === "budget_exhausted"
-        ? "The job paused because a call would have crossed a limit. Raise the limit, then resume it."
+      text: budgetPaused
+        ? "The job paused because a call would have crossed a limit. Saving higher limits resumes it from its last checkpoint."
         : "Limits apply to the next reservation. Leave a field as it is to keep that limit.",
       extra, okLabel: "Save limits",
       run: async () => {
@@ -299,8 +300,8 @@
           changes[key] = key === "max_cost_usd" ? raw : parseInt(raw, 10);
         }
         if (!Object.keys(changes).length) throw new Error("Nothing changed.");
-        await T.api("PATCH", base + "/budget", { body: changes });
-        if (job.state === "paused" && resume.checked) await T.api("POST", base + "/resume");
+        const saved = await T.api("PATCH", base + "/budget", { body: changes });
+        if (resume.checked && saved && saved.state === "paused") await T.api("POST", base + "/resume");
       },
     });
     if (done) {

@@ -127,6 +127,7 @@
     }
   }
 
+  /** The current filter as a noun phrase: "failed “summarize” jobs in project “p1”". */
   function describeFilter() {
     const f = view.filters;
     const parts = [];
@@ -139,7 +140,19 @@
 
   async function refresh() {
     const cursor = view.cursors[view.cursors.length - 1];
-    const data = await T.api("GET", "/jobs", { query: query(cursor) });
+    let data;
+    try {
+      data = await T.api("GET", "/jobs", { query: query(cursor) });
+    } catch (err) {
+      if (err.status !== 403 && err.status !== 422) throw err;
+      T.fill($("jobs-body"), T.emptyRow(8, err.status === 403
+        ? "Your token may not read this project (" + err.message + ")."
+        : "Invalid filter: " + err.message));
+      view.next = null;
+      $("page-next").disabled = true;
+      $("page-info").textContent = "";
+      return;
+    }
     const jobs = T.items(data);
     view.next = jobs.length ? T.nextCursor(data) : null;
     remember(jobs);
@@ -147,7 +160,8 @@
     else T.fill($("jobs-body"), T.emptyRow(8, view.cursors.length > 1 ? "No older jobs." : "No jobs match these filters."));
     const first = (view.cursors.length - 1) * view.limit;
     $("page-info").textContent = jobs.length ? "Rows " + (first + 1) + "–" + (first + jobs.length) + ", newest first" : "";
-    $("jobs-summary").textContent = "Showing " + describeFilter() + ".";
+    const filtered = FILTERS.some((k) => view.filters[k]);
+    $("jobs-summary").textContent = filtered ? "Showing " + describeFilter() + "." : "Showing all jobs your token can see.";
     $("page-next").disabled = !view.next;
     $("page-prev").disabled = view.cursors.length <= 1;
     $("page-first").disabled = view.cursors.length <= 1;
@@ -204,20 +218,24 @@
       button.disabled = false;
     }
     const targets = all.filter((job) => T.allows(action, job.state));
-    const states = T.config.actions[action].map((s) => s.replace("_", " ")).join(", ");
+    const states = (list) => Array.from(new Set(list)).map((s) => s.replace("_", " ")).join(", ");
     if (!targets.length) {
-      T.flash("No " + describeFilter() + " can be " + DONE[action].toLowerCase() +
-        " (only jobs that are " + states + ").", "warn");
+      T.flash("None of the " + all.length + " " + describeFilter() + " can be " + DONE[action].toLowerCase() +
+        ": " + action + " applies to jobs that are " + states(T.config.actions[action]) + ".", "warn");
       return;
     }
     const noun = targets.length === 1 ? "job" : "jobs";
+    const skipped = all.filter((job) => !T.allows(action, job.state));
     const progress = T.el("p", { class: "muted", id: "bulk-progress" });
     const text = T.el("div", {},
-      T.el("p", {}, "This will " + action + " ", T.el("strong", { id: "bulk-count" }, String(targets.length)),
-        " " + noun + ": every " + describeFilter() + " that is " + states + "."),
-      all.length > targets.length
-        ? T.el("p", { class: "muted" }, (all.length - targets.length) + " other matching jobs are in states that do not allow it and are left alone.")
+      T.el("p", {}, "This will " + action + " ",
+        T.el("strong", { id: "bulk-count" }, skipped.length ? String(targets.length) : (targets.length > 1 ? "all " : "") + targets.length),
+        skipped.length ? " of the " + all.length + " " + describeFilter() + "." : " " + describeFilter() + "."),
+      skipped.length
+        ? T.el("p", { class: "muted" }, "The other " + skipped.length + " " + (skipped.length === 1 ? "is" : "are") + " " +
+          states(skipped.map((j) => j.state)) + ", where " + action + " does not apply; they are left alone.")
         : null,
+      T.el("p", { class: "muted" }, "Each job gets its own request; one that changed state meanwhile is refused and reported."),
       progress);
     let failures = [];
     const ok = await T.confirm({

@@ -1,0 +1,64 @@
+"""Job types served by the dashboard's browser tests (``--app tests.e2e.test_dashboard_app:app``).
+
+No tests live here: this is the app the ``tether serve`` subprocess loads, so the pages show
+real stages, checkpoints, provider calls, ledger rows and failures. Provider calls go to the
+simulated provider, billed to ``TETHER_SIM_BILL``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from tether import Estimate, Tether
+from tether.providers.simulated import SimulatedProvider
+
+app = Tether()
+MODEL = "sim-large"
+
+
+def _provider() -> SimulatedProvider:
+    return SimulatedProvider(os.environ.get("TETHER_SIM_BILL", "sim-bill.jsonl"), model=MODEL)
+
+
+def _ask(ctx, provider: SimulatedProvider, key: str, prompt: str) -> str:
+    out = ctx.call(key=key, provider="simulated", model=MODEL,
+                   estimate=Estimate(input_tokens=len(prompt.encode()), max_output_tokens=64),
+                   fn=lambda: provider.complete(prompt, key=key, max_tokens=64, job_id=ctx.id))
+    return out["text"]
+
+
+@app.job("long_loop")
+def long_loop(ctx, payload):
+    """Runs for a long time over safe boundaries, so pause, resume and cancel reach it."""
+    for _ in range(payload.get("steps", 100_000)):
+        ctx.check()
+        time.sleep(payload.get("step_s", 0.02))
+    return {"steps": payload.get("steps", 100_000)}
+
+
+@app.job("always_fails", max_attempts=1)
+def always_fails(ctx, payload):
+    raise ValueError(payload.get("message", "the input document is empty"))
+
+
+def outline(ctx, payload):
+    provider = _provider()
+    text = payload["text"] * 40
+    return [_ask(ctx, provider, f"outline-{i}", f"Outline part {i}: {text}") for i in range(2)]
+
+
+def draft(ctx, sections):
+    provider = _provider()
+    return [_ask(ctx, provider, f"draft-{i}", f"Draft this section: {s}" * 20)
+            for i, s in enumerate(sections)]
+
+
+def review(ctx, drafts):
+    for _ in range(int(os.environ.get("TETHER_REVIEW_STEPS", "50"))):
+        ctx.check()
+        time.sleep(0.02)
+    return {"sections": len(drafts), "approved": True}
+
+
+app.pipeline("write_report", [outline, draft, review])
