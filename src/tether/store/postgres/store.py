@@ -74,11 +74,13 @@ def _json_as_text(adapters: AdaptersMap) -> None:
 class _Tx:
     """Runs named statements on one connection; psycopg errors become tether errors."""
 
-    __slots__ = ("conn", "caller")
+    __slots__ = ("conn", "caller", "started_at")
 
-    def __init__(self, conn: psycopg.Connection, *, caller: bool = False) -> None:
+    def __init__(self, conn: psycopg.Connection, *, caller: bool = False,
+                 started_at: float | None = None) -> None:
         self.conn = conn
         self.caller = caller
+        self.started_at = started_at  # now() of the open transaction, when already read
 
     def _execute(self, sql: str, params: Any) -> psycopg.Cursor:
         cur = self.conn.cursor(row_factory=dict_row)
@@ -108,7 +110,10 @@ class _Tx:
             raise translate(exc, conn=self.conn) from exc
 
     def db_now(self) -> float:
-        return self._execute("SELECT now() AS now", None).fetchone()["now"].timestamp()
+        if self.started_at is None:
+            row = self._execute("SELECT now() AS now", None).fetchone()
+            self.started_at = row["now"].timestamp()
+        return self.started_at
 
 
 @retry_transient(
@@ -166,10 +171,16 @@ class PostgresStore(SQLStore):
             return
         with self._connection() as c:
             try:
-                c.execute("BEGIN")
+                if self.clock is None:  # nearly every write needs now(): same round trip
+                    cur = c.execute("BEGIN; SELECT now()")
+                    cur.nextset()
+                    tx = _Tx(c, started_at=cur.fetchone()["now"].timestamp())
+                else:
+                    c.execute("BEGIN")
+                    tx = _Tx(c)
             except psycopg.Error as exc:
                 raise translate(exc, conn=c) from exc
-            yield _Tx(c)  # an exception here leaves the pool to roll back
+            yield tx  # an exception here leaves the pool to roll back
             try:
                 c.execute("COMMIT")
             except psycopg.Error as exc:
