@@ -123,7 +123,7 @@
   };
 
   T.badge = function (state) {
-    return T.el("span", { class: "badge badge-" + state, dataset: { state } }, state.replace("_", " "));
+    return T.el("span", { class: "badge badge-" + state, dataset: { state } }, state.replaceAll("_", " "));
   };
 
   /* ---- formatting ---------------------------------------------------------------------- */

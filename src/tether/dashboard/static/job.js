@@ -102,7 +102,7 @@
         let status = "pending";
         if (done.has(name)) status = "done";
         else if (name === job.stage) status = ACTIVE.includes(job.state) ? "current" : "stopped";
-        const hint = { done: "checkpointed", current: "running", stopped: "stopped here (" + job.state.replace("_", " ") + ")", pending: "pending" }[status];
+        const hint = { done: "checkpointed", current: "running", stopped: "stopped here (" + job.state.replaceAll("_", " ") + ")", pending: "pending" }[status];
         return T.el("li", { class: "step step-" + status, dataset: { stage: name, status } },
           T.el("span", { class: "step-dot" }, status === "done" ? "✓" : String(i + 1)),
           T.el("span", { class: "step-name" }, name),

@@ -4,7 +4,7 @@
 (function () {
   const T = window.tether;
   const $ = (id) => document.getElementById(id);
-  const FILTERS = ["search", "project", "state", "type"];
+  const FILTERS = ["search", "project", "state", "type", "queue"];
   const BULK_PAGE = 200;
   const BULK_MAX = 10000;
   const BULK_PARALLEL = 4;
@@ -12,11 +12,11 @@
   const DONE = { retry: "Retried", cancel: "Cancelled", pause: "Paused", resume: "Resumed", requeue: "Requeued" };
 
   const view = { filters: {}, limit: 50, cursors: [null], next: null };
-  const seen = { project: new Set(), type: new Set() };
+  const seen = { project: new Set(), type: new Set(), queue: new Set() };
 
   /* ---- filters <-> URL --------------------------------------------------------------- */
   for (const state of T.config.states) {
-    $("f-state").append(T.el("option", { value: state }, state.replace("_", " ")));
+    $("f-state").append(T.el("option", { value: state }, state.replaceAll("_", " ")));
   }
 
   function readUrl() {
@@ -118,7 +118,7 @@
 
   function remember(jobs) {
     for (const job of jobs) {
-      for (const k of ["project", "type"]) {
+      for (const k of ["project", "type", "queue"]) {
         if (!seen[k].has(job[k])) {
           seen[k].add(job[k]);
           $(k + "s-list").append(T.el("option", { value: job[k] }));
@@ -131,9 +131,10 @@
   function describeFilter() {
     const f = view.filters;
     const parts = [];
-    if (f.state) parts.push(f.state.replace("_", " "));
+    if (f.state) parts.push(f.state.replaceAll("_", " "));
     parts.push(f.type ? "“" + f.type + "” jobs" : "jobs");
     if (f.project) parts.push("in project “" + f.project + "”");
+    if (f.queue) parts.push((f.project ? "and" : "in") + " queue “" + f.queue + "”");
     if (f.search) parts.push("matching “" + f.search + "”");
     return parts.join(" ");
   }
@@ -218,7 +219,7 @@
       button.disabled = false;
     }
     const targets = all.filter((job) => T.allows(action, job.state));
-    const states = (list) => Array.from(new Set(list)).map((s) => s.replace("_", " ")).join(", ");
+    const states = (list) => Array.from(new Set(list)).map((s) => s.replaceAll("_", " ")).join(", ");
     if (!targets.length) {
       T.flash("None of the " + all.length + " " + describeFilter() + " can be " + DONE[action].toLowerCase() +
         ": " + action + " applies to jobs that are " + states(T.config.actions[action]) + ".", "warn");

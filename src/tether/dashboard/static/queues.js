@@ -16,7 +16,8 @@
   ];
 
   T.fill($("queues-head"), T.el("tr", {}, T.el("th", {}, "Queue"), T.el("th", {}, "Status"),
-    T.el("th", {}, "Depth"), GROUPS.map(([key, label]) => T.el("th", { class: "num" }, label)),
+    T.el("th", {}, "Depth"), GROUPS.map(([key, label]) => T.el("th", { class: "num" },
+      T.el("span", { class: "key depth-" + key, "aria-hidden": "true" }), label)),
     T.el("th", { class: "num" }, "Total"), T.el("th", {})));
 
   function notice(text) {
@@ -41,7 +42,8 @@
     const link = (key, n) => {
       if (!n) return T.el("span", { class: "muted" }, "0");
       const state = GROUPS.find((g) => g[0] === key)[2];
-      return state.length === 1 ? T.el("a", { href: "/jobs?state=" + state[0] }, T.fmt.int(n)) : T.fmt.int(n);
+      const href = "/jobs?queue=" + encodeURIComponent(q.name) + (state.length === 1 ? "&state=" + state[0] : "");
+      return T.el("a", { href, title: "Open these jobs" }, T.fmt.int(n));
     };
     const action = q.paused ? "resume" : "pause";
     return T.el("tr", { dataset: { queue: q.name, paused: q.paused ? "true" : "false" } },
