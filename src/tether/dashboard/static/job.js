@@ -7,6 +7,7 @@
   const jobId = document.body.dataset.jobId;
   const base = "/jobs/" + jobId;
   const ACTIVE = ["leased", "running", "pausing", "cancelling"];
+  const MAX_EVENTS_SHOWN = 1000;
 
   const view = { job: null, events: [], lastSeq: 0, signature: "", optional: { ledger: true, checkpoints: true } };
 
@@ -152,6 +153,7 @@
       const list = $("job-events");
       if (list.firstElementChild && list.firstElementChild.classList.contains("muted")) list.replaceChildren();
       for (const ev of fresh) list.prepend(eventItem(ev));
+      while (list.children.length > MAX_EVENTS_SHOWN) list.lastElementChild.remove();
     }
     $("events-count").textContent = view.events.length ? String(view.events.length) : "";
   }

@@ -24,7 +24,8 @@
     return T.el("div", { class: "chips" }, jobs.map((j) => T.el("a", {
       class: "chip", href: "/jobs/" + j.id,
       title: j.type + " · " + j.state + (j.lease_expires_at ? " · lease expires " + T.fmt.until(j.lease_expires_at) : ""),
-    }, "#" + j.id, T.el("span", { class: "muted" }, " " + j.type))));
+    }, "#" + j.id, T.el("span", { class: "muted" }, " " + j.type +
+      (j.lease_expires_at ? " · lease " + T.fmt.until(j.lease_expires_at) : "")))));
   }
 
   function row(w, held) {
