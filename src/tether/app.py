@@ -21,6 +21,7 @@ from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry,
 from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
 from .store.base import NewJob, Store, open_store
+from .store.ratelimits import RateLimit
 
 DEFAULT_URL = "sqlite:///./tether.db"
 DEFAULT_PROJECT = "default"
@@ -54,6 +55,7 @@ class Tether:
     def __init__(self, database_url: str | None = None, *, store: Store | None = None,
                  clock: Clock | None = None, price_profile: str | None = None,
                  strict_types: bool | None = None, blob_dir: str | None = None,
+                 rate_limits: Mapping[str, Mapping[str, int]] | None = None,
                  **store_options: Any) -> None:
         self.database_url = (database_url or os.environ.get("TETHER_DATABASE_URL")
                              or DEFAULT_URL)
@@ -68,6 +70,9 @@ class Tether:
         self._profile: PriceProfile | None = None
         self._pinned: dict[str, PriceProfile] = {}
         self._blobs: BlobStore | None = None
+        self.rate_limits: dict[str, RateLimit] = {}
+        for scope, limits in (rate_limits or {}).items():
+            self.set_rate_limit(scope, **limits)
 
     # --- wiring ---------------------------------------------------------------------------------
 
@@ -110,6 +115,16 @@ class Tether:
                                              "which is not in the store")
                 self._pinned[pid] = pinned
         return self._pinned[pid]
+
+    def set_rate_limit(self, scope: str, *, rpm: int | None = None,
+                       tpm: int | None = None) -> None:
+        """Share ``rpm``/``tpm`` across every worker of this app: ``scope`` is a provider
+        (``"openai"``) or a provider and model (``"openai/gpt-4o"``). Calls wait for capacity."""
+        self.rate_limits[scope] = RateLimit(scope, rpm, tpm)
+
+    def rate_limits_for(self, provider: str, model: str) -> list[RateLimit]:
+        return [lim for scope, lim in self.rate_limits.items()
+                if scope in (provider, f"{provider}/{model}")]
 
     def close(self) -> None:
         if self._store is not None:

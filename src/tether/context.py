@@ -132,19 +132,31 @@ class JobContext:
         return run_stage(self, name, fn)
 
     def call(self, *, key: str, provider: str, model: str, estimate: Any,
-             fn: Callable[[], Any], request: Any = None) -> Any:
+             fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
         """A journaled, budgeted provider call. ``key`` names it within the job: a key that
-        completed before (in any attempt) returns its recorded result and is never paid again."""
+        completed before (in any attempt) returns its recorded result and is never paid again.
+        With ``cache=True`` an identical ``request`` (same provider and model) already answered
+        anywhere in the project is reused instead of paid for again."""
         from .providers.call import call
         return call(self, key=key, provider=provider, model=model, estimate=estimate, fn=fn,
-                    request=request)
+                    request=request, cache=cache)
 
     async def acall(self, *, key: str, provider: str, model: str, estimate: Any,
-                    fn: Callable[[], Any], request: Any = None) -> Any:
+                    fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
         """``call`` for ``async def`` jobs; ``fn`` may return an awaitable."""
         from .providers.call import acall
         return await acall(self, key=key, provider=provider, model=model, estimate=estimate,
-                           fn=fn, request=request)
+                           fn=fn, request=request, cache=cache)
+
+    def enqueue(self, type: str, payload: Any = None, *, key: str, **options: Any) -> Job:
+        """Enqueue a child job whose identity is derived from this job and ``key``: however
+        often this job is redelivered, exactly one child exists for each key."""
+        self.check()
+        options.setdefault("project", self.project)
+        job, _ = self.app.submit_with_status(
+            type, payload, idempotency_key=f"child:{self.id}:{key}", parent_id=self.id,
+            **options)
+        return job
 
     def map(self, fn: Callable[[T], R], items: Iterable[T], *, concurrency: int = 8) -> list[R]:
         """``fn`` over ``items`` on up to ``concurrency`` threads, results in order. Each

@@ -49,3 +49,19 @@ def two_stages(ctx, payload):
         ctx.store.save_checkpoint = save_then_die
     two = ctx.stage("two", lambda: (mark("two"), {"v": one["v"] + 1})[1])
     return {"two": two["v"]}
+
+
+@app.job("child_of")
+def child_of(ctx, payload):
+    return {"parent": payload["parent"]}
+
+
+@app.job("parent_dies_once", max_attempts=5)
+def parent_dies_once(ctx, payload):
+    """Enqueues its child, then (on the first attempt only) dies before finishing."""
+    child = ctx.enqueue("child_of", {"parent": ctx.id}, key="only-child")
+    flag = Path(payload["flag"])
+    if not flag.exists():
+        flag.write_text(str(child.id))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"child": child.id}

@@ -137,3 +137,24 @@ def test_crash_between_blob_write_and_manifest_commit_leaves_the_stage_resumable
     assert app.get(job.id).result == {"two": 2}
     assert marks.read_text().split() == ["one", "two", "two"]
     assert [c.stage for c in app.checkpoints(job.id)] == ["one", "two"]
+
+
+def test_parent_killed_after_enqueuing_a_child_is_resumed_with_exactly_one_child(tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    app = client_for(url, "tests.apps.money")
+    flag = tmp_path / "died"
+    parent = app.submit("parent_dies_once", {"flag": str(flag)})
+    w = start_worker(url, app="tests.apps.money:app", concurrency=2, lease_ttl=1.0)
+    w.wait(30)
+    assert w.returncode == -signal.SIGKILL and flag.exists()
+    w = start_worker(url, app="tests.apps.money:app", concurrency=2, lease_ttl=1.0)
+    try:
+        wait_until(lambda: app.get(parent.id).terminal, timeout=30, what="parent to finish")
+        children = [j for j in app.list(limit=100) if j.parent_id == parent.id]
+        wait_until(lambda: all(app.get(c.id).terminal for c in children), timeout=30,
+                   what="child to finish")
+    finally:
+        stop(w)
+    assert len(children) == 1
+    assert app.get(parent.id).result == {"child": children[0].id} == {"child": int(flag.read_text())}
+    assert app.get(children[0].id).result == {"parent": parent.id}

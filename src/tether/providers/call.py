@@ -21,8 +21,9 @@ from ..core.budget import Reservation
 from ..core.retry import error_code_of, summarize
 from ..core.serialize import dumps, loads
 from ..core.usage import Estimate
-from ..errors import ControlSignal, InvalidPayload
+from ..errors import BudgetExhausted, ControlSignal, InvalidPayload, PolicyBlock
 from .adapters import extract
+from .classify import classify_exception, refusal_in
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import JobContext
@@ -34,9 +35,11 @@ def request_hash(provider: str, model: str, request: Any) -> str:
 
 
 def _prepare(ctx: "JobContext", key: str, provider: str, model: str, estimate: Estimate,
-             request: Any) -> tuple[Any, Reservation, str | None, Any]:
+             request: Any, cache: bool = False) -> tuple[Any, Reservation, str | None, Any]:
     if not isinstance(key, str) or not key:
         raise InvalidPayload("ctx.call needs a non-empty string key")
+    if cache and request is None:
+        raise InvalidPayload("ctx.call(cache=True) needs request=: the request is what is cached")
     if not isinstance(estimate, Estimate):
         raise InvalidPayload("ctx.call needs estimate=Estimate(...)")
     profile = ctx.app.profile_for(ctx.job)
@@ -60,41 +63,106 @@ def _reserve(ctx: "JobContext", key: str, provider: str, model: str,
         raise
 
 
-def _settle(ctx: "JobContext", key: str, raw: Any, price: Any, profile: Any) -> Any:
+def _settle(ctx: "JobContext", key: str, raw: Any, price: Any, profile: Any,
+            limited: bool) -> Any:
     value, usage = extract(raw)
     result_json = dumps(value, what=f"result of call {key!r}")
+    refusal = refusal_in(value)
     ctx.store.settle(ctx.id, ctx.attempt, key=key, usage=usage, price=price,
-                     profile_id=profile.id, result_json=result_json)
+                     profile_id=profile.id, result_json=result_json,
+                     refused=refusal is not None)
+    if limited:
+        ctx.store.settle_rate(ctx.id, key, usage.input_tokens + usage.output_tokens)
     ctx.stats["calls_made"] += 1
+    if refusal is not None:
+        ctx.stats["calls_refused"] += 1
+        raise PolicyBlock(f"provider refused call {key!r}: {refusal[:200]}", billed=True)
     return loads(result_json)
 
 
+def _wait_for_rate(ctx: "JobContext", key: str, limits: list, tokens: int) -> bool:
+    """Block until every shared rate limit has room for this call (never fails for it)."""
+    if not limits:
+        return False
+    while True:
+        wait = ctx.store.acquire_rate(limits, tokens=tokens, job_id=ctx.id, key=key)
+        if wait <= 0:
+            return True
+        ctx.stats["rate_waits"] += 1
+        ctx.check()
+        ctx.app.clock.sleep(min(wait, 1.0))
+
+
+def _from_cache(ctx: "JobContext", key: str, provider: str, model: str,
+                rhash: str | None) -> tuple[bool, Any]:
+    if rhash is None:
+        return False, None
+    hit = ctx.store.cached_result(ctx.project, rhash)
+    if hit is None:
+        return False, None
+    value, usage = hit
+    ctx.store.record_cached(ctx.id, ctx.attempt, key=key, stage=ctx.job_stage,
+                            provider=provider, model=model, request_hash=rhash,
+                            result_json=dumps(value, what="cached result"), usage=usage)
+    ctx.stats["calls_cached"] += 1
+    return True, value
+
+
 def _release(ctx: "JobContext", key: str, exc: BaseException) -> None:
-    if isinstance(exc, ControlSignal):
-        billed = None
+    mapped = classify_exception(exc)
+    if isinstance(mapped, ControlSignal):
+        billed = False if isinstance(mapped, BudgetExhausted) else None
+        code = mapped.code
     else:
-        billed = getattr(exc, "billed", None)
-    ctx.store.release(ctx.id, ctx.attempt, key=key, error_code=error_code_of(exc)
-                      if not isinstance(exc, ControlSignal) else exc.code,
+        billed = getattr(mapped, "billed", None)
+        code = error_code_of(mapped)
+    ctx.store.release(ctx.id, ctx.attempt, key=key, error_code=code,
                       error_summary=summarize(exc), billed=billed)
 
 
+def _reused(ctx: "JobContext", key: str) -> tuple[bool, Any]:
+    done = ctx.store.journal(ctx.id, key)
+    if done and done[0].status == "done":
+        ctx.stats["calls_reused"] += 1
+        return True, done[0].result
+    return False, None
+
+
 def call(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
-         fn: Callable[[], Any], request: Any = None) -> Any:
+         fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
     ctx.check()
-    profile, reservation, rhash, price = _prepare(ctx, key, provider, model, estimate, request)
+    profile, reservation, rhash, price = _prepare(ctx, key, provider, model, estimate, request,
+                                                  cache)
+    if cache:
+        hit, value = _reused(ctx, key)
+        if not hit:
+            hit, value = _from_cache(ctx, key, provider, model, rhash)
+        if hit:
+            return value
     entry = _reserve(ctx, key, provider, model, reservation, rhash)
     if entry is not None:
         ctx.stats["calls_reused"] += 1
         return entry.result
+    limited = False
     try:
+        limited = _wait_for_rate(ctx, key, ctx.app.rate_limits_for(provider, model),
+                                 reservation.input_tokens + reservation.output_tokens)
         raw = fn()
         if inspect.isawaitable(raw):
             raw = asyncio.run(_await(raw))
     except BaseException as exc:
         _release(ctx, key, exc)
-        raise
-    return _settle(ctx, key, raw, price, profile)
+        _raise_classified(ctx, exc)
+    return _settle(ctx, key, raw, price, profile, limited)
+
+
+def _raise_classified(ctx: "JobContext", exc: BaseException) -> None:
+    mapped = classify_exception(exc)
+    if isinstance(mapped, ControlSignal):
+        ctx.raised = ctx.raised or mapped
+    if mapped is exc:
+        raise exc
+    raise mapped from exc
 
 
 async def _await(aw: Any) -> Any:
@@ -102,19 +170,30 @@ async def _await(aw: Any) -> Any:
 
 
 async def acall(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
-                fn: Callable[[], Any], request: Any = None) -> Any:
+                fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
     """``call`` for async jobs: store work runs in a thread, ``fn`` is awaited on this loop."""
     await asyncio.to_thread(ctx.check)
-    profile, reservation, rhash, price = _prepare(ctx, key, provider, model, estimate, request)
+    profile, reservation, rhash, price = _prepare(ctx, key, provider, model, estimate, request,
+                                                  cache)
+    if cache:
+        hit, value = await asyncio.to_thread(_reused, ctx, key)
+        if not hit:
+            hit, value = await asyncio.to_thread(_from_cache, ctx, key, provider, model, rhash)
+        if hit:
+            return value
     entry = await asyncio.to_thread(_reserve, ctx, key, provider, model, reservation, rhash)
     if entry is not None:
         ctx.stats["calls_reused"] += 1
         return entry.result
+    limited = False
     try:
+        limited = await asyncio.to_thread(_wait_for_rate, ctx, key,
+                                          ctx.app.rate_limits_for(provider, model),
+                                          reservation.input_tokens + reservation.output_tokens)
         raw = fn()
         if inspect.isawaitable(raw):
             raw = await raw
     except BaseException as exc:
         await asyncio.to_thread(_release, ctx, key, exc)
-        raise
-    return await asyncio.to_thread(_settle, ctx, key, raw, price, profile)
+        _raise_classified(ctx, exc)
+    return await asyncio.to_thread(_settle, ctx, key, raw, price, profile, limited)

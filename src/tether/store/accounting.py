@@ -140,9 +140,12 @@ class AccountingMixin:
                 limit=hit, scope=scope, reserve_usd=str(want.cost_usd))
 
     def settle(self, job_id: int, token: int, *, key: str, usage: Usage, price: ModelPrice,
-               profile_id: str, result_json: str, now: float | None = None) -> LedgerEntry:
+               profile_id: str, result_json: str, refused: bool = False,
+               now: float | None = None) -> LedgerEntry:
         """Record a completed call: journal ``done``, reservation replaced by the real cost,
-        one confirmed ledger row (flagged as an overrun if usage exceeded the estimate)."""
+        one confirmed ledger row (flagged as an overrun if usage exceeded the estimate).
+        A ``refused`` call (a refusal in a billed response) is paid but journaled ``failed``,
+        so an operator's retry may ask again."""
         with self._write() as tx:
             now = self._now(tx, now)
             job = self._held(tx, job_id, token)
@@ -156,9 +159,12 @@ class AccountingMixin:
                          reserved_output_tokens=-entry["reserved_output_tokens"],
                          spent_usd=cost, calls=1, input_tokens=usage.input_tokens,
                          output_tokens=usage.output_tokens)
-            tx.run("journal_finish", job_id=job_id, key=key, attempt=token, status="done",
+            tx.run("journal_finish", job_id=job_id, key=key, attempt=token,
+                   status="failed" if refused else "done",
                    result=result_json, usage=self._json_param(usage.to_dict()),
-                   cost_usd=self._money_param(cost), error_code=None, error_summary=None,
+                   cost_usd=self._money_param(cost),
+                   error_code="policy_block" if refused else None,
+                   error_summary="refused by the provider" if refused else None,
                    now=self._time_param(now))
             overrun = (usage.input_tokens > entry["reserved_input_tokens"]
                        or usage.output_tokens > entry["reserved_output_tokens"])
@@ -278,6 +284,19 @@ class AccountingMixin:
         if row is None:
             return None
         return self._load_json(row["result"]), Usage.from_dict(self._load_json(row["usage"]))
+
+    def record_cached(self, job_id: int, token: int, *, key: str, stage: str | None,
+                      provider: str, model: str, request_hash: str, result_json: str,
+                      usage: Usage) -> None:
+        """Journal ``key`` as done with a result reused from an identical earlier request in
+        the project (the call cache): no reservation, no spend, no ledger row."""
+        with self._write() as tx:
+            now = self._now(tx, None)
+            self._held(tx, job_id, token)
+            tx.run("journal_record_cached", job_id=job_id, key=key, stage=stage, attempt=token,
+                   provider=provider, model=model, request_hash=request_hash,
+                   result=result_json, usage=self._json_param(usage.to_dict()),
+                   now=self._time_param(now))
 
     def ledger(self, job_id: int) -> list[LedgerEntry]:
         with self._read() as tx:

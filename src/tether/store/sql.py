@@ -26,6 +26,7 @@ from ..tokens import TokenInfo, hash_secret, new_secret
 from .accounting import AccountingMixin
 from .base import Claim, NewJob, Outcome
 from .checkpoints import CheckpointMixin
+from .ratelimits import RateLimitMixin
 
 _MUTABLE = ("state", "stage", "run_after", "max_attempts", "result", "error_code",
             "error_summary", "lease_owner", "lease_expires_at", "lease_token", "budget",
@@ -61,7 +62,7 @@ def _json(value: Any) -> Any:
     return json.loads(value)
 
 
-class SQLStore(AccountingMixin, CheckpointMixin, ABC):
+class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
     """Store logic shared by every SQL backend."""
 
     url: str

@@ -272,3 +272,36 @@ SELECT * FROM price_profiles WHERE id = :id;
 
 -- name: ledger_row
 SELECT * FROM cost_ledger WHERE id = :id;
+
+-- ---- shared rate limits ----------------------------------------------------------------------
+
+-- name: rate_lock
+SELECT 1;
+
+-- name: rate_window
+SELECT count(*) AS calls, coalesce(sum(tokens), 0) AS tokens, min(at) AS oldest
+FROM rate_limit_events WHERE scope = :scope AND at > :since;
+
+-- name: rate_oldest_until
+SELECT at, tokens FROM rate_limit_events WHERE scope = :scope AND at > :since ORDER BY at;
+
+-- name: rate_insert
+INSERT INTO rate_limit_events (scope, at, tokens, job_id, key)
+VALUES (:scope, :now, :tokens, :job_id, :key);
+
+-- name: rate_settle
+UPDATE rate_limit_events SET tokens = :tokens WHERE job_id = :job_id AND key = :key;
+
+-- name: rate_prune
+DELETE FROM rate_limit_events WHERE at < :before;
+
+-- name: rate_calls
+SELECT at FROM rate_limit_events WHERE scope = :scope ORDER BY at;
+
+-- name: journal_record_cached
+INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, request_hash,
+                          reserved_usd, reserved_input_tokens, reserved_output_tokens, result,
+                          usage, cost_usd, created_at, updated_at)
+VALUES (:job_id, :key, :stage, 'done', :attempt, :provider, :model, :request_hash, '0', 0, 0,
+        :result, :usage, '0', :now, :now)
+ON CONFLICT (job_id, key) DO NOTHING;
