@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
+from ..errors import TetherError
 from .server import serve
 
 
@@ -20,8 +22,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-body-bytes", type=int)
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
-    serve(args.app_spec, args.host, args.port, args.database_url, args.insecure_no_auth,
-          args.run_worker, max_body_bytes=args.max_body_bytes, log_level=args.log_level)
+    try:
+        serve(args.app_spec, args.host, args.port, args.database_url, args.insecure_no_auth,
+              args.run_worker, max_body_bytes=args.max_body_bytes, log_level=args.log_level)
+    except TetherError as exc:
+        print(f"error: {exc.message} ({exc.code})", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -128,6 +128,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+            # FastAPI's "error parsing the body": a body that is not UTF-8 is invalid JSON too
+            return validation_problem([{"type": "json_invalid", "loc": ("body",)}],
+                                      instance=request.url.path)
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         detail = exc.detail if isinstance(exc.detail, str) else TITLES.get(exc.status_code, "")
         return problem_response(exc.status_code, code, detail, instance=request.url.path,

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
+from ..errors import TetherError
 from .server import run
 
 
@@ -18,8 +20,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
     args = parser.parse_args(argv)
-    run(args.transport, args.app_spec, args.database_url, args.token, args.host, args.port,
-        insecure_no_auth=args.insecure_no_auth)
+    try:
+        run(args.transport, args.app_spec, args.database_url, args.token, args.host, args.port,
+            insecure_no_auth=args.insecure_no_auth)
+    except TetherError as exc:
+        print(f"error: {exc.message} ({exc.code})", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
