@@ -187,6 +187,7 @@ def test_sign_in_filter_open_a_job_then_pause_and_resume_it_live(context, site):
     page.click("#sign-in")
     expect(page).to_have_url(re.compile(r"/jobs$"))
     expect(page.locator(f"#jobs-body tr[data-job-id='{site.jobs['gamma-fails']}']")).to_be_visible()
+    _shot(page, "jobs-all")
 
     page.fill("#f-type", "long_loop")
     page.select_option("#f-state", "running")
@@ -196,7 +197,7 @@ def test_sign_in_filter_open_a_job_then_pause_and_resume_it_live(context, site):
     ids = {int(r.get_attribute("data-job-id")) for r in rows.all()}
     assert ids == {site.jobs["loop-alpha"], site.jobs["loop-beta"]}
     assert {r.get_attribute("data-state") for r in rows.all()} == {"running"}
-    _shot(page, "jobs")
+    _shot(page, "jobs-filtered")
 
     job_id = site.jobs["loop-alpha"]
     page.click(f"#jobs-body tr[data-job-id='{job_id}'] a")
