@@ -66,6 +66,13 @@ def _drop_all() -> None:
             pass
 
 
+def count_jobs(url: str, state: str) -> int:
+    """Jobs in ``state``: one COUNT on a fresh connection, cheap enough to poll while workers run."""
+    from tether.store.postgres.store import conninfo_from_url
+    with psycopg.connect(conninfo_from_url(url)) as conn:
+        return conn.execute("SELECT count(*) FROM jobs WHERE state = %s", (state,)).fetchone()[0]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

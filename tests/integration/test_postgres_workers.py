@@ -8,12 +8,11 @@ import subprocess
 import sys
 from collections import Counter
 
-import psycopg
 import pytest
 
 from tether import JobState, Tether
-from tether.store.postgres.store import conninfo_from_url
 from tests.apps.basic import app as basic_app
+from tests.pg import count_jobs
 from tests.procs import ROOT, start_worker, stop, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -25,12 +24,6 @@ def client(pg_url):
     a.registry = basic_app.registry  # the workers' job types, so submit validates them
     yield a
     a.close()
-
-
-def count_in_state(url: str, state: str) -> int:
-    """A cheap poll (one COUNT), so the waiting test does not compete with the workers."""
-    with psycopg.connect(conninfo_from_url(url)) as conn:
-        return conn.execute("SELECT count(*) FROM jobs WHERE state = %s", (state,)).fetchone()[0]
 
 
 def skewed_worker(url: str, offset_s: float, log, *, lease_ttl: float) -> subprocess.Popen:
@@ -51,7 +44,7 @@ def test_four_workers_process_2000_jobs_each_side_effect_exactly_once(client, pg
     workers = [start_worker(pg_url, concurrency=4, lease_ttl=10, log=tmp_path / f"w{i}.log")
                for i in range(4)]
     try:
-        wait_until(lambda: count_in_state(pg_url, "succeeded") == 2000,
+        wait_until(lambda: count_jobs(pg_url, "succeeded") == 2000,
                    timeout=100, interval=0.5, what="2000 jobs to succeed")
     finally:
         codes = [stop(w) for w in workers]

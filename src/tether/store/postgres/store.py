@@ -261,6 +261,11 @@ class PostgresStore(SQLStore):
             listener = self._listener
         return listener.wait(timeout, wake)
 
+    @property
+    def listener(self) -> Listener | None:
+        """The LISTEN side, once ``wait_for_work`` has started it (for operators and tests)."""
+        return self._listener
+
     # --- lifecycle --------------------------------------------------------------------------------
 
     def migrate(self) -> list[int]:
