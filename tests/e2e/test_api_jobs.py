@@ -249,3 +249,38 @@ def test_unknown_job_type_is_rejected_with_app(api):
     assert r.status_code == 422
     assert r.json()["code"] == "unknown_job_type"
     assert api.p1.get("/api/v1/jobs", params={"type": "no_such_type"}).json()["items"] == []
+
+
+def test_spend_metrics_light_up_from_the_ledger(api):
+    job = api.p1.post("/api/v1/jobs", params={"wait": 20},
+                      json={"type": "priced", "payload": {"prompt": "metrics please"}}).json()
+    assert job["state"] == "succeeded"
+    text = api.admin.get("/metrics").text
+    labels = '{model="sim-small",provider="simulated"}'
+    calls = next(ln for ln in text.splitlines()
+                 if ln.startswith("tether_provider_calls_total" + labels))
+    spend = next(ln for ln in text.splitlines()
+                 if ln.startswith("tether_spend_usd_total" + labels))
+    assert float(calls.split()[-1]) >= 1 and float(spend.split()[-1]) > 0
+    assert 'tether_provider_tokens_total{direction="output",' in text
+
+
+def test_the_in_process_worker_drains_when_the_server_stops(tmp_path):
+    url = f"sqlite:///{tmp_path}/drain.db"
+    local = Tether(url)
+    try:
+        with run_server(url, tmp_path, app_spec=APP, run_worker=True, insecure=True) as srv:
+            with srv.client() as c:
+                job = c.post("/api/v1/jobs", json={"type": "steps",
+                                                   "payload": {"steps": 5000}}).json()
+                assert wait_state(c, job["id"], {"running"})["state"] == "running"
+                assert c.get("/api/v1/workers").json()["items"][0]["leases"] == 1
+            srv.proc.terminate()
+            assert srv.proc.wait(30) == 0
+        after = local.get(job["id"])
+        assert after.state == "queued" and after.lease_owner is None
+        assert local.workers() == []
+        kinds = [e.kind for e in local.events(job["id"])]
+        assert kinds[-1] != "succeeded"
+    finally:
+        local.close()

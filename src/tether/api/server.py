@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Iterable
 
@@ -127,7 +129,8 @@ def serve(app_spec: str | None = None, host: str = "127.0.0.1", port: int = 8000
           database_url: str | None = None, insecure_no_auth: bool = False,
           run_worker: bool | None = None, *, max_body_bytes: int | None = None,
           worker_options: dict[str, Any] | None = None, log_level: str = "info") -> None:
-    """Run the API with uvicorn until SIGINT/SIGTERM (what ``tether serve`` calls).
+    """Run the API with uvicorn until SIGINT/SIGTERM (what ``tether serve`` calls). SIGTERM
+    drains: requests finish, the in-process worker hands its leases back, exit status 0.
 
     With ``app_spec`` (``module:attr``) submissions of unregistered job types are refused.
     ``run_worker`` (default: ``TETHER_RUN_WORKER``) also runs a worker for that app.
@@ -148,4 +151,11 @@ def serve(app_spec: str | None = None, host: str = "127.0.0.1", port: int = 8000
     app = create_app(tether_app, auth=not insecure_no_auth, max_body_bytes=max_body_bytes,
                      run_worker=with_worker, worker_options=worker_options,
                      close_on_shutdown=True)
+    if threading.current_thread() is threading.main_thread():
+        # uvicorn drains on SIGTERM, then re-raises it; a drained server exits 0
+        signal.signal(signal.SIGTERM, _exit_zero)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _exit_zero(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
