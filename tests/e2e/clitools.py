@@ -59,13 +59,15 @@ def run_main(capsys, *args: str, db: str, input: str | None = None) -> Result:
     from tether.cli.main import main
 
     capsys.readouterr()
-    old_stdin = sys.stdin
+    old_stdin, old_env = sys.stdin, dict(os.environ)
     if input is not None:
         sys.stdin = io.StringIO(input)
     try:
         code = main(["--database-url", db, *args])
     finally:
         sys.stdin = old_stdin
+        os.environ.clear()
+        os.environ.update(old_env)
     captured = capsys.readouterr()
     return Result(subprocess.CompletedProcess(args, code, captured.out, captured.err))
 

@@ -20,7 +20,7 @@ from .options import (
     DatabaseUrl, JobId, Json, MaxCalls, MaxCost, MaxDuration, MaxExamples, MaxInputTokens,
     MaxOutputTokens, open_app, show_help_if_bare,
 )
-from .output import CliError, emit_json, emit_json_line, out, state_text
+from .output import CliError, emit_json, emit_json_line, out, show, state_text
 from .parse import budget_limits
 
 job_app = typer.Typer(help="Inspect, follow and steer jobs.")
@@ -61,7 +61,7 @@ def list_jobs(
     elif not jobs:
         out().print("no jobs", style="dim")
     else:
-        out().print(views.job_table(jobs))
+        show(views.job_table, jobs)
 
 
 @job_app.command("status")
@@ -72,7 +72,7 @@ def status(job_id: JobId, as_json: Json = False, database_url: DatabaseUrl = Non
         emit_json(extras.status_json(app, job_id))
         return
     job = app.get(job_id)
-    out().print(views.status_view(job, app.attempts(job_id), **extras.status_extras(app, job_id)))
+    show(views.status_view, job, app.attempts(job_id), **extras.status_extras(app, job_id))
 
 
 @job_app.command("events")
@@ -100,7 +100,7 @@ def events(
         elif not log:
             out().print("no events", style="dim")
         else:
-            out().print(views.events_table(log))
+            show(views.events_table, log)
         return
     console = out()
     last = after

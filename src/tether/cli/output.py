@@ -98,6 +98,13 @@ def emit_json_line(data: Any) -> None:
     sys.stdout.flush()
 
 
+def show(view: Any, *args: Any, **kwargs: Any) -> None:
+    """Print ``view(*args, width=<stdout's width>, **kwargs)`` on stdout (tables drop columns
+    on narrow terminals)."""
+    console = out()
+    console.print(view(*args, width=console.width, **kwargs))
+
+
 def note(message: str) -> None:
     """A human note on stderr (never mixed into data)."""
     err().print(escape(message), style="dim", soft_wrap=True)
@@ -133,6 +140,18 @@ def when(value: datetime | None) -> str:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def when_short(value: datetime | None) -> str:
+    """``15:04:05`` for today (local time), else ``2026-05-01 15:04``."""
+    if value is None:
+        return ""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    local = value.astimezone()
+    if local.date() == datetime.now().astimezone().date():
+        return local.strftime("%H:%M:%S")
+    return local.strftime("%Y-%m-%d %H:%M")
 
 
 def usd(value: Any) -> str:

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from . import views
 from .options import DatabaseUrl, Json, open_app, show_help_if_bare
-from .output import emit_json, out
+from .output import emit_json, out, show
 
 queue_app = typer.Typer(help="See queues; pause or resume one.")
 
@@ -32,7 +32,7 @@ def list_queues(as_json: Json = False, database_url: DatabaseUrl = None) -> None
     elif not queues:
         out().print("no queues", style="dim")
     else:
-        out().print(views.queue_table(queues))
+        show(views.queue_table, queues)
 
 
 def _show(info, as_json: bool) -> None:  # noqa: ANN001

@@ -24,7 +24,7 @@ from .options import (
     MaxExamples, MaxInputTokens, MaxOutputTokens, Payload, PayloadFile, Priority, Project, Queue,
     RunAfter, open_app,
 )
-from .output import EXIT_FAILED, EXIT_OK, CliError, emit_json, note, out
+from .output import EXIT_FAILED, EXIT_OK, CliError, emit_json, note, show
 from .progress import Progress
 from .submit import JobType, announce, build_spec
 
@@ -142,6 +142,5 @@ def run(
     if as_json:
         emit_json(job)
     else:
-        out().print(views.status_view(job, app.attempts(job.id),
-                                      **extras.status_extras(app, job.id)))
+        show(views.status_view, job, app.attempts(job.id), **extras.status_extras(app, job.id))
     raise typer.Exit(EXIT_OK if job.state == JobState.SUCCEEDED else EXIT_FAILED)

@@ -7,14 +7,21 @@ renderable. ``--json`` output never passes through this module.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
-from .output import size, state_text, usd, when
+from .output import size, state_text, usd, when, when_short
+
+
+def _table() -> Table:
+    """Columns separated by spaces under an underlined header (grep- and cut-friendly)."""
+    return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
 
 
 def _cell(value: Any) -> str:
@@ -60,19 +67,53 @@ def tokens(job: Job) -> str:
     return f"in {inp}, out {outp}"
 
 
-def job_table(jobs: Iterable[Job]) -> Table:
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for name, kw in (("ID", {"justify": "right"}), ("TYPE", {}), ("PROJECT", {}), ("QUEUE", {}),
-                     ("STATE", {}), ("STAGE", {}), ("ATTEMPTS", {"justify": "right"}),
-                     ("SPENT", {"justify": "right"}), ("UPDATED", {}), ("ERROR", {})):
-        table.add_column(name, no_wrap=name != "ERROR", **kw)
-    for job in jobs:
-        table.add_row(str(job.id), _cell(job.type), _cell(job.project), _cell(job.queue),
-                      state_text(job.state), _cell(job.stage),
-                      f"{job.attempt_count}/{job.max_attempts}", escape(spend(job)),
-                      when(job.updated_at), _cell(_short(job.error_code and
-                                                        f"{job.error_code}: {job.error_summary}")))
+@dataclass(frozen=True)
+class Column:
+    """A table column: its header, how to render a cell, rich options, and the narrowest
+    console that still shows it (narrow terminals drop the least useful columns first)."""
+
+    header: str
+    cell: Callable[[Any], str]
+    options: dict[str, Any] = field(default_factory=dict)
+    min_console: int = 0
+
+
+def _build(columns: Sequence[Column], records: Iterable[Any], width: int) -> Table:
+    shown = [c for c in columns if width >= c.min_console]
+    table = _table()
+    for c in shown:
+        table.add_column(c.header, **{"no_wrap": True, **c.options})
+    for record in records:
+        table.add_row(*(c.cell(record) for c in shown))
     return table
+
+
+def _error_code(record: Any) -> str:
+    return _cell(record.error_code)
+
+
+def _error_summary(record: Any) -> str:
+    return _cell(_short(record.error_summary, 80))
+
+
+JOB_COLUMNS = (
+    Column("ID", lambda j: str(j.id), {"justify": "right"}),
+    Column("TYPE", lambda j: _cell(j.type), {"overflow": "ellipsis", "max_width": 24}),
+    Column("PROJECT", lambda j: _cell(j.project), {"overflow": "ellipsis", "max_width": 24}, 100),
+    Column("QUEUE", lambda j: _cell(j.queue), {"overflow": "ellipsis", "max_width": 24}, 120),
+    Column("STATE", lambda j: state_text(j.state), {"min_width": 11}),
+    Column("STAGE", lambda j: _cell(j.stage), {"overflow": "ellipsis", "max_width": 16}, 120),
+    Column("ATTEMPTS", lambda j: f"{j.attempt_count}/{j.max_attempts}", {"justify": "right"}),
+    Column("SPENT", lambda j: escape(spend(j)), {"justify": "right"}),
+    Column("UPDATED", lambda j: when_short(j.updated_at), {}, 100),
+    Column("ERROR", _error_code, {"overflow": "ellipsis"}),
+)
+
+
+def job_table(jobs: Iterable[Job], width: int = 160) -> Table:
+    """Jobs, one per row; a console narrower than 120 (100) columns drops QUEUE and STAGE
+    (PROJECT and UPDATED)."""
+    return _build(JOB_COLUMNS, jobs, width)
 
 
 def _grid() -> Table:
@@ -151,21 +192,25 @@ def call_details(summary: Any) -> str:
     return "; ".join(parts)
 
 
-def attempts_table(attempts: Iterable[Attempt]) -> Table:
-    table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left")
-    for name in ("#", "WORKER", "CLAIMED", "FINISHED", "OUTCOME", "ERROR"):
-        table.add_column(name, no_wrap=name != "ERROR")
-    for a in attempts:
-        table.add_row(str(a.attempt), _cell(a.worker_id), when(a.claimed_at), when(a.finished_at),
-                      _cell(a.outcome), _cell(_short(a.error_code and
-                                                     f"{a.error_code}: {a.error_summary}")))
-    return table
+ATTEMPT_COLUMNS = (
+    Column("#", lambda a: str(a.attempt), {"justify": "right"}),
+    Column("WORKER", lambda a: _cell(a.worker_id), {"overflow": "ellipsis"}),
+    Column("CLAIMED", lambda a: when_short(a.claimed_at)),
+    Column("FINISHED", lambda a: when_short(a.finished_at)),
+    Column("OUTCOME", lambda a: _cell(a.outcome)),
+    Column("ERROR", _error_summary, {"no_wrap": False, "overflow": "fold"}),
+)
 
 
-def status_view(job: Job, attempts: list[Attempt], **extras: Any) -> RenderableType:
+def attempts_table(attempts: Iterable[Attempt], width: int = 160) -> Table:
+    return _build(ATTEMPT_COLUMNS, attempts, width)
+
+
+def status_view(job: Job, attempts: list[Attempt], *, width: int = 160,
+                **extras: Any) -> RenderableType:
     parts: list[RenderableType] = [job_summary(job, **extras)]
     if attempts:
-        parts += ["", "[bold]attempts[/]", attempts_table(attempts)]
+        parts += ["", "[bold]attempts[/]", attempts_table(attempts, width)]
     return Group(*parts)
 
 
@@ -179,14 +224,18 @@ def event_data(event: Event) -> str:
     return json.dumps(event.data, default=str, separators=(",", ":")) if event.data else ""
 
 
-def events_table(events: Iterable[Event]) -> Table:
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for name in ("SEQ", "AT", "KIND", "TRANSITION", "ATTEMPT", "DATA"):
-        table.add_column(name, no_wrap=name != "DATA", justify="right" if name == "SEQ" else "left")
-    for e in events:
-        table.add_row(str(e.seq), when(e.at), _cell(e.kind), escape(transition(e)),
-                      _cell(e.attempt), escape(event_data(e)))
-    return table
+EVENT_COLUMNS = (
+    Column("SEQ", lambda e: str(e.seq), {"justify": "right"}),
+    Column("AT", lambda e: when(e.at)),
+    Column("KIND", lambda e: _cell(e.kind)),
+    Column("TRANSITION", lambda e: escape(transition(e))),
+    Column("ATTEMPT", lambda e: _cell(e.attempt), {}, 100),
+    Column("DATA", lambda e: escape(event_data(e)), {"no_wrap": False, "overflow": "fold"}),
+)
+
+
+def events_table(events: Iterable[Event], width: int = 160) -> Table:
+    return _build(EVENT_COLUMNS, events, width)
 
 
 def event_line(e: Event) -> str:
@@ -204,29 +253,39 @@ def event_line(e: Event) -> str:
 ACTIVE = ("leased", "running", "pausing", "cancelling")
 
 
-def queue_table(queues: Iterable[QueueInfo]) -> Table:
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    columns = ("QUEUE", "STATUS", "QUEUED", "RUNNING", "RETRY_WAIT", "PAUSED", "INTERRUPTED",
-               "FAILED", "SUCCEEDED", "CANCELLED")
-    for name in columns:
-        table.add_column(name, no_wrap=True, justify="left" if name in columns[:2] else "right")
-    for q in queues:
-        c = q.counts
-        status = "[yellow]paused[/]" if q.paused else "[green]active[/]"
-        table.add_row(escape(q.name), status, str(c.get("queued", 0)),
-                      str(sum(c.get(s, 0) for s in ACTIVE)),
-                      *(str(c.get(s, 0)) for s in ("retry_wait", "paused", "interrupted",
-                                                   "failed", "succeeded", "cancelled")))
-    return table
+def _count(*states: str) -> Callable[[QueueInfo], str]:
+    return lambda q: str(sum(q.counts.get(s, 0) for s in states))
 
 
-def worker_table(workers: Iterable[WorkerInfo]) -> Table:
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for name in ("WORKER", "HOST", "PID", "QUEUES", "CONCURRENCY", "LEASES", "STARTED",
-                 "HEARTBEAT", "STOPPED"):
-        table.add_column(name, no_wrap=True)
-    for w in workers:
-        table.add_row(escape(w.id), escape(w.hostname), str(w.pid), escape(",".join(w.queues)),
-                      str(w.concurrency), str(w.leases), when(w.started_at),
-                      when(w.last_heartbeat_at), when(w.stopped_at))
-    return table
+QUEUE_COLUMNS = (
+    Column("QUEUE", lambda q: escape(q.name), {"overflow": "ellipsis"}),
+    Column("STATUS", lambda q: "[yellow]paused[/]" if q.paused else "[green]active[/]"),
+    Column("QUEUED", _count("queued"), {"justify": "right"}),
+    Column("RUNNING", _count(*ACTIVE), {"justify": "right"}),
+    Column("RETRY_WAIT", _count("retry_wait"), {"justify": "right"}),
+    Column("PAUSED", _count("paused"), {"justify": "right"}),
+    Column("INTERRUPTED", _count("interrupted"), {"justify": "right"}),
+    Column("FAILED", _count("failed"), {"justify": "right"}),
+    Column("SUCCEEDED", _count("succeeded"), {"justify": "right"}, 100),
+    Column("CANCELLED", _count("cancelled"), {"justify": "right"}, 100),
+)
+
+
+def queue_table(queues: Iterable[QueueInfo], width: int = 160) -> Table:
+    """Queues with job counts per state (RUNNING: leased, running, pausing or cancelling)."""
+    return _build(QUEUE_COLUMNS, queues, width)
+
+
+WORKER_COLUMNS = (
+    Column("WORKER", lambda w: escape(w.id)),
+    Column("QUEUES", lambda w: escape(",".join(w.queues)), {"overflow": "ellipsis"}),
+    Column("CONCURRENCY", lambda w: str(w.concurrency), {"justify": "right"}),
+    Column("LEASES", lambda w: str(w.leases), {"justify": "right"}),
+    Column("STARTED", lambda w: when_short(w.started_at)),
+    Column("HEARTBEAT", lambda w: when_short(w.last_heartbeat_at)),
+    Column("STOPPED", lambda w: when_short(w.stopped_at)),
+)
+
+
+def worker_table(workers: Iterable[WorkerInfo], width: int = 160) -> Table:
+    return _build(WORKER_COLUMNS, workers, width)

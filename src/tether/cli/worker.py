@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from . import views
 from .options import AppSpec, DatabaseUrl, Json, open_app
-from .output import CliError, emit_json, err, out
+from .output import CliError, emit_json, err, out, show
 
 
 def worker(
@@ -61,4 +61,4 @@ def workers(
     elif not found:
         out().print("no workers", style="dim")
     else:
-        out().print(views.worker_table(found))
+        show(views.worker_table, found)
