@@ -227,9 +227,13 @@ def test_run_pauses_on_budget_and_job_budget_lets_it_finish(db, facade, tmp_path
         wait_until(lambda: facade.get(job["id"]).terminal, timeout=60, what="the pipeline")
     finally:
         stop(w)
-    final = facade.get(job["id"])
-    assert final.state == "succeeded"
-    assert len(facade.ledger(final.id)) == final.budget.used.calls > 0
+    final = tether("job", "status", str(job["id"]), "--json", db=db).json()
+    assert final["state"] == "succeeded"
+    calls = final["calls"]
+    assert calls["billed"] == final["budget"]["used"]["calls"] == len(facade.ledger(job["id"]))
+    assert calls["reused"] == job["budget"]["used"]["calls"] > 0, \
+        "the resumed attempt answered every call paid before the pause from the journal"
+    assert [c["stage"] for c in final["checkpoints"]][:2] == ["chunk", "generate"]
 
 
 def test_queue_commands(db, facade):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Iterable
 
 from ..app import Tether
 
@@ -60,14 +60,50 @@ def checkpoints(app: Tether, job_id: int) -> list[Any] | None:
     return list(method(job_id)) if method else None
 
 
+def _stats_reused(events: Iterable[Any]) -> int | None:
+    found = [(e.data.get("stats") or {}) for e in events
+             if isinstance(getattr(e, "data", None), dict) and "stats" in e.data]
+    return sum(int(stats.get("calls_reused", 0)) for stats in found) if found else None
+
+
 def reused_calls(app: Tether, job_id: int) -> int | None:
-    """Calls answered from the journal, when the facade offers ``call_counts(job_id)``."""
+    """Calls answered from the journal instead of the provider: ``app.call_counts(job_id)``
+    when the facade has it, else the ``stats`` that each finished attempt records on its
+    outcome event (an attempt killed mid-way records none). ``None`` when unknown."""
     method = _method(app, "call_counts")
-    if method is None:
-        return None
-    counts = method(job_id)
-    value = counts.get("reused") if isinstance(counts, dict) else getattr(counts, "reused", None)
-    return int(value) if value is not None else None
+    if method is not None:
+        counts = method(job_id)
+        value = (counts.get("reused") if isinstance(counts, dict)
+                 else getattr(counts, "reused", None))
+        return int(value) if value is not None else None
+    events, after = [], 0
+    while True:
+        page = app.events(job_id, after=after, limit=1000)
+        events += page
+        if len(page) < 1000:
+            return _stats_reused(events)
+        after = page[-1].seq
+
+
+class ReuseTally:
+    """``reused_calls`` for a job being watched: reads only the events it has not seen."""
+
+    def __init__(self, app: Tether, job_id: int) -> None:
+        self.app, self.job_id = app, job_id
+        self.after = 0
+        self.total: int | None = None
+        self.direct = _method(app, "call_counts") is not None
+
+    def update(self) -> int | None:
+        if self.direct:
+            return reused_calls(self.app, self.job_id)
+        page = self.app.events(self.job_id, after=self.after, limit=1000)
+        if page:
+            self.after = page[-1].seq
+            found = _stats_reused(page)
+            if found is not None:
+                self.total = (self.total or 0) + found
+        return self.total
 
 
 def call_summary(app: Tether, job_id: int) -> CallSummary | None:

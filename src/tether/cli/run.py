@@ -52,9 +52,10 @@ def watch(app: Tether, job_id: int, *, timeout: float | None, progress: Progress
           interval: float = 0.1) -> Job:
     """Poll the job, updating ``progress``, until it is in ``STOP`` or ``timeout`` passes."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    reused = extras.ReuseTally(app, job_id)
     while True:
         job = app.get(job_id)
-        progress.update(job, extras.reused_calls(app, job_id))
+        progress.update(job, reused.update())
         if job.state in STOP or (deadline is not None and time.monotonic() >= deadline):
             return job
         time.sleep(interval)

@@ -54,7 +54,7 @@ def calls_text(job: Job, reused: int | None = None) -> str:
     if limits.max_calls is not None:
         text += f" / {limits.max_calls}"
     if reused:
-        text += f", {reused} reused"
+        text += f"; {reused} answered from the journal"
     return text
 
 
