@@ -130,8 +130,8 @@ class Tether:
         if self._store is not None:
             self._store.close()
 
-    def _make_context(self, job: Job, lease: Lease) -> JobContext:
-        return JobContext(self, job, lease)
+    def _make_context(self, job: Job, lease: Lease, store: Any = None) -> JobContext:
+        return JobContext(self, job, lease, store)
 
     # --- job types ------------------------------------------------------------------------------
 
@@ -229,21 +229,18 @@ class Tether:
         spec = self._resolve(type, payload, project=project, idempotency_key=idempotency_key,
                              queue=queue, priority=priority, run_after=run_after,
                              max_attempts=max_attempts, budget=budget)
-        self._pin_profile()
-        return self.store.submit([spec], conn=conn)[0][0]
+        return self.store.submit([spec], conn=conn, profile=self._pin())[0][0]
 
-    def _pin_profile(self) -> None:
-        pid = self.price_profile.id
-        if pid not in self._pinned:
-            self.store.save_profile(self.price_profile)
-            self._pinned[pid] = self.price_profile
+    def _pin(self) -> PriceProfile:
+        """The profile a submission pins; stored in the submission's own transaction, so a
+        job never names a profile that did not commit with it."""
+        return self.price_profile
 
     def submit_with_status(self, type: str, payload: Any = None, **options: Any) -> tuple[Job, bool]:
         """Like ``submit``; also says whether the job was created (False: an idempotent repeat)."""
         conn = options.pop("conn", None)
         spec = self._resolve(type, payload, **options)
-        self._pin_profile()
-        return self.store.submit([spec], conn=conn)[0]
+        return self.store.submit([spec], conn=conn, profile=self._pin())[0]
 
     def submit_many(self, jobs: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
         """Enqueue many jobs in one transaction: all of them or none. Each item is a mapping
@@ -252,8 +249,7 @@ class Tether:
         for item in jobs:
             item = dict(item)
             specs.append(self._resolve(item.pop("type"), item.pop("payload", None), **item))
-        self._pin_profile()
-        return [job for job, _ in self.store.submit(specs, conn=conn)]
+        return [job for job, _ in self.store.submit(specs, conn=conn, profile=self._pin())]
 
     # --- reads ----------------------------------------------------------------------------------
 

@@ -52,8 +52,9 @@ class Lease:
 class JobContext:
     """Handed to every job function as its first argument."""
 
-    def __init__(self, app: "Tether", job: Job, lease: Lease) -> None:
+    def __init__(self, app: "Tether", job: Job, lease: Lease, store: Any = None) -> None:
         self.app = app
+        self._store = store
         self.job = job
         self.lease = lease
         self.log = logging.getLogger(f"tether.job.{job.type}")
@@ -81,8 +82,8 @@ class JobContext:
         return self.job.project
 
     @property
-    def store(self):  # noqa: ANN201 - the app's Store
-        return self.app.store
+    def store(self):  # noqa: ANN201 - the app's Store, or the worker's group-committing view
+        return self._store if self._store is not None else self.app.store
 
     def _raise(self, sig: ControlSignal) -> None:
         self.raised = sig

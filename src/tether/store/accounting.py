@@ -59,11 +59,13 @@ class AccountingMixin:
 
     def save_profile(self, profile: PriceProfile) -> str:
         with self._write() as tx:
-            tx.run("save_profile", id=profile.id, name=profile.name,
-                   effective_date=profile.effective_date,
-                   body=json.dumps(profile.to_dict(), sort_keys=True),
-                   now=self._time_param(self._now(tx, None)))
+            self._save_profile(tx, profile, self._now(tx, None))
         return profile.id
+
+    def _save_profile(self, tx: Any, profile: PriceProfile, now: float) -> None:
+        tx.run("save_profile", id=profile.id, name=profile.name,
+               effective_date=profile.effective_date,
+               body=json.dumps(profile.to_dict(), sort_keys=True), now=self._time_param(now))
 
     def get_profile(self, profile_id: str) -> PriceProfile | None:
         with self._read() as tx:

@@ -42,6 +42,8 @@ class Claim:
 
     job: Job
     token: int
+    started: bool = False
+    """True when the claim also began the attempt (the job is ``running``)."""
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ..clock import utc
 from ..core.budget import Budget, BudgetStatus, Counters
@@ -77,6 +77,13 @@ class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
 
     @abstractmethod
     def _now(self, tx: Tx, now: float | None) -> float: ...
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction: store writes made on this thread inside it join it, each in
+        its own savepoint, and all commit together (group commit)."""
+        with self._write():
+            yield
 
     def _json_param(self, value: Any) -> Any:
         """How a JSON column's value is bound (text by default)."""
@@ -178,10 +185,15 @@ class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
 
     # --- submission ---------------------------------------------------------------------------
 
-    def submit(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[tuple[Job, bool]]:
+    def submit(self, jobs: Sequence[NewJob], *, conn: Any = None,
+               profile: Any = None) -> list[tuple[Job, bool]]:
+        """Insert jobs in one transaction (the caller's, with ``conn``); ``profile`` is the
+        price profile they pin, stored in the same transaction."""
         out: list[tuple[Job, bool]] = []
         with self._write(conn) as tx:
             now = self._now(tx, None)
+            if profile is not None:
+                self._save_profile(tx, profile, now)
             for queue in sorted({j.queue for j in jobs}):
                 tx.run("ensure_queue", name=queue, now=self._time_param(now))
             for spec in jobs:
@@ -266,7 +278,12 @@ class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
                 for r in rows]
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
-              lease_ttl: float, now: float | None = None) -> list[Claim]:
+              lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]:
+        """Lease up to ``limit`` eligible jobs. With ``start`` (what a worker that runs them at
+        once asks for) the first attempts also begin in the same transaction: ``leased`` then
+        ``running``, two events each, one commit for the whole batch. A re-attempt (a job with
+        an earlier attempt) is left ``leased``: its start must first settle what that attempt
+        left open."""
         if limit <= 0:
             return []
         with self._write() as tx:
@@ -276,14 +293,34 @@ class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
             if not rows:
                 return []
             rows.sort(key=lambda r: (r["priority"], _ts(r["run_after"]), r["id"]))
+            first = [r["id"] for r in rows if start and r["lease_token"] == 1]
             tx.many("insert_attempt", [
                 {"job_id": r["id"], "attempt": r["lease_token"], "worker_id": worker_id,
-                 "claimed_at": self._time_param(now)} for r in rows])
+                 "claimed_at": self._time_param(now),
+                 "started_at": self._time_param(now) if r["id"] in first else None}
+                for r in rows])
             tx.many("insert_event", [
                 self._event_row(r["id"], r["event_seq"], now, "leased", "queued", "leased",
                                 r["lease_token"], {"worker_id": worker_id})
                 for r in rows])
-        return [Claim(self._job(r), int(r["lease_token"])) for r in rows]
+            started: set[int] = set()
+            if first:
+                check_transition(JobState.LEASED, JobState.RUNNING)
+                done = tx.all("start_claimed", ids=self._id_list_param(first),
+                              now=self._time_param(now))
+                tx.many("insert_event", [
+                    self._event_row(d["id"], d["event_seq"], now, "running", "leased", "running",
+                                    d["lease_token"], None) for d in done])
+                started = {int(d["id"]) for d in done}
+        claims = []
+        for r in rows:
+            if r["id"] in started:
+                r = dict(r, state="running", event_seq=r["event_seq"] + 1)
+            claims.append(Claim(self._job(r), int(r["lease_token"]), started=r["id"] in started))
+        return claims
+
+    def _id_list_param(self, ids: Sequence[int]) -> Any:
+        return json.dumps(list(ids))
 
     def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState:
         """leased -> running under the lease. Returns the state the job is now in: ``running``,

@@ -67,19 +67,22 @@ def outcome_for_signal(sig: ControlSignal) -> Outcome | None:
     return Outcome(JobState.FAILED, error_code=sig.code, error_summary=sig.message)
 
 
-def execute(app: "Tether", job: Job, lease: Lease) -> JobState | None:
-    """Start, run and finish one claimed job. Returns the state it ended in (None: lease lost)."""
-    store = app.store
+def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
+            started: bool = False) -> JobState | None:
+    """Start (unless the claim already did), run and finish one claimed job. Returns the state
+    it ended in (None: lease lost). ``store`` is how this worker writes (the worker passes its
+    group-committing store)."""
+    store = store or app.store
     try:
-        state = store.start(job.id, lease.token)
+        state = JobState.RUNNING if started else store.start(job.id, lease.token)
     except LeaseLost:
         return None
     if state == JobState.CANCELLING:
-        return _finish(app, job, lease, outcome_for_signal(JobCancelled("cancelled before start")))
+        return _finish(store, job, lease, outcome_for_signal(JobCancelled("cancelled before start")))
     if state == JobState.PAUSING:
-        return _finish(app, job, lease, outcome_for_signal(JobPaused("paused before start")))
+        return _finish(store, job, lease, outcome_for_signal(JobPaused("paused before start")))
 
-    ctx = app._make_context(job, lease)
+    ctx = app._make_context(job, lease, store)
     outcome: Outcome | None
     try:
         job_type = app.registry.get(job.type)
@@ -112,14 +115,14 @@ def execute(app: "Tether", job: Job, lease: Lease) -> JobState | None:
                 log.warning("job %s (%s) raised %s", job.id, job.type, summarize(exc))
     if outcome is not None and ctx.stats:
         outcome = replace(outcome, data={**outcome.data, "stats": dict(ctx.stats)})
-    return _finish(app, job, lease, outcome)
+    return _finish(store, job, lease, outcome)
 
 
-def _finish(app: "Tether", job: Job, lease: Lease, outcome: Outcome | None) -> JobState | None:
+def _finish(store: Any, job: Job, lease: Lease, outcome: Outcome | None) -> JobState | None:
     if outcome is None or lease.lost:
         return None
     try:
-        return app.store.finish(job.id, lease.token, outcome)
+        return store.finish(job.id, lease.token, outcome)
     except LeaseLost:
         log.warning("job %s: lease %s lost before its outcome could be written", job.id,
                     lease.token)

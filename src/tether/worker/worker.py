@@ -8,6 +8,7 @@ and exits 0. Jobs without boundaries simply run to completion.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import signal
@@ -21,6 +22,7 @@ from ..clock import utc
 from ..context import Lease
 from ..errors import StoreError, WorkerShutdown
 from ..records import WorkerInfo
+from .committer import CommittingStore, GroupCommitter
 from .executor import execute
 from .heartbeat import Heartbeat
 from .rescuer import Rescuer
@@ -41,7 +43,8 @@ class Worker:
     def __init__(self, app: "Tether", *, concurrency: int = 4, queues: Sequence[str] | None = None,
                  lease_ttl: float | None = None, poll_interval: float = 0.5,
                  heartbeat_interval: float | None = None, rescue_interval: float | None = None,
-                 worker_id: str | None = None, batch: int | None = None) -> None:
+                 worker_id: str | None = None, batch: int | None = None,
+                 group_commit: bool = True) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.app = app
@@ -65,6 +68,10 @@ class Worker:
                                if rescue_interval is not None else max(0.2, poll_interval))
         self.completed = 0
         self._registered = False
+        self.committer = GroupCommitter(self.store) if group_commit and hasattr(
+            self.store, "transaction") else None
+        self.writes = CommittingStore(self.store, self.committer) if self.committer else self.store
+        self._claim_starts = "start" in inspect.signature(self.store.claim).parameters
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -102,20 +109,21 @@ class Worker:
         free = self.concurrency - self.busy
         if free <= 0:
             return 0
-        claims = self.store.claim(self.id, queues=self.queues, limit=min(free, self.batch),
-                                  lease_ttl=self.lease_ttl)
+        options = {"start": True} if self._claim_starts else {}
+        claims = self.writes.claim(self.id, queues=self.queues, limit=min(free, self.batch),
+                                   lease_ttl=self.lease_ttl, **options)
         for claim in claims:
             lease = Lease(claim.job.id, claim.token)
             with self._lock:
-                future = self._pool.submit(self._execute, claim.job, lease)
+                future = self._pool.submit(self._execute, claim.job, lease, claim.started)
                 self._running[claim.job.id] = (lease, future)
         return len(claims)
 
-    def _execute(self, job, lease: Lease) -> None:  # noqa: ANN001
+    def _execute(self, job, lease: Lease, started: bool = False) -> None:  # noqa: ANN001
         try:
             if self.stopping:
                 lease.signal(WorkerShutdown("worker is shutting down"))
-            execute(self.app, job, lease)
+            execute(self.app, job, lease, self.writes, started=started)
         except Exception:  # noqa: BLE001 - a store failure here must not kill the worker
             log.exception("job %s: could not record its outcome", job.id)
         finally:
@@ -178,6 +186,8 @@ class Worker:
         for lease in self.leases():
             lease.signal(WorkerShutdown("worker is shutting down"))
         self._pool.shutdown(wait=True)
+        if self.committer is not None:
+            self.committer.stop()
         self.heartbeat.stop()
         try:
             self.store.stop_worker(self.id)

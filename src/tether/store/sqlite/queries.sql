@@ -59,9 +59,14 @@ WHERE id IN (
     LIMIT :limit)
 RETURNING *;
 
+-- name: start_claimed
+UPDATE jobs SET state = 'running', event_seq = event_seq + 1, updated_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'leased'
+RETURNING id, event_seq, lease_token;
+
 -- name: insert_attempt
-INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at)
-VALUES (:job_id, :attempt, :worker_id, :claimed_at);
+INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
+VALUES (:job_id, :attempt, :worker_id, :claimed_at, :started_at);
 
 -- name: start_attempt
 UPDATE job_attempts SET started_at = :now WHERE job_id = :job_id AND attempt = :attempt;

@@ -134,7 +134,12 @@ class SQLiteStore(SQLStore):
                 conn.row_factory = prev
             return
         c = self._conn()
+        depth = getattr(self._local, "depth", 0)
+        if depth:  # inside transaction(): join it in a savepoint of our own
+            yield from self._savepoint(c, depth)
+            return
         self._begin(c)
+        self._local.depth = 1
         try:
             yield _Tx(c)
         except sqlite3.Error as exc:
@@ -143,11 +148,30 @@ class SQLiteStore(SQLStore):
         except BaseException:
             self._rollback(c)
             raise
+        finally:
+            self._local.depth = 0
         try:
             c.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback(c)
             raise _translate(exc) from exc
+
+    def _savepoint(self, c: sqlite3.Connection, depth: int) -> Iterator[_Tx]:
+        name = f"tether_{depth}"
+        c.execute(f"SAVEPOINT {name}")
+        self._local.depth = depth + 1
+        try:
+            yield _Tx(c)
+        except BaseException as exc:
+            c.execute(f"ROLLBACK TO {name}")
+            c.execute(f"RELEASE {name}")
+            if isinstance(exc, sqlite3.Error):
+                raise _translate(exc) from exc
+            raise
+        else:
+            c.execute(f"RELEASE {name}")
+        finally:
+            self._local.depth = depth
 
     def _begin(self, c: sqlite3.Connection) -> None:
         deadline = time.monotonic() + self.busy_timeout_ms / 1000
