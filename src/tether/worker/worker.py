@@ -141,6 +141,9 @@ class Worker:
         if install_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
             signal.signal(signal.SIGINT, lambda *_: self.stop())
+        check = getattr(self.store, "check_integrity", None)
+        if check is not None:
+            check()  # a corrupt SQLite file is one clear error at start, not a loop of them
         self.heartbeat.start()
         backoff = self.poll_interval
         try:
