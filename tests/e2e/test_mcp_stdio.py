@@ -71,6 +71,10 @@ def test_submit_get_list_events_cancel_over_stdio(db):
             clash = await client.call_tool("tether_submit_job", {
                 "type": "steps", "payload": {"steps": 6}, "idempotency_key": "mcp-1"})
             assert "idempotency_conflict" in error_text(clash)
+            reprioritised = await client.call_tool("tether_submit_job", {
+                "type": "steps", "payload": {"steps": 5}, "idempotency_key": "mcp-1",
+                "budget": {"max_cost_usd": "0.50"}, "priority": 9})
+            assert "idempotency_conflict" in error_text(reprioritised)
             unknown = await client.call_tool("tether_submit_job", {"type": "nope"})
             assert "unknown_job_type" in error_text(unknown)
 

@@ -1,4 +1,4 @@
-"""Idempotent submission over HTTP (``Idempotency-Key``).
+"""Idempotent submission for the REST API (``Idempotency-Key``) and the MCP tools.
 
 The key is scoped to the job's project and enforced by the store's unique (project, key) index,
 so concurrent requests with one key create exactly one job: the first is answered 201, every

@@ -16,7 +16,7 @@ from ..app import DEFAULT_PROJECT, Tether
 from ..core.budget import LIMIT_FIELDS
 from ..core.states import JobState
 from ..errors import TetherError
-from ..api import pagination
+from ..api import idempotency, pagination
 from ..api.auth import Principal
 from ..api.problems import Problem
 from ..api.schemas import EventOut, JobOut
@@ -63,7 +63,7 @@ class Tools:
             if unknown:
                 raise _fail("validation_error", f"budget: unknown limit(s) {sorted(unknown)}; "
                             f"use {', '.join(LIMIT_FIELDS)}")
-        options: dict[str, Any] = {"project": project, "idempotency_key": idempotency_key,
+        options: dict[str, Any] = {"type": type, "payload": payload, "project": project,
                                    "queue": queue, "priority": priority,
                                    "max_attempts": max_attempts, "budget": budget}
         if run_after is not None:
@@ -71,7 +71,7 @@ class Tools:
                 options["run_after"] = datetime.fromisoformat(run_after)
             except ValueError:
                 raise _fail("validation_error", "run_after: not an ISO 8601 time") from None
-        job, created = self.app.submit_with_status(type, payload, **options)
+        job, created = idempotency.submit(self.app, options, idempotency_key)
         return {"created": created, "job": job_json(job)}
 
     def get_job(self, who: Principal, job_id: int) -> dict[str, Any]:
