@@ -13,6 +13,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tether import Tether
+from tether.errors import ConfigurationError
+from tether.mcp.server import stdio_principal
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.e2e.api_app:app"
@@ -127,13 +129,17 @@ def test_pause_and_resume_over_stdio_unrestricted(db):
     anyio.run(session)
 
 
-def test_stdio_refuses_to_start_without_a_token_or_with_a_bad_one(db, tmp_path):
-    url, _ = db
+def test_stdio_refuses_to_start_without_a_token_or_with_a_bad_one(db):
+    url, local = db
     import subprocess
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("TETHER_MCP_TOKEN", None)
-    for extra in ([], ["--token", "tth_bogus"]):
-        proc = subprocess.run([sys.executable, "-m", "tether.mcp", "--database-url", url, *extra],
-                              cwd=ROOT, env=env, input=b"", capture_output=True, timeout=60)
-        assert proc.returncode != 0
-        assert b"token" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "tether.mcp", "--database-url", url],
+                          cwd=ROOT, env=env, input=b"", capture_output=True, timeout=60)
+    assert proc.returncode == 2
+    assert b"needs a token" in proc.stderr and b"configuration_error" in proc.stderr
+    info, token = local.store.create_token(name="gone", projects=["p"], admin=False)
+    local.store.revoke_token(info.id)
+    for bad in ("tth_bogus", token):
+        with pytest.raises(ConfigurationError, match="unknown or revoked"):
+            stdio_principal(local, bad, insecure_no_auth=True)
