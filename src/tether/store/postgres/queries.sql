@@ -54,7 +54,9 @@ SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
 
 -- The whole claim is this one statement: pick eligible rows in claim order, skipping rows
 -- another worker has locked; lease them (the attempt is counted here, before any job code
--- runs); record the attempt and the 'leased' event. picked's WHERE and ORDER BY are exactly
+-- runs); record the attempt and the 'leased' event. With %(start)s, a first attempt also
+-- begins here ('running', its own event); a re-attempt stays 'leased' because its start must
+-- first settle what the earlier attempt left open. picked's WHERE and ORDER BY are exactly
 -- the jobs_claimable index (state = 'queued'; priority, run_after, id).
 -- name: claim_jobs
 WITH clock AS (
@@ -69,27 +71,42 @@ WITH clock AS (
     FOR UPDATE OF j SKIP LOCKED
 ), claimed AS (
     UPDATE jobs j
-    SET state = 'leased', attempt_count = j.attempt_count + 1,
+    SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
+                     THEN 'running' ELSE 'leased' END,
+        attempt_count = j.attempt_count + 1,
         lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
         lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
-        updated_at = clock.now, event_seq = j.event_seq + 1
+        updated_at = clock.now,
+        event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
+                                       THEN 2 ELSE 1 END
     FROM picked, clock
     WHERE j.id = picked.id
     RETURNING j.*, clock.now AS claimed_at
 ), attempts AS (
-    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at)
-    SELECT id, lease_token, %(worker_id)s, claimed_at FROM claimed
+    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
+    SELECT id, lease_token, %(worker_id)s, claimed_at,
+           CASE WHEN state = 'running' THEN claimed_at END
+    FROM claimed
 ), events AS (
     INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
-    SELECT id, event_seq, claimed_at, 'leased', 'queued', 'leased', lease_token,
+    SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
+           'leased', 'queued', 'leased', lease_token,
            jsonb_build_object('worker_id', %(worker_id)s::text)
     FROM claimed
+    UNION ALL
+    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
+    FROM claimed WHERE state = 'running'
 )
-SELECT * FROM claimed ORDER BY priority, run_after, id;
+SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
+
+-- name: start_claimed
+UPDATE jobs SET state = 'running', event_seq = event_seq + 1, updated_at = %(now)s
+WHERE id = ANY (%(ids)s::bigint[]) AND state = 'leased'
+RETURNING id, event_seq, lease_token;
 
 -- name: insert_attempt
-INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at)
-VALUES (%(job_id)s, %(attempt)s, %(worker_id)s, %(claimed_at)s);
+INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
+VALUES (%(job_id)s, %(attempt)s, %(worker_id)s, %(claimed_at)s, %(started_at)s);
 
 -- name: start_attempt
 UPDATE job_attempts SET started_at = %(now)s
@@ -317,3 +334,36 @@ SELECT * FROM price_profiles WHERE id = %(id)s;
 
 -- name: ledger_row
 SELECT * FROM cost_ledger WHERE id = %(id)s;
+
+-- ---- shared rate limits ----------------------------------------------------------------------
+
+-- name: rate_lock
+SELECT pg_advisory_xact_lock(hashtextextended('tether.rate:' || %(scope)s, 0));
+
+-- name: rate_window
+SELECT count(*) AS calls, coalesce(sum(tokens), 0) AS tokens, min(at) AS oldest
+FROM rate_limit_events WHERE scope = %(scope)s AND at > %(since)s;
+
+-- name: rate_oldest_until
+SELECT at, tokens FROM rate_limit_events WHERE scope = %(scope)s AND at > %(since)s ORDER BY at;
+
+-- name: rate_insert
+INSERT INTO rate_limit_events (scope, at, tokens, job_id, key)
+VALUES (%(scope)s, %(now)s, %(tokens)s, %(job_id)s, %(key)s);
+
+-- name: rate_settle
+UPDATE rate_limit_events SET tokens = %(tokens)s WHERE job_id = %(job_id)s AND key = %(key)s;
+
+-- name: rate_prune
+DELETE FROM rate_limit_events WHERE at < %(before)s;
+
+-- name: rate_calls
+SELECT at FROM rate_limit_events WHERE scope = %(scope)s ORDER BY at;
+
+-- name: journal_record_cached
+INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, request_hash,
+                          reserved_usd, reserved_input_tokens, reserved_output_tokens, result,
+                          usage, cost_usd, created_at, updated_at)
+VALUES (%(job_id)s, %(key)s, %(stage)s, 'done', %(attempt)s, %(provider)s, %(model)s,
+        %(request_hash)s, 0, 0, 0, %(result)s, %(usage)s, 0, %(now)s, %(now)s)
+ON CONFLICT (job_id, key) DO NOTHING;

@@ -120,7 +120,7 @@ class _Tx:
     idempotent=("claim", "start", "finish", "set_stage", "expire_leases", "promote_due",
                 "register_worker", "stop_worker", "prune", "set_queue_paused", "save_profile",
                 "put_blob"),
-    never=("close", "migrate", "heartbeat", "wait_for_work"))
+    never=("close", "migrate", "heartbeat", "wait_for_work", "transaction"))
 class PostgresStore(SQLStore):
     """``postgresql://user@host:5432/db``. Options: ``min_size``/``max_size`` (pool),
     ``connect_timeout`` (s, waiting for a pooled connection), ``retry_timeout`` (s, how long
@@ -237,16 +237,30 @@ class PostgresStore(SQLStore):
     # --- claims -----------------------------------------------------------------------------------
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
-              lease_ttl: float, now: float | None = None) -> list[Claim]:
-        """Lease up to ``limit`` eligible jobs in one statement (see ``claim_jobs``)."""
+              lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]:
+        """Lease up to ``limit`` eligible jobs in one statement (see ``claim_jobs``); with
+        ``start``, first attempts begin in that same statement."""
         if limit <= 0:
             return []
         if now is None and self.clock is not None:
             now = self.clock.time()
         with self._read() as tx:  # a single statement: atomic without BEGIN/COMMIT
             rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
-                          limit=limit, lease_ttl=float(lease_ttl), now=self._time_param(now))
-        return [Claim(self._job(r), int(r["lease_token"])) for r in rows]
+                          limit=limit, lease_ttl=float(lease_ttl), now=self._time_param(now),
+                          start=start)
+        return [Claim(self._job(r), int(r["lease_token"]), started=bool(r["started"]))
+                for r in rows]
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes inside keep their own transactions here. Group commit buys little on
+        PostgreSQL, which already shares one WAL flush among concurrent commits, and one
+        savepoint per write would exhaust the subtransaction cache (64) at batch sizes that
+        matter; separate transactions also keep every write individually retryable."""
+        yield
+
+    def _id_list_param(self, ids: Sequence[int]) -> Any:
+        return list(ids)
 
     # --- wake-up ----------------------------------------------------------------------------------
 
