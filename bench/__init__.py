@@ -1,0 +1,1 @@
+"""tether's benchmark harness: ``python -m bench.run`` (see bench/README.md)."""

@@ -1,0 +1,70 @@
+"""Job types the benchmark's tether worker processes load (``--app bench.apps:app``).
+
+Every job is as cheap as a job can be, so what is measured is the engine: claiming, starting,
+finishing, journaling. ``stamp`` appends ``marker start_time`` to a file (no fsync: the time
+is what matters) so pickup latency is read from outside the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from tether import Estimate, Tether
+
+def noop(ctx, payload):
+    return None
+
+
+def stamp(ctx, payload):
+    now = time.time()
+    with open(payload["path"], "a") as fh:
+        fh.write(f"{payload['marker']} {now!r} {os.getpid()}\n")
+    return None
+
+
+def hold(ctx, payload):
+    """Writes ``marker.attempt`` with its start time, then waits at safe boundaries (for
+    recovery: its worker is SIGKILLed meanwhile; a cancel ends it)."""
+    now = time.time()
+    with open(payload["path"], "a") as fh:
+        fh.write(f"{payload['marker']}.{ctx.attempt} {now!r} {os.getpid()}\n")
+        fh.flush()
+    deadline = time.monotonic() + payload.get("seconds", 60)
+    while time.monotonic() < deadline:
+        ctx.check()
+        time.sleep(0.05)
+    return None
+
+
+def calls(ctx, payload):
+    """``payload['n']`` journaled zero-latency simulated calls, ``concurrency`` at a time."""
+    from tether.providers.simulated import SimulatedProvider
+    provider = SimulatedProvider(payload["bill"], latency_s=0)
+    started = time.time()
+
+    def one(i: int):
+        prompt = f"item {i}"
+        return ctx.call(key=f"c{i}", provider="simulated", model="sim-small",
+                        estimate=Estimate(input_text=prompt, max_output_tokens=64),
+                        fn=lambda: provider.complete(prompt, key=f"c{i}", max_tokens=64,
+                                                     job_id=ctx.id))
+
+    out = ctx.map(one, range(payload["n"]), concurrency=payload.get("concurrency", 8))
+    return {"calls": len(out), "started": started, "finished": time.time()}
+
+
+def register(app: Tether) -> Tether:
+    """Register every benchmark job type on ``app``."""
+    app.register("noop", noop)
+    app.register("stamp", stamp)
+    app.register("hold", hold, safe_to_retry=True, max_attempts=5)
+    app.register("calls", calls)
+    return app
+
+
+def make_app(database_url: str) -> Tether:
+    return register(Tether(database_url=database_url))
+
+
+app = register(Tether())

@@ -1,0 +1,61 @@
+"""Sizes of every workload (full and ``--quick``), where scratch data goes, which database."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+# Scratch files live under bench/results (gitignored) on the real disk: a tmpfs /tmp would
+# make fsync free and every SQLite figure meaningless.
+SCRATCH = RESULTS / "scratch"
+PG_ADMIN_URL = os.environ.get("TETHER_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+PG_DB_PREFIX = "tether_bench"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    concurrency: int = 8            # per worker process, for tether and every peer
+    poll_interval: float = 0.5      # tether worker default (python -m tether.worker)
+    throughput_jobs: int = 20_000   # W1
+    drain_timeout_s: float = 300.0  # W1: a drain slower than this is cut and flagged
+    enqueue_single: int = 1_000     # W2: separate submit() calls
+    enqueue_batch_jobs: int = 20_000  # W2: submit_many
+    enqueue_batch_size: int = 1_000
+    latency_samples: int = 200      # W3
+    latency_gap_s: tuple[float, float] = (0.02, 0.06)
+    calls: int = 5_000              # W4
+    call_concurrency: int = 8
+    calls_timeout_s: float = 300.0
+    claim_small: int = 1_000        # W5
+    claim_big: int = 1_000_000
+    claim_finished: int = 1_000_000
+    claim_samples: int = 200
+    claim_batch: int = 8
+    recovery_samples: int = 3       # W6
+    lease_ttl: float = 5.0
+    rss_low: int = 1_000            # W7
+    rss_high: int = 100_000
+    rss_timeout_s: float = 900.0
+    ceiling_seconds: float = 10.0
+    ceiling_clients: int = 8
+    runs: int = 3
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+FULL = Sizes()
+QUICK = Sizes(throughput_jobs=200, drain_timeout_s=30.0, enqueue_single=50,
+              enqueue_batch_jobs=400, enqueue_batch_size=100, latency_samples=8,
+              calls=100, calls_timeout_s=30.0, claim_small=100, claim_big=3_000,
+              claim_finished=3_000, claim_samples=15, recovery_samples=1, lease_ttl=1.0,
+              rss_low=50, rss_high=400, rss_timeout_s=60.0, ceiling_seconds=1.0, runs=1,
+              poll_interval=0.2)
+
+
+def sizes(quick: bool, **overrides) -> Sizes:
+    base = QUICK if quick else FULL
+    return replace(base, **{k: v for k, v in overrides.items() if v is not None})

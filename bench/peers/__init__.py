@@ -1,0 +1,19 @@
+"""The engines users would pick instead, run by the same harness on the same machine.
+
+Each peer gets the same job counts, the same number of worker processes and the same
+per-process concurrency as tether, and its own durable defaults. Its no-op job is written the
+way that engine expects (``async def`` where its workers are asyncio loops)."""
+
+from __future__ import annotations
+
+from .base import Peer
+from .huey_peer import HueyPeer
+from .pgqueuer_peer import PgQueuerPeer
+from .procrastinate_peer import ProcrastinatePeer
+
+ALL: dict[str, type[Peer]] = {"huey": HueyPeer, "procrastinate": ProcrastinatePeer,
+                              "pgqueuer": PgQueuerPeer}
+
+
+def peers_for(backend: str, enabled: tuple[str, ...] | list[str]) -> list[Peer]:
+    return [cls() for name, cls in ALL.items() if name in enabled and cls.backend == backend]

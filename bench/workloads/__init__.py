@@ -1,0 +1,8 @@
+"""One module per workload. Each exposes KEY, TITLE and ``run(backend, sizes, env) -> dict``."""
+
+from __future__ import annotations
+
+from . import w1_throughput, w2_enqueue, w3_latency, w4_calls, w5_claim, w6_recovery, w7_memory
+
+WORKLOADS = {m.KEY: m for m in (w1_throughput, w2_enqueue, w3_latency, w4_calls, w5_claim,
+                                 w6_recovery, w7_memory)}

@@ -1,0 +1,91 @@
+"""W4 journaled call throughput: one job makes N zero-latency simulated ``ctx.call``s through
+``ctx.map(..., concurrency=8)`` in a worker process. calls/s = N / (the job's own finish -
+start). Each call is reserve (one transaction), the simulated provider (which appends and
+fsyncs its own bill line, like a real provider's record), settle (one transaction). The bare
+provider rate (8 threads, no tether) is measured alongside as the reference."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tether import Tether
+
+from ..apps import make_app
+
+from ..backends import SCRATCH, TetherDB, stop, tether_worker, wait_for
+from ..stats import summarize
+
+KEY = "W4"
+TITLE = "journaled calls (calls/s)"
+
+
+def provider_rate(n: int, threads: int) -> float:
+    """The simulated provider alone: how fast its fsynced bill lets calls go."""
+    from tether.providers.simulated import SimulatedProvider
+    bill = SCRATCH / "w4-bare.bill"
+    bill.unlink(missing_ok=True)
+    provider = SimulatedProvider(bill, latency_s=0)
+    keys = iter(range(n))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                i = next(keys, None)
+            if i is None:
+                return
+            provider.complete(f"item {i}", key=f"c{i}", max_tokens=64)
+
+    t = time.perf_counter()
+    ts = [threading.Thread(target=work) for _ in range(threads)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join()
+    rate = n / (time.perf_counter() - t)
+    bill.unlink(missing_ok=True)
+    return rate
+
+
+def tether_once(backend: str, sz) -> dict:
+    db = TetherDB(backend, "w4")
+    app = make_app(db.url)
+    bill = SCRATCH / f"w4-{db.label}.bill"
+    proc = None
+    try:
+        job = app.submit("calls", {"n": sz.calls, "bill": str(bill),
+                                   "concurrency": sz.call_concurrency})
+        proc = tether_worker(db.url, concurrency=1, poll_interval=sz.poll_interval,
+                             name=f"w4-{backend}")
+        done = wait_for(lambda: app.get(job.id).state.value in ("succeeded", "failed",
+                                                               "paused", "cancelled"),
+                        timeout=sz.calls_timeout_s, interval=0.1)
+        final = app.get(job.id)
+        if not done or final.state.value != "succeeded":
+            journaled = int(db.scalar(
+                "SELECT count(*) FROM call_journal WHERE job_id = ? AND status = 'done'",
+                (job.id,)))
+            return {"error": f"job ended {final.state.value} ({final.error_code}: "
+                             f"{final.error_summary})" if done else "timed out",
+                    "calls_done": journaled}
+        r = final.result
+        return {"calls_per_s": sz.calls / (r["finished"] - r["started"]),
+                "job_s": r["finished"] - r["started"], "calls": r["calls"]}
+    finally:
+        if proc is not None:
+            stop([proc])
+        app.close()
+        db.drop()
+        bill.unlink(missing_ok=True)
+
+
+def run(backend: str, sz, env) -> dict:
+    runs = []
+    for r in range(env.runs):
+        env.log(f"W4 {backend} tether run {r + 1}/{env.runs}")
+        runs.append(tether_once(backend, sz))
+        env.log(f"   -> {runs[-1]}")
+    bare = provider_rate(min(sz.calls, 2_000), sz.call_concurrency)
+    out = {"tether": summarize(runs), "provider_alone_calls_per_s": bare}
+    return out
