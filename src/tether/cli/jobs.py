@@ -14,7 +14,8 @@ import typer
 from rich.markup import escape
 
 from ..core.states import TERMINAL, JobState
-from ..records import Job
+from ..app import Tether
+from ..records import Event, Job
 from . import extras, views
 from .options import (
     DatabaseUrl, JobId, Json, MaxCalls, MaxCost, MaxDuration, MaxExamples, MaxInputTokens,
@@ -111,13 +112,13 @@ def events(
             if as_json:
                 emit_json_line(event)
             else:
-                console.print(views.event_line(event))
+                console.print(views.event_line(event), soft_wrap=True)
         if done:
             return
         time.sleep(interval)
 
 
-def _all_events(app, job_id: int, after: int):  # noqa: ANN001, ANN202
+def _all_events(app: Tether, job_id: int, after: int) -> list[Event]:
     found = []
     while True:
         page = app.events(job_id, after=after, limit=1000)

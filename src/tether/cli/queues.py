@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ..records import QueueInfo
 from . import views
 from .options import DatabaseUrl, Json, open_app, show_help_if_bare
 from .output import emit_json, out, show
@@ -35,7 +36,7 @@ def list_queues(as_json: Json = False, database_url: DatabaseUrl = None) -> None
         show(views.queue_table, queues)
 
 
-def _show(info, as_json: bool) -> None:  # noqa: ANN001
+def _show(info: QueueInfo, as_json: bool) -> None:
     if as_json:
         emit_json(info)
     else:
