@@ -206,7 +206,8 @@ class Tether:
         if job_type is not None and job_type.estimator is not None:
             estimated = str(estimate_cost(job_type.estimator(payload), profile).cost_usd)
         resolved = {"type": type, "payload": payload, "project": project, "queue": queue,
-                    "max_attempts": max_attempts, "budget": limits.to_dict()}
+                    "priority": priority, "max_attempts": max_attempts,
+                    "budget": limits.to_dict()}
         try:
             run_at = to_ts(run_after)
         except (TypeError, ValueError, AttributeError):
@@ -271,13 +272,12 @@ class Tether:
 
     def events(self, job_id: int, *, after: int = 0, limit: int = 1000,
                projects: Iterable[str] | None = None) -> list[Event]:
-        if projects is not None:
-            self.get(job_id, projects=projects)
+        """The job's log after ``after`` (a seq), oldest first; JobNotFound for no such job."""
+        self.get(job_id, projects=projects)
         return self.store.events(int(job_id), after=after, limit=limit)
 
     def attempts(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[Attempt]:
-        if projects is not None:
-            self.get(job_id, projects=projects)
+        self.get(job_id, projects=projects)
         return self.store.attempts(int(job_id))
 
     def workers(self, *, include_stopped: bool = False) -> list[WorkerInfo]:
@@ -334,19 +334,16 @@ class Tether:
 
     def ledger(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[LedgerEntry]:
         """One row per settled call of the job (unconfirmed rows: outcome unknown, counted)."""
-        if projects is not None:
-            self.get(job_id, projects=projects)
+        self.get(job_id, projects=projects)
         return self.store.ledger(int(job_id))
 
     def journal(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[JournalEntry]:
-        if projects is not None:
-            self.get(job_id, projects=projects)
+        self.get(job_id, projects=projects)
         return self.store.journal(int(job_id))
 
     def checkpoints(self, job_id: int, *,
                     projects: Iterable[str] | None = None) -> list[Checkpoint]:
-        if projects is not None:
-            self.get(job_id, projects=projects)
+        self.get(job_id, projects=projects)
         return self.store.checkpoints(int(job_id))
 
     def checkpoint_value(self, job_id: int, stage: str) -> Any:
@@ -355,6 +352,12 @@ class Tether:
             raise JobNotFound(f"job {job_id} has no checkpoint for stage {stage!r}")
         from .core.serialize import loads
         return loads(self.blobs.get(cp.blob))
+
+    def engine_stats(self) -> dict[str, Any]:
+        """Engine-wide counters read from the store (so every process reports the same):
+        claims, lease expiries, budget pauses, and claim latency (eligible to claimed) of the
+        most recent first attempts as a histogram."""
+        return self.store.engine_stats()
 
     def spend_totals(self, *, projects: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Calls, tokens and spend per provider and model, from the ledger."""

@@ -105,3 +105,19 @@ def test_tokens_are_stored_hashed_and_revocable(app):
     assert app.store.revoke_token(info.id) is True
     assert app.store.resolve_token(raw) is None
     assert [t.id for t in app.store.list_tokens()] == [info.id]
+
+
+def test_engine_stats_count_claims_expiries_and_latency(app, clock):
+    register(app)
+    a = app.submit("t", {})
+    app.submit("t", {})
+    clock.advance(2)
+    app.store.claim("w", queues=None, limit=2, lease_ttl=30)
+    clock.advance(31)
+    app.store.expire_leases()
+    stats = app.engine_stats()
+    assert stats["claims_total"] == 2 and stats["lease_expiries_total"] == 2
+    lat = stats["claim_latency_seconds"]
+    assert lat["count"] == 2 and abs(lat["sum"] - 4.0) < 0.01, lat
+    assert lat["buckets"][1.0] == 0 and lat["buckets"][2.5] == 2
+    assert app.events(a.id)[-1].kind == "lease_expired"

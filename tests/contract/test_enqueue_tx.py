@@ -57,7 +57,7 @@ def test_rolled_back_enqueue_leaves_no_job_that_could_ever_run(app, backend, dat
         rollback()
         assert orders(conn) == []
     assert app.list(limit=10) == []
-    assert app.events(job.id) == []
+    assert app.store.events(job.id) == []
     clock.advance(10 * 365 * 86400)
     assert app.store.claim("w", queues=None, limit=10, lease_ttl=30) == []
     assert app.store.promote_due() == 0 and app.store.expire_leases() == []

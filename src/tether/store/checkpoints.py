@@ -7,9 +7,11 @@ an unfinished stage, which the next attempt simply runs again.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..records import Checkpoint
+if TYPE_CHECKING:  # pragma: no cover
+    from ..records import Checkpoint
+
 
 
 class CheckpointMixin:
@@ -49,9 +51,3 @@ class CheckpointMixin:
             self._note(tx, job_id, "stage_completed", now, token,
                        {"stage": stage, "position": position, "blob": blob, "size": size})
             return self._checkpoint(tx.one("get_checkpoint", job_id=job_id, stage=stage))
-
-    def _checkpoint(self, r: dict[str, Any]) -> Checkpoint:
-        from .sql import _dt
-        return Checkpoint(job_id=int(r["job_id"]), stage=r["stage"], position=int(r["position"]),
-                          blob=r["blob"], size=int(r["size"]), attempt=int(r["attempt"]),
-                          created_at=_dt(r["created_at"]))

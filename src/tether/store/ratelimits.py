@@ -10,7 +10,9 @@ by the actual count when the call settles (a refund).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
+
+from .rows import _ts
 
 WINDOW_S = 60.0
 
@@ -29,7 +31,6 @@ class RateLimitMixin:
                      now: float | None = None) -> float:
         """Take one call of ``tokens`` under every limit, or take nothing and return how many
         seconds to wait before capacity can exist (0.0 means granted)."""
-        from .sql import _ts
         with self._write() as tx:
             now = self._now(tx, now)
             since = now - WINDOW_S
@@ -73,6 +74,5 @@ class RateLimitMixin:
 
     def rate_calls(self, scope: str) -> list[float]:
         """Times of the calls granted under ``scope`` still on record (for tests and metrics)."""
-        from .sql import _ts
         with self._read() as tx:
             return [_ts(r["at"]) for r in tx.all("rate_calls", scope=scope)]

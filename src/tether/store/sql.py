@@ -12,21 +12,19 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
-from decimal import Decimal
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
-from ..clock import utc
-from ..core.budget import Budget, BudgetStatus, Counters
+from ..core.budget import Budget
 from ..core.states import LEASED_STATES, TERMINAL, JobState, check_transition, expiry_target
 from ..core.states import finish_target, operator_target
 from ..errors import IdempotencyConflict, JobNotFound, JobStateError, LeaseLost
-from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
-from ..tokens import TokenInfo, hash_secret, new_secret
+from ..records import Attempt, Event, Job
 from .accounting import AccountingMixin
+from .admin import AdminMixin
 from .base import Claim, NewJob, Outcome
 from .checkpoints import CheckpointMixin
 from .ratelimits import RateLimitMixin
+from .rows import RowsMixin, _dt, _json, _ts  # noqa: F401 - _dt/_ts re-exported for backends
 
 _MUTABLE = ("state", "stage", "run_after", "max_attempts", "result", "error_code",
             "error_summary", "lease_owner", "lease_expires_at", "lease_token", "budget",
@@ -40,29 +38,7 @@ class Tx(Protocol):
     def many(self, _q: str, rows: Sequence[dict[str, Any]]) -> None: ...
 
 
-def _ts(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.timestamp()
-    return float(value)
-
-
-def _dt(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value
-    return utc(float(value))
-
-
-def _json(value: Any) -> Any:
-    if value is None or not isinstance(value, (str, bytes)):
-        return value
-    return json.loads(value)
-
-
-class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
+class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, AdminMixin, ABC):
     """Store logic shared by every SQL backend."""
 
     url: str
@@ -94,45 +70,6 @@ class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
 
     def _time_param(self, value: float | None) -> Any:
         return value
-
-    # --- row conversion -----------------------------------------------------------------------
-
-    def _counters(self, row: dict[str, Any]) -> Counters:
-        return Counters.from_dict({k: row.get(k) for k in Counters.__dataclass_fields__})
-
-    def _job(self, row: dict[str, Any]) -> Job:
-        limits = _json(row.get("budget")) or {}
-        est = row.get("estimated_cost_usd")
-        return Job(
-            id=int(row["id"]), type=row["type"], project=row["project"], queue=row["queue"],
-            state=JobState(row["state"]), stage=row.get("stage"),
-            attempt_count=int(row["attempt_count"]), max_attempts=int(row["max_attempts"]),
-            idempotency_key=row.get("idempotency_key"),
-            input_config_hash=row["input_config_hash"], priority=int(row["priority"]),
-            run_after=_dt(row["run_after"]), error_code=row.get("error_code"),
-            error_summary=row.get("error_summary"), result=_json(row.get("result")),
-            budget=BudgetStatus(Budget.from_dict(limits), self._counters(row)),
-            lease_owner=row.get("lease_owner"), lease_expires_at=_dt(row.get("lease_expires_at")),
-            created_at=_dt(row["created_at"]), updated_at=_dt(row["updated_at"]),
-            payload=_json(row.get("payload")), safe_to_retry=bool(row["safe_to_retry"]),
-            lease_token=row.get("lease_token"), finished_at=_dt(row.get("finished_at")),
-            price_profile=row.get("price_profile"),
-            estimated_cost_usd=Decimal(str(est)) if est is not None else None,
-            parent_id=row.get("parent_id"),
-        )
-
-    def _event(self, row: dict[str, Any]) -> Event:
-        return Event(job_id=int(row["job_id"]), seq=int(row["seq"]), at=_dt(row["at"]),
-                     kind=row["kind"], from_state=row.get("from_state"),
-                     to_state=row.get("to_state"), attempt=row.get("attempt"),
-                     data=_json(row.get("data")) or {})
-
-    def _attempt(self, row: dict[str, Any]) -> Attempt:
-        return Attempt(job_id=int(row["job_id"]), attempt=int(row["attempt"]),
-                       worker_id=row["worker_id"], claimed_at=_dt(row["claimed_at"]),
-                       started_at=_dt(row.get("started_at")),
-                       finished_at=_dt(row.get("finished_at")), outcome=row.get("outcome"),
-                       error_code=row.get("error_code"), error_summary=row.get("error_summary"))
 
     # --- the transition primitive -------------------------------------------------------------
 
@@ -256,27 +193,6 @@ class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
 
     # --- workers and leases -------------------------------------------------------------------
 
-    def register_worker(self, worker: WorkerInfo) -> None:
-        with self._write() as tx:
-            now = self._now(tx, None)
-            tx.run("upsert_worker", id=worker.id, hostname=worker.hostname, pid=worker.pid,
-                   queues=json.dumps(worker.queues), concurrency=worker.concurrency,
-                   now=self._time_param(now))
-
-    def stop_worker(self, worker_id: str) -> None:
-        with self._write() as tx:
-            tx.run("stop_worker", id=worker_id, now=self._time_param(self._now(tx, None)))
-
-    def list_workers(self, *, include_stopped: bool = False) -> list[WorkerInfo]:
-        with self._read() as tx:
-            rows = tx.all("list_workers", include_stopped=include_stopped)
-        return [WorkerInfo(id=r["id"], hostname=r["hostname"], pid=int(r["pid"]),
-                           queues=_json(r["queues"]) or [], concurrency=int(r["concurrency"]),
-                           started_at=_dt(r["started_at"]),
-                           last_heartbeat_at=_dt(r["last_heartbeat_at"]),
-                           stopped_at=_dt(r.get("stopped_at")), leases=int(r["leases"] or 0))
-                for r in rows]
-
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
               lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]:
         """Lease up to ``limit`` eligible jobs. With ``start`` (what a worker that runs them at
@@ -301,7 +217,8 @@ class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
                 for r in rows])
             tx.many("insert_event", [
                 self._event_row(r["id"], r["event_seq"], now, "leased", "queued", "leased",
-                                r["lease_token"], {"worker_id": worker_id})
+                                r["lease_token"], {"worker_id": worker_id, "waited_s": round(
+                                    now - _ts(r["run_after"]), 6)})
                 for r in rows])
             started: set[int] = set()
             if first:
@@ -495,51 +412,3 @@ class SQLStore(AccountingMixin, CheckpointMixin, RateLimitMixin, ABC):
         seq = tx.one("update_job", **params)["event_seq"]
         tx.run("insert_event", **self._event_row(row["id"], seq, now, "budget_changed", None,
                                                  None, None, {"limits": limits.to_dict()}))
-
-    # --- API tokens -------------------------------------------------------------------------------
-
-    def create_token(self, *, name: str | None, projects: Sequence[str],
-                     admin: bool) -> tuple[TokenInfo, str]:
-        """A new token and its raw secret (shown once; only its hash is kept)."""
-        token_id, raw, digest = new_secret()
-        with self._write() as tx:
-            now = self._now(tx, None)
-            tx.run("insert_token", id=token_id, name=name, token_hash=digest,
-                   projects=self._json_param(sorted(set(projects))), admin=bool(admin),
-                   now=self._time_param(now))
-        return TokenInfo(token_id, name, tuple(sorted(set(projects))), bool(admin), _dt(now)), raw
-
-    def _token(self, row: dict[str, Any]) -> TokenInfo:
-        return TokenInfo(id=row["id"], name=row.get("name"),
-                         projects=tuple(_json(row["projects"]) or ()), admin=bool(row["admin"]),
-                         created_at=_dt(row["created_at"]), revoked_at=_dt(row.get("revoked_at")))
-
-    def resolve_token(self, raw: str) -> TokenInfo | None:
-        with self._read() as tx:
-            row = tx.one("token_by_hash", token_hash=hash_secret(raw))
-        return self._token(row) if row else None
-
-    def list_tokens(self) -> list[TokenInfo]:
-        with self._read() as tx:
-            return [self._token(r) for r in tx.all("list_tokens")]
-
-    def revoke_token(self, token_id: str) -> bool:
-        with self._write() as tx:
-            return tx.run("revoke_token", id=token_id,
-                          now=self._time_param(self._now(tx, None))) == 1
-
-    def list_queues(self) -> list[QueueInfo]:
-        with self._read() as tx:
-            rows = tx.all("list_queues")
-        queues: dict[str, QueueInfo] = {}
-        for r in rows:
-            q = queues.setdefault(r["name"], QueueInfo(r["name"], bool(r["paused"]), {}))
-            if r["state"] is not None:
-                q.counts[r["state"]] = int(r["n"])
-        return list(queues.values())
-
-    def set_queue_paused(self, name: str, paused: bool) -> QueueInfo:
-        with self._write() as tx:
-            tx.run("set_queue_paused", name=name, paused=paused,
-                   now=self._time_param(self._now(tx, None)))
-        return next(q for q in self.list_queues() if q.name == name)

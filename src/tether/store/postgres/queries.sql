@@ -91,7 +91,8 @@ WITH clock AS (
     INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
     SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
            'leased', 'queued', 'leased', lease_token,
-           jsonb_build_object('worker_id', %(worker_id)s::text)
+           jsonb_build_object('worker_id', %(worker_id)s::text, 'waited_s',
+                              round(extract(epoch FROM claimed_at - run_after)::numeric, 6))
     FROM claimed
     UNION ALL
     SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
@@ -367,3 +368,17 @@ INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, 
 VALUES (%(job_id)s, %(key)s, %(stage)s, 'done', %(attempt)s, %(provider)s, %(model)s,
         %(request_hash)s, 0, 0, 0, %(result)s, %(usage)s, 0, %(now)s, %(now)s)
 ON CONFLICT (job_id, key) DO NOTHING;
+
+-- ---- engine statistics -----------------------------------------------------------------------
+
+-- name: engine_counts
+SELECT count(*) AS claims,
+       count(*) FILTER (WHERE outcome = 'lease_expired') AS lease_expiries,
+       count(*) FILTER (WHERE outcome = 'budget_exhausted') AS budget_pauses
+FROM job_attempts;
+
+-- name: recent_claim_latency
+SELECT (e.data ->> 'waited_s')::float8 AS latency
+FROM (SELECT job_id, attempt FROM job_attempts ORDER BY job_id DESC, attempt DESC
+      LIMIT %(limit)s) a
+JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 'leased';

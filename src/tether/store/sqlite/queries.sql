@@ -310,3 +310,17 @@ INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, 
 VALUES (:job_id, :key, :stage, 'done', :attempt, :provider, :model, :request_hash, '0', 0, 0,
         :result, :usage, '0', :now, :now)
 ON CONFLICT (job_id, key) DO NOTHING;
+
+-- ---- engine statistics -----------------------------------------------------------------------
+
+-- name: engine_counts
+SELECT count(*) AS claims,
+       coalesce(sum(outcome = 'lease_expired'), 0) AS lease_expiries,
+       coalesce(sum(outcome = 'budget_exhausted'), 0) AS budget_pauses
+FROM job_attempts;
+
+-- name: recent_claim_latency
+SELECT json_extract(e.data, '$.waited_s') AS latency
+FROM (SELECT job_id, attempt FROM job_attempts ORDER BY job_id DESC, attempt DESC
+      LIMIT :limit) a
+JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 'leased';
