@@ -46,7 +46,7 @@ def require_postgres() -> None:
         pytest.skip(problem)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def backend(request) -> str:
     if request.param == "postgres":
         require_postgres()

@@ -79,6 +79,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def private_server_problem() -> str | None:
+    """Why a private server cannot be started here (no binaries, no ``postgres`` user), or None."""
+    if not (PG_BIN / "initdb").exists():
+        return f"no initdb in {PG_BIN} (set TETHER_TEST_PG_BIN)"
+    if os.geteuid() == 0:
+        import pwd
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root and there is no 'postgres' user for initdb"
+    return None
+
+
 class PrivateServer:
     """A PostgreSQL server of our own: ``initdb`` as the ``postgres`` OS user (initdb refuses
     root) into a temp folder, listening on 127.0.0.1 at a free port. Stop, start, restart."""
