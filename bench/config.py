@@ -22,7 +22,7 @@ class Sizes:
     throughput_jobs: int = 20_000   # W1
     drain_timeout_s: float = 300.0  # W1: a drain slower than this is cut and flagged
     enqueue_single: int = 1_000     # W2: separate submit() calls
-    enqueue_batch_jobs: int = 20_000  # W2: submit_many
+    enqueue_batch_jobs: int = 5_000  # W2: submit_many
     enqueue_batch_size: int = 1_000
     latency_samples: int = 200      # W3
     latency_gap_s: tuple[float, float] = (0.02, 0.06)
@@ -38,7 +38,7 @@ class Sizes:
     lease_ttl: float = 5.0
     rss_low: int = 1_000            # W7
     rss_high: int = 100_000
-    rss_timeout_s: float = 900.0
+    rss_timeout_s: float = 600.0
     ceiling_seconds: float = 10.0
     ceiling_clients: int = 8
     runs: int = 3
@@ -48,11 +48,11 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(throughput_jobs=200, drain_timeout_s=30.0, enqueue_single=50,
-              enqueue_batch_jobs=400, enqueue_batch_size=100, latency_samples=8,
-              calls=100, calls_timeout_s=30.0, claim_small=100, claim_big=3_000,
+QUICK = Sizes(throughput_jobs=100, drain_timeout_s=30.0, enqueue_single=30,
+              enqueue_batch_jobs=300, enqueue_batch_size=100, latency_samples=6,
+              calls=40, calls_timeout_s=30.0, claim_small=100, claim_big=3_000,
               claim_finished=3_000, claim_samples=15, recovery_samples=1, lease_ttl=1.0,
-              rss_low=50, rss_high=400, rss_timeout_s=60.0, ceiling_seconds=1.0, runs=1,
+              rss_low=50, rss_high=250, rss_timeout_s=60.0, ceiling_seconds=1.0, runs=1,
               poll_interval=0.2)
 
 

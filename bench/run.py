@@ -38,6 +38,11 @@ def _git() -> dict:
             "dirty_engine_files": [ln[3:] for ln in run("status", "--porcelain", "src").splitlines()]}
 
 
+def _tether_path() -> str:
+    import tether
+    return str(tether.__file__)
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -56,16 +61,36 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--drain-timeout", type=float, default=None, help="cap per W1 drain (s)")
     p.add_argument("--rss-jobs", type=int, default=None, help="W7 high-water job count")
     p.add_argument("--claim-big", type=int, default=None, help="W5 big table rows")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override any size in bench/config.py, e.g. --set calls=2000")
     p.add_argument("-q", "--quiet", action="store_true")
     return p.parse_args(argv)
 
 
+def _overrides(items: list[str]) -> dict:
+    from dataclasses import fields
+
+    from .config import Sizes
+    types = {f.name: f.type for f in fields(Sizes)}
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if key not in types:
+            raise SystemExit(f"--set: unknown size {key!r}; one of {', '.join(types)}")
+        kind = types[key] if isinstance(types[key], str) else types[key].__name__
+        out[key] = float(value) if kind == "float" else int(value) if kind == "int" else value
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    sz = sizes(args.quick, runs=args.runs, throughput_jobs=args.jobs,
-               concurrency=args.concurrency, poll_interval=args.poll_interval,
-               drain_timeout_s=args.drain_timeout, rss_high=args.rss_jobs,
-               claim_big=args.claim_big, claim_finished=args.claim_big)
+    named = dict(runs=args.runs, throughput_jobs=args.jobs, concurrency=args.concurrency,
+                 poll_interval=args.poll_interval, drain_timeout_s=args.drain_timeout,
+                 rss_high=args.rss_jobs, claim_big=args.claim_big,
+                 claim_finished=args.claim_big)
+    named.update(_overrides(args.set))
+    sz = sizes(args.quick, **named)
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     for b in backends:
         if b not in BACKENDS:
@@ -88,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                  "backends": backends, "workloads": only, "peers": list(peers),
                  "sizes": sz.to_dict(), "python": platform.python_version(),
                  "cpus": os.cpu_count(), "machine": platform.machine(), "git": _git(),
-                 "pg_admin_url": PG_ADMIN_URL},
+                 "pg_admin_url": PG_ADMIN_URL, "root": str(ROOT),
+                 "tether_module": _tether_path()},
         "ceilings": {}, "workloads": {w: {} for w in WORKLOADS}, "errors": [],
     }
     if "postgres" in backends:

@@ -1,0 +1,38 @@
+"""The benchmark harness in its tiny mode, in a subprocess, so it cannot rot unnoticed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7")
+
+
+@pytest.mark.timeout(180)
+def test_quick_mode_writes_every_workload(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--peers", "none", "--quiet",
+         "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=170)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert res["meta"]["mode"] == "quick"
+    backends = res["meta"]["backends"]
+    assert "sqlite" in backends
+    for w in WORKLOADS:
+        assert w in res["workloads"], w
+        for b in backends:
+            got = res["workloads"][w].get(b)
+            assert got is not None and "error" not in got, (w, b, got)
+    for b in backends:
+        assert res["ceilings"][b].get("commits_per_s"), res["ceilings"][b]
+        assert res["workloads"]["W1"][b]["tether"]["p1"]["jobs_per_s"] > 0
+        assert res["workloads"]["W3"][b]["tether"]["p50_ms"] is not None
+        assert res["workloads"]["W5"][b]["ratio_queued_big"] is not None
+    assert {t["target"] for t in res["targets"]}, "targets are evaluated"
