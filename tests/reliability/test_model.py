@@ -270,8 +270,11 @@ class StoreModel(RuleBasedStateMachine):
 
     @precondition(lambda self: any(j.state == S.QUEUED for j in self.jobs.values()))
     @rule(dt=ELAPSE, worker=st.sampled_from(WORKERS), limit=st.integers(1, 3),
-          queues=st.sampled_from([None, None, ("a",), ("b",), ("a", "b")]))
-    def claim(self, dt, worker, limit, queues):
+          queues=st.sampled_from([None, None, ("a",), ("b",), ("a", "b")]),
+          start=st.booleans())
+    def claim(self, dt, worker, limit, queues, start):
+        """``start``: the claim also begins first attempts (a worker that runs them at once);
+        a re-attempt stays leased, because its start must settle what the last attempt left."""
         self.clock.advance(dt)
         eligible = sorted(
             (j for j in self.jobs.values()
@@ -279,7 +282,7 @@ class StoreModel(RuleBasedStateMachine):
              and (queues is None or j.queue in queues) and j.queue not in self.paused_queues),
             key=lambda j: (j.priority, j.run_after, j.id))[:limit]
         claims = self.store.claim(worker, queues=list(queues) if queues else None, limit=limit,
-                                  lease_ttl=TTL)
+                                  lease_ttl=TTL, start=start)
         assert [c.job.id for c in claims] == [j.id for j in eligible], "deterministic claims"
         for c, j in zip(claims, eligible):
             assert j.attempt_count < j.max_attempts, "a queued job always has an attempt left"
@@ -289,6 +292,10 @@ class StoreModel(RuleBasedStateMachine):
             j.lease_expires_at = self.now + TTL
             j.owners.append(worker)
             assert c.token == j.attempt_count, "the fencing token is the attempt number"
+            if start and j.attempt_count == 1:
+                j.move(S.RUNNING)
+                j.started = True
+            assert c.started == j.started and c.job.state == j.state
 
     @precondition(lambda self: any(j.lease_token for j in self.jobs.values()))
     @rule(dt=SMALL, i=st.integers(0, 99))
@@ -391,6 +398,22 @@ class StoreModel(RuleBasedStateMachine):
             else:
                 self.store.lease_state(job_id, token)
         self.assert_unchanged(before)
+
+    @precondition(lambda self: any(j.lease_token for j in self.jobs.values()))
+    @rule(dt=SMALL, ops=st.lists(st.tuples(st.sampled_from(["start", "finish", "zombie"]),
+                                           st.integers(0, 99)), min_size=2, max_size=4))
+    def group_commit(self, dt, ops):
+        """Worker writes sharing one commit (the worker's group committer): each write keeps
+        its own outcome; a refused one (lost lease, invalid move) rolls back alone."""
+        self.clock.advance(dt)
+        with self.store.transaction():
+            for op, i in ops:
+                if op == "start":
+                    self.start(0.0, i)
+                elif op == "finish":
+                    self.finish(0.0, i, "succeeded", 0.0)
+                elif self.stale:
+                    self.zombie_write(0.0, i, "finish")
 
     # --- time and the rescuer -------------------------------------------------------------------
 
