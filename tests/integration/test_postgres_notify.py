@@ -61,6 +61,16 @@ def test_nothing_eligible_means_no_wake_up(pair):
     assert store.wait_for_work(0.3) is False, "leasing or cancelling makes nothing claimable"
 
 
+def test_resuming_a_queue_notifies(pair):
+    store, app = pair
+    app.pause_queue("q")
+    app.submit("t", {}, queue="q")
+    store.wait_for_work(5)  # the submit's own notification
+    assert store.wait_for_work(0.3) is False
+    app.resume_queue("q")
+    assert store.wait_for_work(5) is True
+
+
 def test_a_rolled_back_enqueue_wakes_nobody(pair, pg_url):
     store, app = pair
     with psycopg.connect(conninfo_from_url(pg_url)) as conn:

@@ -94,18 +94,25 @@ CREATE TABLE workers (
 );
 
 -- Wake-up hint (PostgreSQL only): a job that becomes queued (inserted, retried, resumed,
--- requeued, handed back, its lease expired) notifies the channel 'tether:<schema>' with its
--- queue as payload. NOTIFY is delivered on commit, so a rolled-back enqueue wakes nobody.
--- Workers poll anyway; a lost notification only costs latency.
-CREATE FUNCTION tether_notify_queued() RETURNS trigger LANGUAGE plpgsql AS $$
+-- requeued, handed back, its lease expired), and a queue that is resumed, notify the channel
+-- 'tether:<schema>' with the queue's name as payload. NOTIFY is delivered on commit, so a
+-- rolled-back enqueue wakes nobody. Workers poll anyway (a job whose run_after is in the
+-- future is found by polling); a lost notification only costs latency.
+CREATE FUNCTION tether_notify_queue() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify(left('tether:' || TG_TABLE_SCHEMA, 63), NEW.queue);
+    IF TG_TABLE_NAME = 'queues' THEN
+        PERFORM pg_notify(left('tether:' || TG_TABLE_SCHEMA, 63), NEW.name);
+    ELSE
+        PERFORM pg_notify(left('tether:' || TG_TABLE_SCHEMA, 63), NEW.queue);
+    END IF;
     RETURN NULL;
 END
 $$;
 
 CREATE TRIGGER jobs_notify_inserted AFTER INSERT ON jobs
-    FOR EACH ROW WHEN (NEW.state = 'queued') EXECUTE FUNCTION tether_notify_queued();
+    FOR EACH ROW WHEN (NEW.state = 'queued') EXECUTE FUNCTION tether_notify_queue();
 CREATE TRIGGER jobs_notify_requeued AFTER UPDATE OF state ON jobs
     FOR EACH ROW WHEN (NEW.state = 'queued' AND OLD.state <> 'queued')
-    EXECUTE FUNCTION tether_notify_queued();
+    EXECUTE FUNCTION tether_notify_queue();
+CREATE TRIGGER queues_notify_resumed AFTER UPDATE OF paused ON queues
+    FOR EACH ROW WHEN (OLD.paused AND NOT NEW.paused) EXECUTE FUNCTION tether_notify_queue();
