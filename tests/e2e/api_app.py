@@ -33,9 +33,9 @@ def refuse(ctx, payload):
 
 @app.job("priced")
 def priced(ctx, payload):
-    """One journaled, budgeted call to the simulated provider (fills the ledger)."""
+    """One checkpointed stage, then one journaled, budgeted call to the simulated provider."""
     sim = SimulatedProvider(os.environ.get("TETHER_SIM_BILL", "/tmp/tether-api-sim.jsonl"))
-    prompt = payload.get("prompt", "say something")
+    prompt = ctx.stage("prepare", lambda: payload.get("prompt", "say something"))
     out = ctx.call(key="only", provider="simulated", model="sim-small",
                    estimate=Estimate(input_text=prompt, max_output_tokens=32),
                    fn=lambda: sim.complete(prompt, key="only", max_tokens=32, job_id=ctx.id))

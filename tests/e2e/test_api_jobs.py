@@ -163,6 +163,11 @@ def test_ledger_and_cost_of_a_priced_job(api):
     assert float(job["actual_cost_usd"]) == pytest.approx(float(row["cost_usd"]))
     assert job["budget"]["limits"]["max_cost_usd"] == "1.00"
     assert job["budget"]["limits"]["max_calls"] == 5 and job["budget"]["used"]["calls"] == 1
+    (cp,) = api.p1.get(f"/api/v1/jobs/{job['id']}/checkpoints").json()["items"]
+    assert cp["stage"] == "prepare" and cp["position"] == 1 and len(cp["blob"]) == 64
+    _, other = api.local.store.create_token(name="p2", projects=["p2"], admin=False)
+    with api.srv.client(other) as p2:
+        assert p2.get(f"/api/v1/jobs/{job['id']}/checkpoints").status_code == 404
 
 
 # --- pagination --------------------------------------------------------------------------------

@@ -23,8 +23,8 @@ from .auth import Principal, principal
 from .openapi import problem_responses as _errors
 from .problems import Problem
 from .schemas import (
-    INT63, AttemptList, AttemptOut, BudgetLimits, CancelRequest, EventOut, EventPage, JobCreate,
-    JobOut, JobPage, LedgerEntryOut, LedgerList,
+    INT63, AttemptList, AttemptOut, BudgetLimits, CancelRequest, CheckpointList, CheckpointOut,
+    EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
 )
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -171,6 +171,14 @@ def job_ledger(job_id: JobId, who: Principal = Depends(principal),
     rows = app.ledger(job_id, projects=who.scope)
     return LedgerList(items=[LedgerEntryOut(**_jsonable(r.to_dict() if hasattr(r, "to_dict")
                                                           else dict(r))) for r in rows])
+
+
+@router.get("/{job_id}/checkpoints", response_model=CheckpointList, responses=_errors(404),
+            summary="The job's finished stages (each output is a content-addressed blob)")
+def job_checkpoints(job_id: JobId, who: Principal = Depends(principal),
+                    app: Tether = Depends(tether)) -> CheckpointList:
+    rows = app.checkpoints(job_id, projects=who.scope)
+    return CheckpointList(items=[CheckpointOut(**_jsonable(r.to_dict())) for r in rows])
 
 
 def _control(name: str, summary: str) -> None:

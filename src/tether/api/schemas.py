@@ -234,6 +234,22 @@ class LedgerList(BaseModel):
     items: list[LedgerEntryOut]
 
 
+class CheckpointOut(BaseModel):
+    """A finished stage: its output blob (sha256) was durable before this row committed."""
+
+    job_id: int
+    stage: str
+    position: int
+    blob: str
+    size: int
+    attempt: int
+    created_at: str
+
+
+class CheckpointList(BaseModel):
+    items: list[CheckpointOut]
+
+
 class QueueOut(BaseModel):
     name: str
     paused: bool

@@ -34,3 +34,31 @@ def show(
         table.add_row(m["provider"], m["model"], m["input_per_mtok"], m["output_per_mtok"],
                       m.get("cached_input_per_mtok", "—"))
     out().print(table)
+
+
+def dry_run(app, spec, *, as_json: bool = False) -> int:  # noqa: ANN001 - Tether, SubmitSpec
+    """``tether submit --dry-run``: price a submission with the job type's estimator and the
+    profile it would pin, compare with its budget, enqueue nothing. Exit 0 when the estimate
+    fits the budget's cost limit (or there is none), 1 when it does not."""
+    from decimal import Decimal
+
+    est = app.estimate(spec.type, spec.payload)
+    limit = spec.budget.get("max_cost_usd") if spec.budget else None
+    fits = limit is None or est.cost_usd <= Decimal(str(limit))
+    if as_json:
+        print(json.dumps(dict(est.to_dict(), type=spec.type, max_cost_usd=None if limit is None
+                              else str(limit), fits_budget=fits), indent=2))
+        return 0 if fits else 1
+    table = Table(title=f"{spec.type}: worst-case cost before running ({est.profile})")
+    for col in ("provider", "model", "calls", "input tokens/call", "output tokens/call", "USD"):
+        table.add_column(col, justify="left" if col in ("provider", "model") else "right")
+    for line in est.lines:
+        table.add_row(line["provider"], line["model"], str(line["calls"]),
+                      str(line["input_tokens"]), str(line["output_tokens"]), line["cost_usd"])
+    table.add_row("total", "", str(est.calls), str(est.input_tokens), str(est.output_tokens),
+                  f"{est.cost_usd:.6f}")
+    out().print(table)
+    if limit is not None:
+        verdict = "fits within" if fits else "EXCEEDS"
+        out().print(f"worst case ${est.cost_usd:.6f} {verdict} the budget of ${limit}")
+    return 0 if fits else 1
