@@ -126,6 +126,10 @@ class Tether:
         return [lim for scope, lim in self.rate_limits.items()
                 if scope in (provider, f"{provider}/{model}")]
 
+    def migrate(self) -> list[int]:
+        """Apply pending schema migrations (also done on first use); returns those applied."""
+        return self.store.migrate()
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()

@@ -48,3 +48,13 @@ def test_submit_dry_run_prices_and_enqueues_nothing(tmp_path):
     assert over.returncode == 1 and "EXCEEDS" in over.stdout
     listed = tether("job", "list", "--json", "--database-url", url)
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
+
+
+def test_project_budget_command(tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    set_ = tether("project", "budget", "research", "--max-cost", "12.50", "--json",
+                  "--database-url", url)
+    assert set_.returncode == 0, set_.stderr
+    assert json.loads(set_.stdout)["limits"]["max_cost_usd"] == "12.50"
+    shown = tether("project", "budget", "research", "--database-url", url)
+    assert "of $12.50" in shown.stdout and "spent $0.000000" in shown.stdout

@@ -1,0 +1,58 @@
+"""``tether project budget P``: a project's shared limits, and what its jobs have used."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from .options import (
+    DatabaseUrl, Json, MaxCalls, MaxCost, MaxDuration, MaxExamples, MaxInputTokens,
+    MaxOutputTokens, open_app, show_help_if_bare,
+)
+from .output import emit_json, out
+from .parse import budget_limits
+
+project_app = typer.Typer(help="Projects: budgets shared by all of a project's jobs.")
+
+
+@project_app.callback(invoke_without_command=True)
+def _group(ctx: typer.Context) -> None:
+    show_help_if_bare(ctx)
+
+
+@project_app.command("budget")
+def budget(
+    project: Annotated[str, typer.Argument(help="The project.", metavar="PROJECT",
+                                           show_default=False)],
+    max_cost: MaxCost = None,
+    max_calls: MaxCalls = None,
+    max_input_tokens: MaxInputTokens = None,
+    max_output_tokens: MaxOutputTokens = None,
+    max_duration: MaxDuration = None,
+    max_examples: MaxExamples = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume/--no-resume",
+        help="Let the project's jobs paused by budget_exhausted continue.")] = True,
+    as_json: Json = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Show a project's budget, or change its limits (limits not named stay as they were).
+
+    Example: tether project budget research --max-cost 50
+    """
+    limits = budget_limits(max_cost=max_cost, max_calls=max_calls,
+                           max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
+                           max_duration=max_duration, max_examples=max_examples)
+    app = open_app(database_url)
+    status = (app.set_project_budget(project, limits, resume=resume) if limits
+              else app.project_budget(project))
+    if as_json:
+        emit_json(status)
+        return
+    limit = status.limits.max_cost_usd
+    out().print(f"project {escape(project)}: spent ${status.used.spent_usd:.6f}"
+                f" (+${status.used.reserved_usd:.6f} reserved)"
+                f" of {'$' + str(limit) if limit is not None else 'no cost limit'};"
+                f" {status.used.calls} calls")
