@@ -112,8 +112,8 @@ def test_connections_killed_under_the_store_are_replaced_transparently(pg_url):
         app.close()
 
 
-def test_an_unreachable_server_is_a_store_error():
-    with pytest.raises(StoreError):
+def test_an_unreachable_server_is_a_store_error_that_says_why():
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL: .*127.0.0.1.*port 1"):
         PostgresStore("postgresql://postgres@127.0.0.1:1/none", connect_timeout=1)
 
 

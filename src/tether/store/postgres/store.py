@@ -66,6 +66,14 @@ def conninfo_from_url(url: str) -> str:
     return make_conninfo("", **{**CONNECTION_DEFAULTS, **params})
 
 
+def _connect_error(conninfo: str) -> str:
+    try:
+        psycopg.connect(conninfo).close()
+    except psycopg.Error as exc:
+        return str(exc).strip() or type(exc).__name__
+    return "timed out waiting for a connection"
+
+
 def _json_as_text(adapters: AdaptersMap) -> None:
     for name in ("json", "jsonb"):
         adapters.register_loader(name, TextLoader)
@@ -148,6 +156,9 @@ class PostgresStore(SQLStore):
                 self.migrate()
         except BaseException as exc:
             self._pool.close()
+            if isinstance(exc, PoolTimeout):  # the pool only logs why: ask once, directly
+                raise StoreError(f"cannot connect to PostgreSQL: {_connect_error(self.conninfo)}"
+                                 ) from exc
             if isinstance(exc, psycopg.Error):
                 raise StoreError(f"cannot open PostgreSQL store: {exc}") from exc
             raise
