@@ -107,13 +107,19 @@ class SQLiteStore(SQLStore):
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                   timeout=self.busy_timeout_ms / 1000)
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-            conn.execute("PRAGMA foreign_keys = ON")
+            try:
+                conn = sqlite3.connect(self.path, isolation_level=None,
+                                       check_same_thread=False,
+                                       timeout=self.busy_timeout_ms / 1000)
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+                conn.execute("PRAGMA foreign_keys = ON")
+            except sqlite3.Error as exc:  # e.g. not a database: one clear error
+                if conn is not None:
+                    conn.close()
+                raise _translate(exc) from exc
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
@@ -213,8 +219,11 @@ class SQLiteStore(SQLStore):
     def migrate(self) -> list[int]:
         """Apply pending migrations; each in its own transaction with its version row."""
         c = self._conn()
-        c.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
-                  "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
+        try:
+            c.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                      "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
+        except sqlite3.Error as exc:
+            raise _translate(exc) from exc
         applied = []
         for m in discover(HERE / "migrations"):
             self._begin(c)
@@ -230,6 +239,9 @@ class SQLiteStore(SQLStore):
                           (m.version, m.name, time.time()))
                 c.execute("COMMIT")
                 applied.append(m.version)
+            except sqlite3.Error as exc:
+                self._rollback(c)
+                raise _translate(exc) from exc
             except BaseException:
                 self._rollback(c)
                 raise
