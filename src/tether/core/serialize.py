@@ -38,15 +38,22 @@ def _check_finite(value: Any, path: str = "$") -> None:
 
 def dumps(value: Any, *, what: str = "payload", limit: int = MAX_PAYLOAD_BYTES) -> str:
     """Canonical JSON text, or ``InvalidPayload`` that names what is wrong."""
-    _check_finite(value)
     try:
+        _check_finite(value)
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                           default=_default, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidPayload(f"{what} is not JSON-serialisable: {exc}") from None
-    if len(text.encode()) > limit:
-        raise InvalidPayload(f"{what} is {len(text.encode())} bytes; the limit is {limit}",
-                             size=len(text.encode()), limit=limit)
+    except RecursionError:
+        raise InvalidPayload(f"{what} is nested too deeply (or contains itself)") from None
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:
+        raise InvalidPayload(f"{what} is not valid Unicode text (lone surrogates cannot be "
+                             "stored)") from None
+    if size > limit:
+        raise InvalidPayload(f"{what} is {size} bytes; the limit is {limit}",
+                             size=size, limit=limit)
     return text
 
 
