@@ -67,6 +67,8 @@ def parse_json(text: str, *, what: str) -> Any:
     except json.JSONDecodeError as exc:
         raise CliError(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column "
                        f"{exc.colno}", code="invalid_payload") from None
+    except RecursionError:
+        raise CliError(f"{what} is nested too deeply", code="invalid_payload") from None
 
 
 def read_payload(payload: str | None, payload_file: Path | None) -> Any:
