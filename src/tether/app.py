@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -67,6 +68,7 @@ class Tether:
         self.blob_dir = blob_dir or os.environ.get("TETHER_BLOB_DIR")
         self._store = store
         self._store_options = store_options
+        self._opening = threading.Lock()
         self._profile: PriceProfile | None = None
         self._pinned: dict[str, PriceProfile] = {}
         self._blobs: BlobStore | None = None
@@ -78,11 +80,14 @@ class Tether:
 
     @property
     def store(self) -> Store:
+        """The store, opened (and migrated) once, on first use, whichever thread gets there."""
         if self._store is None:
-            opts = dict(self._store_options)
-            if self.clock is not SYSTEM_CLOCK:
-                opts.setdefault("clock", self.clock)
-            self._store = open_store(self.database_url, **opts)
+            with self._opening:
+                if self._store is None:
+                    opts = dict(self._store_options)
+                    if self.clock is not SYSTEM_CLOCK:
+                        opts.setdefault("clock", self.clock)
+                    self._store = open_store(self.database_url, **opts)
         return self._store
 
     @property

@@ -321,8 +321,8 @@ class AccountingMixin:
     def set_project_budget(self, project: str, changes: Budget) -> BudgetStatus:
         with self._write() as tx:
             now = self._now(tx, None)
-            row = tx.one("project_budget", key=project)
-            current = Budget.from_dict(self._load_json(row["limits"]) if row else {})
+            row = self._budget(tx, "project", project, now)  # locked: concurrent edits serialise
+            current = Budget.from_dict(self._load_json(row["limits"]) or {})
             merged = current.merged(changes)
             tx.run("set_budget_limits", scope="project", key=project,
                    limits=self._json_param(merged.to_dict()), now=self._time_param(now))

@@ -364,8 +364,10 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
     def prune(self, *, older_than_s: float, now: float | None = None) -> int:
         with self._write() as tx:
             now = self._now(tx, now)
-            n = tx.run("prune_jobs", cutoff=self._time_param(now - older_than_s))
-            tx.run("prune_blobs")
+            cutoff = self._time_param(now - older_than_s)
+            n = tx.run("prune_jobs", cutoff=cutoff)
+            # Only old blobs: a fresh one may belong to a checkpoint about to commit.
+            tx.run("prune_blobs", cutoff=cutoff)
             return n
 
     # --- operators ----------------------------------------------------------------------------

@@ -68,8 +68,9 @@ class Worker:
                                if rescue_interval is not None else max(0.2, poll_interval))
         self.completed = 0
         self._registered = False
-        self.committer = GroupCommitter(self.store) if group_commit and hasattr(
-            self.store, "transaction") else None
+        self.committer = (GroupCommitter(self.store)
+                          if group_commit and getattr(self.store, "group_commit", False)
+                          else None)
         self.writes = CommittingStore(self.store, self.committer) if self.committer else self.store
         self._claim_starts = "start" in inspect.signature(self.store.claim).parameters
 

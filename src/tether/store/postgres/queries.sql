@@ -323,7 +323,9 @@ ON CONFLICT (sha256) DO NOTHING;
 SELECT data FROM blobs WHERE sha256 = %(sha256)s;
 
 -- name: prune_blobs
-DELETE FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.blob = b.sha256);
+DELETE FROM blobs b
+WHERE b.created_at < %(cutoff)s
+  AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.blob = b.sha256);
 
 -- name: save_profile
 INSERT INTO price_profiles (id, name, effective_date, body, created_at)

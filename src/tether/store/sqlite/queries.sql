@@ -265,7 +265,7 @@ ON CONFLICT (sha256) DO NOTHING;
 SELECT data FROM blobs WHERE sha256 = :sha256;
 
 -- name: prune_blobs
-DELETE FROM blobs WHERE sha256 NOT IN (SELECT blob FROM checkpoints);
+DELETE FROM blobs WHERE created_at < :cutoff AND sha256 NOT IN (SELECT blob FROM checkpoints);
 
 -- name: save_profile
 INSERT INTO price_profiles (id, name, effective_date, body, created_at)

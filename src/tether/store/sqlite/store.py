@@ -81,6 +81,9 @@ class _Tx:
 class SQLiteStore(SQLStore):
     """``sqlite:///path/to/tether.db``; options: ``synchronous`` (FULL), ``busy_timeout_ms``."""
 
+    group_commit = True
+    """One writer at a time: a worker's writes share commits (see worker/committer.py)."""
+
     def __init__(self, url: str = "sqlite:///./tether.db", *, clock: Clock | None = None,
                  synchronous: str | None = None, busy_timeout_ms: int = 60_000,
                  migrate: bool = True, check_integrity: bool = False) -> None:

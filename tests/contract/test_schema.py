@@ -1,0 +1,74 @@
+"""The migrations produce the expected schema, the same tables and columns on every backend."""
+
+EXPECTED = {
+    "schema_migrations": {"version", "name", "applied_at"},
+    "queues": {"name", "paused", "updated_at"},
+    "jobs": {"id", "type", "project", "queue", "state", "stage", "priority", "run_after",
+             "attempt_count", "max_attempts", "safe_to_retry", "idempotency_key",
+             "input_config_hash", "payload", "result", "error_code", "error_summary", "budget",
+             "price_profile", "estimated_cost_usd", "parent_id", "lease_owner",
+             "lease_expires_at", "lease_token", "event_seq", "created_at", "updated_at",
+             "finished_at"},
+    "job_events": {"job_id", "seq", "at", "kind", "from_state", "to_state", "attempt", "data"},
+    "job_attempts": {"job_id", "attempt", "worker_id", "claimed_at", "started_at",
+                     "finished_at", "outcome", "error_code", "error_summary"},
+    "workers": {"id", "hostname", "pid", "queues", "concurrency", "started_at",
+                "last_heartbeat_at", "stopped_at"},
+    "budgets": {"scope", "key", "limits", "spent_usd", "reserved_usd", "calls",
+                "reserved_calls", "input_tokens", "output_tokens", "reserved_input_tokens",
+                "reserved_output_tokens", "examples", "updated_at"},
+    "call_journal": {"job_id", "key", "stage", "status", "attempt", "provider", "model",
+                     "request_hash", "reserved_usd", "reserved_input_tokens",
+                     "reserved_output_tokens", "result", "usage", "cost_usd", "error_code",
+                     "error_summary", "created_at", "updated_at"},
+    "cost_ledger": {"id", "job_id", "project", "stage", "key", "attempt", "provider", "model",
+                    "input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens",
+                    "input_per_mtok", "output_per_mtok", "cached_input_per_mtok",
+                    "price_profile", "cost_usd", "reserved_usd", "confirmed", "overrun",
+                    "created_at"},
+    "checkpoints": {"job_id", "stage", "position", "blob", "size", "attempt", "created_at"},
+    "blobs": {"sha256", "data", "size", "created_at"},
+    "price_profiles": {"id", "name", "effective_date", "body", "created_at"},
+    "api_tokens": {"id", "name", "token_hash", "projects", "admin", "created_at",
+                   "last_used_at", "revoked_at"},
+    "rate_limit_events": {"id", "scope", "at", "tokens", "job_id", "key"},
+}
+
+# The partial index that claims use, and the ones that keep finished rows out of hot paths.
+EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "jobs_leases",
+                    "jobs_lease_owner", "call_journal_open", "rate_limit_events_scope"}
+
+
+def _schema(store, backend):
+    if backend == "sqlite":
+        conn = store._conn()
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite_%'")]
+        cols = {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in tables}
+        indexes = {r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+        return cols, indexes
+    with store._read() as tx:
+        rows = tx.conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema()").fetchall()
+        idx = tx.conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()").fetchall()
+    cols: dict[str, set[str]] = {}
+    for r in rows:
+        cols.setdefault(r["table_name"], set()).add(r["column_name"])
+    return cols, {r["indexname"] for r in idx}
+
+
+def test_migrations_produce_the_expected_schema(store, backend):
+    cols, indexes = _schema(store, backend)
+    assert cols == EXPECTED
+    assert EXPECTED_INDEXES <= indexes
+    assert store.schema_version() == 4
+
+
+def test_migrating_again_changes_nothing(store, backend):
+    before = _schema(store, backend)
+    assert store.migrate() == []
+    assert _schema(store, backend) == before
