@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from ..core.serialize import dumps
 from ..core.states import JobState
 from ..errors import (
     BudgetExhausted, ControlSignal, InvalidPayload, JobCancelled, JobPaused, LeaseLost,
-    TetherError, UnknownJobType, WorkerShutdown,
+    StoreError, TetherError, UnknownJobType, WorkerShutdown,
 )
 from ..records import Job
 from ..registry import JobType
@@ -121,9 +122,22 @@ def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
 def _finish(store: Any, job: Job, lease: Lease, outcome: Outcome | None) -> JobState | None:
     if outcome is None or lease.lost:
         return None
-    try:
-        return store.finish(job.id, lease.token, outcome)
-    except LeaseLost:
-        log.warning("job %s: lease %s lost before its outcome could be written", job.id,
-                    lease.token)
-        return None
+    delay = 0.1
+    while True:
+        try:
+            return store.finish(job.id, lease.token, outcome)
+        except LeaseLost:
+            log.warning("job %s: lease %s lost before its outcome could be written", job.id,
+                        lease.token)
+            return None
+        except StoreError as exc:
+            # The outcome is known but the store cannot take it now (disk full, database
+            # down). Keep the lease and try again: this worker's heartbeat renews every lease
+            # it holds, so giving up here would strand the job, leased but never finished.
+            # Heartbeats failing for a whole lease TTL mark the lease lost, which ends this.
+            if lease.lost:
+                return None
+            log.warning("job %s: could not record its outcome (%s); retrying in %.1fs",
+                        job.id, exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
