@@ -154,7 +154,7 @@ class Worker:
                     backoff = self.poll_interval
                 except StoreError as exc:
                     log.warning("store unavailable (%s); retrying in %.1fs", exc, backoff)
-                    self._wake.wait(backoff)
+                    self._stopping.wait(backoff)  # not _wake: a job ending must not cut it short
                     backoff = min(backoff * 2, 30.0)
                     continue
                 if max_jobs is not None and self.completed >= max_jobs:
