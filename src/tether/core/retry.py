@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import (
-    JobError, PolicyBlock, ProviderAuthError, ProviderError, TetherError, TransientError,
+    JobError, PolicyBlock, ProviderAuthError, ProviderError, StoreError, TetherError,
+    TransientError,
 )
 
 BASE_S = 1.0
@@ -78,6 +79,8 @@ def classify(exc: BaseException, *, attempt: int, max_attempts: int,
         retryable = exc.retryable
     elif isinstance(exc, JobError):
         retryable = False
+    elif isinstance(exc, StoreError):  # the store failed under the job (disk full, DB down)
+        retryable = True
     elif policy.retry_on and isinstance(exc, policy.retry_on):
         retryable = True
     else:
