@@ -255,12 +255,15 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
             self._transition(tx, row, JobState.RUNNING, now=now)
             return JobState.RUNNING
 
-    def heartbeat(self, worker_id: str, *, lease_ttl: float,
-                  now: float | None = None) -> dict[int, tuple[int, JobState]]:
+    def heartbeat(self, worker_id: str, *, lease_ttl: float, now: float | None = None,
+                  jobs: Sequence[int] | None = None) -> dict[int, tuple[int, JobState]]:
+        """Renew the worker's leases (only those on ``jobs``, the jobs it still runs, when
+        given: a lease it gave up must expire, not be renewed by a worker that forgot it)."""
         with self._write() as tx:
             now = self._now(tx, now)
             rows = tx.all("heartbeat", worker_id=worker_id, lease_ttl=lease_ttl,
-                          now=self._time_param(now))
+                          now=self._time_param(now),
+                          jobs=None if jobs is None else self._id_list_param(list(jobs)))
             tx.run("touch_worker", worker_id=worker_id, now=self._time_param(now))
         return {int(r["id"]): (int(r["lease_token"]), JobState(r["state"])) for r in rows}
 

@@ -39,7 +39,10 @@ class Heartbeat:
         """Renew every lease this worker holds; returns False if the store could not be reached."""
         held = list(self.leases())
         try:
-            renewed = self.store.heartbeat(self.worker_id, lease_ttl=self.lease_ttl)
+            # Only the jobs this worker still runs: one it stood down from (or failed to
+            # finish) must expire and be rescued, not be kept alive by a worker that left it.
+            renewed = self.store.heartbeat(self.worker_id, lease_ttl=self.lease_ttl,
+                                           jobs=[lease.job_id for lease in held])
         except Exception as exc:  # noqa: BLE001 - any store failure means "not renewed"
             log.warning("heartbeat failed: %s", exc)
             if self.clock.monotonic() - self.last_ok >= self.lease_ttl:

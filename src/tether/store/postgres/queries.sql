@@ -123,6 +123,7 @@ WHERE job_id = %(job_id)s AND attempt = %(attempt)s AND finished_at IS NULL;
 -- name: heartbeat
 UPDATE jobs SET lease_expires_at = %(now)s + make_interval(secs => %(lease_ttl)s)
 WHERE lease_owner = %(worker_id)s AND lease_token IS NOT NULL
+  AND (%(jobs)s::bigint[] IS NULL OR id = ANY (%(jobs)s::bigint[]))
 RETURNING id, lease_token, state;
 
 -- name: touch_worker

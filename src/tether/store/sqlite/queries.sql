@@ -79,6 +79,7 @@ WHERE job_id = :job_id AND attempt = :attempt AND finished_at IS NULL;
 -- name: heartbeat
 UPDATE jobs SET lease_expires_at = :now + :lease_ttl
 WHERE lease_owner = :worker_id AND lease_token IS NOT NULL
+  AND (:jobs IS NULL OR id IN (SELECT value FROM json_each(:jobs)))
 RETURNING id, lease_token, state;
 
 -- name: touch_worker
