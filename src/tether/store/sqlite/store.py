@@ -84,6 +84,9 @@ class SQLiteStore(SQLStore):
     group_commit = True
     """One writer at a time: a worker's writes share commits (see worker/committer.py)."""
 
+    wake_poll_s = 0.005
+    """How often an idle worker looks for other processes' commits (a cheap in-memory read)."""
+
     def __init__(self, url: str = "sqlite:///./tether.db", *, clock: Clock | None = None,
                  synchronous: str | None = None, busy_timeout_ms: int = 60_000,
                  migrate: bool = True, check_integrity: bool = False) -> None:
@@ -210,6 +213,31 @@ class SQLiteStore(SQLStore):
             yield _Tx(c)
         except sqlite3.Error as exc:
             raise _translate(exc) from exc
+
+    def wait_for_work(self, timeout: float, wake: threading.Event | None = None) -> bool:
+        """Block until another connection commits (a job may have become claimable), ``wake``
+        is set, or ``timeout`` passes. True: something committed. Watches ``PRAGMA
+        data_version``, which costs no disk I/O, every ``wake_poll_s``; the version seen last
+        time is remembered, so a commit that landed between two waits wakes the next at once."""
+        conn = self._conn()
+        seen = getattr(self._local, "data_version", None)
+        deadline = time.monotonic() + timeout
+        while True:
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if seen is not None and version != seen:
+                self._local.data_version = version
+                return True
+            seen = version
+            self._local.data_version = version
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            step = min(self.wake_poll_s, left)
+            if wake is not None:
+                if wake.wait(step):
+                    return False
+            else:
+                time.sleep(step)
 
     def _now(self, tx: Any, now: float | None) -> float:
         return self.clock.time() if now is None else now
