@@ -24,8 +24,10 @@ class Sizes:
     enqueue_single: int = 1_000     # W2: separate submit() calls
     enqueue_batch_jobs: int = 5_000  # W2: submit_many
     enqueue_batch_size: int = 1_000
-    latency_samples: int = 200      # W3
-    latency_gap_s: tuple[float, float] = (0.02, 0.06)
+    latency_samples: int = 100      # W3
+    # Gaps wider than the poll interval, so submits land at random points of a polling
+    # worker's cycle (short fixed gaps phase-lock with it and measure ~one full interval).
+    latency_gap_s: tuple[float, float] = (0.02, 0.6)
     calls: int = 5_000              # W4
     call_concurrency: int = 8
     calls_timeout_s: float = 300.0
@@ -50,6 +52,7 @@ class Sizes:
 FULL = Sizes()
 QUICK = Sizes(throughput_jobs=100, drain_timeout_s=30.0, enqueue_single=30,
               enqueue_batch_jobs=300, enqueue_batch_size=100, latency_samples=6,
+              latency_gap_s=(0.02, 0.1),
               calls=40, calls_timeout_s=30.0, claim_small=100, claim_big=3_000,
               claim_finished=3_000, claim_samples=15, recovery_samples=1, lease_ttl=1.0,
               rss_low=50, rss_high=250, rss_timeout_s=60.0, ceiling_seconds=1.0, runs=1,

@@ -46,8 +46,8 @@ def targets(res: dict) -> list[dict]:
     add("W3 PostgreSQL p50 pickup <= pgqueuer's", ratio(t, p), 1.0,
         None if t is None or p is None else t <= p, f"tether {_n(t, 1)} ms vs pgqueuer {_n(p, 1)} ms")
     for b in ("sqlite", "postgres"):
-        for key, label in (("ratio_queued_big", "1M queued / 1k queued"),
-                           ("ratio_finished_big", "1M finished + 1k queued / 1k queued")):
+        for key, label in (("ratio_queued_big", "big queue / small queue"),
+                           ("ratio_finished_big", "small queue + big finished / small queue")):
             r = _get(w, "W5", b, key)
             add(f"W5 {_b(b)} claim cost {label} < 1.5", r, 1.5, None if r is None else r < 1.5)
     t = _get(w, "W4", "sqlite", "tether", "calls_per_s")
@@ -133,9 +133,9 @@ def rows(res: dict) -> list[list[str]]:
                                                     [0].get("error", "-")),
                 f"provider alone {_n(bare)}/s" if bare else ""]
     out.append(row)
-    for name, label in (("queued_small", "claim, 1k queued (ms)"),
-                        ("queued_big", "claim, 1M queued (ms)"),
-                        ("finished_big", "claim, 1k queued + 1M finished (ms)")):
+    for name, label in (("queued_small", "claim, small queue (ms)"),
+                        ("queued_big", "claim, big queue (ms)"),
+                        ("finished_big", "claim, small queue + big finished (ms)")):
         row = ["W5", label]
         for b in ("sqlite", "postgres"):
             d = _get(w, "W5", b, "tether", name) or {}
@@ -210,3 +210,28 @@ def print_table(res: dict) -> None:
         t2.add_row(t["target"], _n(t["value"], 2) if isinstance(t["value"], float) else
                    _n(t["value"]), _n(t["limit"], 1), met, t["note"])
     console.print(t2)
+
+
+def markdown(res: dict) -> str:
+    """The table and the targets as Markdown (for bench/README.md)."""
+    headers = ["", "metric", "SQLite: tether", "SQLite: peers", "PostgreSQL: tether",
+               "PostgreSQL: peers"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
+    for r in rows(res):
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
+    lines += ["", "| target | value | limit | met | figures |", "| --- | --- | --- | --- | --- |"]
+    for t in targets(res):
+        met = {True: "**met**", False: "**missed**", None: "n/a"}[t["met"]]
+        v = t["value"]
+        lines.append(f"| {t['target']} | {_n(v, 2) if isinstance(v, float) else _n(v)} | "
+                     f"{_n(t['limit'], 1)} | {met} | {t['note']} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    with open(sys.argv[1]) as fh:
+        data = json.load(fh)
+    data["targets"] = targets(data)
+    print(markdown(data))

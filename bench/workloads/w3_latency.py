@@ -1,5 +1,6 @@
-"""W3 pickup latency at low load: one job at a time (20-60 ms apart) into an idle worker
-process; latency = the start time the job writes (inside its function) minus the time just
+"""W3 pickup latency at low load: one job at a time into an idle worker process, each
+submitted a random 20-600 ms after the previous one started (wider than the poll interval,
+so arrivals fall at random points of a polling worker's cycle); latency = the start time the job writes (inside its function) minus the time just
 before ``submit``. SQLite workers poll (interval ``poll_interval``); PostgreSQL workers wake
 on LISTEN/NOTIFY. Peers run the same with their defaults."""
 
