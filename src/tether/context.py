@@ -25,6 +25,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .app import Tether
 
 
+class _NotStarted(Exception):
+    """An item of ``JobContext.map`` skipped because another item had already failed."""
+
+
 class Lease:
     """The worker's view of one claimed job: its fencing token and any pending stop signal."""
 
@@ -162,21 +166,34 @@ class JobContext:
     def map(self, fn: Callable[[T], R], items: Iterable[T], *, concurrency: int = 8) -> list[R]:
         """``fn`` over ``items`` on up to ``concurrency`` threads, results in order. Each
         ``ctx.call`` inside reserves atomically, so concurrency cannot overshoot a budget. If
-        any item raises, the others finish (their calls are journaled) and the first error —
-        a control signal before any other — is raised."""
+        any item raises, the items already running finish (their calls are journaled), no
+        item that has not started yet is started (so a 429 with Retry-After, a refusal or a
+        cancel stops the calls), and the first error — a control signal before any other —
+        is raised."""
         items = list(items)
         if not items:
             return []
+        failed = threading.Event()
+
+        def run(item: T) -> R:
+            if failed.is_set():
+                raise _NotStarted()
+            try:
+                return fn(item)
+            except BaseException:
+                failed.set()
+                raise
+
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(items))),
                                 thread_name_prefix=f"tether-map-{self.id}") as pool:
-            futures = [pool.submit(fn, item) for item in items]
+            futures = [pool.submit(run, item) for item in items]
             outcomes = []
             for f in futures:
                 try:
                     outcomes.append((f.result(), None))
                 except BaseException as exc:  # noqa: BLE001 - re-raised below
                     outcomes.append((None, exc))
-        errors = [e for _, e in outcomes if e is not None]
+        errors = [e for _, e in outcomes if e is not None and not isinstance(e, _NotStarted)]
         if errors:
             signals = [e for e in errors if isinstance(e, ControlSignal)]
             raise (signals or errors)[0]
