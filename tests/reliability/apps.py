@@ -6,6 +6,7 @@ read when the module is imported:
 * ``RELY_BILL``      the simulated provider's bill file (what it charged, fsynced per call)
 * ``RELY_CALLS``     a JSON-lines log, one line per provider call *started* (ts, job, key)
 * ``RELY_LATENCY``   seconds per simulated call, ``"0.05"`` or a range ``"0.05,0.2"``
+* ``RELY_TRANSIENT`` the rate of simulated 429s (seeded per call key)
 * ``RELY_OUTAGE``    a file: while it exists, every call is answered 503 with Retry-After equal
                      to the number in it (the provider's ``outage`` hook)
 * ``RELY_CLOCK_OFFSET``  seconds: this process's tether app runs on ``OffsetClock(offset)``, a
@@ -68,7 +69,8 @@ def _log(path_var: str, **row) -> None:
 
 sim = SimulatedProvider(os.environ.get("RELY_BILL", "rely-bill.jsonl"),
                         seed=int(os.environ.get("RELY_SEED", "5")), latency_s=_latency(),
-                        outage=_outage)
+                        transient_rate=float(os.environ.get("RELY_TRANSIENT", "0")),
+                        retry_after_s=0.05, outage=_outage)
 
 
 def provider_call(ctx, key: str, prompt: str, max_tokens: int = 24):
