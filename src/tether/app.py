@@ -85,7 +85,10 @@ class Tether:
             with self._opening:
                 if self._store is None:
                     opts = dict(self._store_options)
-                    if self.clock is not SYSTEM_CLOCK:
+                    # Only a test's FakeClock stands in for the database clock. Any other
+                    # clock is this process's own (a worker's), and a worker's clock must
+                    # never decide lease expiry or backoff (DESIGN §6).
+                    if self.clock.fake:
                         opts.setdefault("clock", self.clock)
                     self._store = open_store(self.database_url, **opts)
         return self._store

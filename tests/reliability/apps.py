@@ -137,3 +137,12 @@ def unsafe(ctx, payload):
         ctx.check()
         time.sleep(0.05)
     return {}
+
+
+@app.job("flaky", max_attempts=3)
+def flaky(ctx, payload):
+    """Fails its first attempt with a 429 carrying Retry-After, then succeeds."""
+    if ctx.attempt == 1:
+        raise TransientError("rate limited (429)", status=429,
+                             retry_after=payload.get("retry_after", 1.0))
+    return {"attempt": ctx.attempt}
