@@ -198,3 +198,22 @@ def test_worker_clock_does_not_matter_only_the_store_clock(app, clock):
     clock.advance(29)
     assert app.store.expire_leases() == []
     assert app.get(job.id).state == S.LEASED
+
+
+def test_finish_many_writes_a_batch_and_reports_lost_leases_in_place(app, clock):
+    register(app)
+    jobs = [app.submit("t", {"n": i}) for i in range(3)]
+    claims = app.store.claim("w", queues=None, limit=3, lease_ttl=30, start=True)
+    assert all(c.started for c in claims) and [c.job.id for c in claims] == [j.id for j in jobs]
+    stale = claims[1]
+    results = app.store.finish_many([
+        (claims[0].job.id, claims[0].token, Outcome(S.SUCCEEDED, result_json="0")),
+        (stale.job.id, stale.token + 5, Outcome(S.SUCCEEDED, result_json="1")),
+        (claims[2].job.id, claims[2].token, Outcome(S.FAILED, error_code="x",
+                                                    error_summary="boom")),
+    ])
+    assert results[0] == S.SUCCEEDED and isinstance(results[1], LeaseLost)
+    assert results[2] == S.FAILED
+    assert [app.get(j.id).state for j in jobs] == [S.SUCCEEDED, S.RUNNING, S.FAILED]
+    assert [e.kind for e in app.events(jobs[0].id)] == ["submitted", "leased", "running",
+                                                         "succeeded"]

@@ -24,7 +24,7 @@ from .admin import AdminMixin
 from .base import Claim, NewJob, Outcome
 from .checkpoints import CheckpointMixin
 from .ratelimits import RateLimitMixin
-from .rows import RowsMixin, _dt, _json, _ts  # noqa: F401 - _dt/_ts re-exported for backends
+from .rows import RowsMixin, _dt, _json, _ts  # noqa: F401 - re-exported for backends
 
 _MUTABLE = ("state", "stage", "run_after", "max_attempts", "result", "error_code",
             "error_summary", "lease_owner", "lease_expires_at", "lease_token", "budget",
@@ -299,32 +299,53 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
         """End an attempt under its lease; a cancel recorded meanwhile wins (``finish_target``)."""
         with self._write() as tx:
             now = self._now(tx, now)
-            row = self._held(tx, job_id, token)
-            self._settle_orphans(tx, row, now)
-            to = finish_target(row["state"], outcome.state)
-            changes: dict[str, Any] = {}
-            if to == JobState.SUCCEEDED:
-                changes.update(result=outcome.result_json, error_code=None, error_summary=None)
-            elif to in (JobState.FAILED, JobState.RETRY_WAIT, JobState.PAUSED):
-                if outcome.error_code is not None:
-                    changes.update(error_code=outcome.error_code,
-                                   error_summary=outcome.error_summary)
-            if to == JobState.RETRY_WAIT:
-                changes["run_after"] = now + outcome.delay_s
-            if to == JobState.QUEUED:  # handed back on shutdown: not the job's fault
-                changes.update(run_after=now, max_attempts=max(row["max_attempts"],
-                                                               row["attempt_count"] + 1))
-            data = dict(outcome.data)
-            if to == JobState.RETRY_WAIT:
-                data["delay_s"] = round(outcome.delay_s, 3)
-            if outcome.error_code and to != JobState.SUCCEEDED:
-                data.update(error_code=outcome.error_code, error_summary=outcome.error_summary)
-            self._transition(tx, row, to, now=now, kind=outcome.kind, data=data, **changes)
-            tx.run("finish_attempt", job_id=job_id, attempt=token, now=self._time_param(now),
-                   outcome=str(to) if outcome.kind is None else outcome.kind,
-                   error_code=outcome.error_code if to != JobState.SUCCEEDED else None,
-                   error_summary=outcome.error_summary if to != JobState.SUCCEEDED else None)
-            return to
+            return self._finish_row(tx, self._held(tx, job_id, token), token, outcome, now)
+
+    def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
+                    now: float | None = None) -> list[JobState | LeaseLost]:
+        """``finish`` for many attempts in ONE transaction (one commit for a whole batch of
+        outcomes). A lost lease is reported in its slot, not raised: it writes nothing and
+        does not hold back the others."""
+        out: list[JobState | LeaseLost] = []
+        with self._write() as tx:
+            now = self._now(tx, now)
+            for job_id, token, outcome in items:
+                row = tx.one("lock_job", id=job_id)
+                if row is None or row["lease_token"] != token:
+                    out.append(LeaseLost(f"job {job_id}: lease {token} is no longer held",
+                                         job_id=job_id))
+                    continue
+                out.append(self._finish_row(tx, row, token, outcome, now))
+        return out
+
+    def _finish_row(self, tx: Tx, row: dict[str, Any], token: int, outcome: Outcome,
+                    now: float) -> JobState:
+        job_id = row["id"]
+        self._settle_orphans(tx, row, now)
+        to = finish_target(row["state"], outcome.state)
+        changes: dict[str, Any] = {}
+        if to == JobState.SUCCEEDED:
+            changes.update(result=outcome.result_json, error_code=None, error_summary=None)
+        elif to in (JobState.FAILED, JobState.RETRY_WAIT, JobState.PAUSED):
+            if outcome.error_code is not None:
+                changes.update(error_code=outcome.error_code,
+                               error_summary=outcome.error_summary)
+        if to == JobState.RETRY_WAIT:
+            changes["run_after"] = now + outcome.delay_s
+        if to == JobState.QUEUED:  # handed back on shutdown: not the job's fault
+            changes.update(run_after=now, max_attempts=max(row["max_attempts"],
+                                                           row["attempt_count"] + 1))
+        data = dict(outcome.data)
+        if to == JobState.RETRY_WAIT:
+            data["delay_s"] = round(outcome.delay_s, 3)
+        if outcome.error_code and to != JobState.SUCCEEDED:
+            data.update(error_code=outcome.error_code, error_summary=outcome.error_summary)
+        self._transition(tx, row, to, now=now, kind=outcome.kind, data=data, **changes)
+        tx.run("finish_attempt", job_id=job_id, attempt=token, now=self._time_param(now),
+               outcome=str(to) if outcome.kind is None else outcome.kind,
+               error_code=outcome.error_code if to != JobState.SUCCEEDED else None,
+               error_summary=outcome.error_summary if to != JobState.SUCCEEDED else None)
+        return to
 
     # --- maintenance --------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ _STOP = object()
 
 # Store methods that write and may join a shared commit (reads stay direct).
 BATCHED = frozenset({
-    "claim", "start", "finish", "set_stage", "append_event", "reserve", "settle", "release",
+    "claim", "start", "finish", "finish_many", "set_stage", "append_event", "reserve", "settle", "release",
     "record_cached", "add_examples", "save_checkpoint", "put_blob", "settle_rate",
 })
 

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..context import JobContext, Lease
 from ..core.retry import classify, summarize
@@ -69,7 +69,8 @@ def outcome_for_signal(sig: ControlSignal) -> Outcome | None:
 
 
 def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
-            started: bool = False) -> JobState | None:
+            started: bool = False,
+            complete: Callable[[Lease, Outcome], None] | None = None) -> JobState | None:
     """Start (unless the claim already did), run and finish one claimed job. Returns the state
     it ended in (None: lease lost). ``store`` is how this worker writes (the worker passes its
     group-committing store)."""
@@ -116,6 +117,10 @@ def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
                 log.warning("job %s (%s) raised %s", job.id, job.type, summarize(exc))
     if outcome is not None and ctx.stats:
         outcome = replace(outcome, data={**outcome.data, "stats": dict(ctx.stats)})
+    if complete is not None:  # the worker's completer writes it, batched with others
+        if outcome is not None and not lease.lost:
+            complete(lease, outcome)
+        return None
     return _finish(store, job, lease, outcome)
 
 

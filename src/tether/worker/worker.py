@@ -23,6 +23,7 @@ from ..context import Lease
 from ..errors import StoreError, WorkerShutdown
 from ..records import WorkerInfo
 from .committer import CommittingStore, GroupCommitter
+from .completer import Completer
 from .executor import execute
 from .heartbeat import Heartbeat
 from .rescuer import Rescuer
@@ -73,12 +74,27 @@ class Worker:
                           else None)
         self.writes = CommittingStore(self.store, self.committer) if self.committer else self.store
         self._claim_starts = "start" in inspect.signature(self.store.claim).parameters
+        self._finishing: dict[int, Lease] = {}
+        self.completer = Completer(self.writes.finish_many, on_done=self._finished)
 
     # --- state ----------------------------------------------------------------------------------
 
     def leases(self) -> list[Lease]:
+        """Every lease this worker holds: jobs running, and jobs whose outcome is not yet
+        committed (the heartbeat keeps both alive)."""
         with self._lock:
-            return [lease for lease, _ in self._running.values()]
+            return ([lease for lease, _ in self._running.values()]
+                    + list(self._finishing.values()))
+
+    def _complete(self, lease: Lease, outcome) -> None:  # noqa: ANN001
+        with self._lock:
+            self._finishing[lease.job_id] = lease
+        self.completer.complete(lease, outcome)
+
+    def _finished(self, lease: Lease) -> None:
+        with self._lock:
+            if self._finishing.get(lease.job_id) is lease:
+                del self._finishing[lease.job_id]
 
     @property
     def busy(self) -> int:
@@ -124,7 +140,8 @@ class Worker:
         try:
             if self.stopping:
                 lease.signal(WorkerShutdown("worker is shutting down"))
-            execute(self.app, job, lease, self.writes, started=started)
+            execute(self.app, job, lease, self.writes, started=started,
+                    complete=self._complete)
         except Exception:  # noqa: BLE001 - a store failure here must not kill the worker
             log.exception("job %s: could not record its outcome", job.id)
         finally:
@@ -190,6 +207,7 @@ class Worker:
         for lease in self.leases():
             lease.signal(WorkerShutdown("worker is shutting down"))
         self._pool.shutdown(wait=True)
+        self.completer.stop()
         if self.committer is not None:
             self.committer.stop()
         self.heartbeat.stop()
