@@ -385,3 +385,20 @@ SELECT (e.data ->> 'waited_s')::float8 AS latency
 FROM (SELECT job_id, attempt FROM job_attempts ORDER BY job_id DESC, attempt DESC
       LIMIT %(limit)s) a
 JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 'leased';
+
+-- ---- batched completion (the common case: running jobs that succeeded) ------------------------
+
+-- name: lock_jobs
+SELECT id, state, lease_token, event_seq FROM jobs WHERE id = ANY (%(ids)s::bigint[])
+ORDER BY id FOR UPDATE;
+
+-- name: open_calls_of
+SELECT DISTINCT job_id FROM call_journal
+WHERE status = 'reserved' AND job_id = ANY (%(ids)s::bigint[]);
+
+-- name: succeed_job
+UPDATE jobs
+SET state = 'succeeded', result = %(result)s::jsonb, error_code = NULL, error_summary = NULL,
+    lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL, finished_at = %(now)s,
+    updated_at = %(now)s, event_seq = %(seq)s
+WHERE id = %(id)s AND lease_token = %(token)s AND state = 'running';

@@ -325,3 +325,19 @@ SELECT json_extract(e.data, '$.waited_s') AS latency
 FROM (SELECT job_id, attempt FROM job_attempts ORDER BY job_id DESC, attempt DESC
       LIMIT :limit) a
 JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 'leased';
+
+-- ---- batched completion (the common case: running jobs that succeeded) ------------------------
+
+-- name: lock_jobs
+SELECT id, state, lease_token, event_seq FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: open_calls_of
+SELECT DISTINCT job_id FROM call_journal
+WHERE status = 'reserved' AND job_id IN (SELECT value FROM json_each(:ids));
+
+-- name: succeed_job
+UPDATE jobs
+SET state = 'succeeded', result = :result, error_code = NULL, error_summary = NULL,
+    lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL, finished_at = :now,
+    updated_at = :now, event_seq = :seq
+WHERE id = :id AND lease_token = :token AND state = 'running';
