@@ -530,4 +530,4 @@ def test_store_follows_the_model_on_sqlite():
 @pytest.mark.postgres
 def test_store_follows_the_model_on_postgres():
     require_postgres()
-    run_state_machine_as_test(PostgresModel, settings=settings(SETTINGS, max_examples=25))
+    run_state_machine_as_test(PostgresModel, settings=settings(SETTINGS, max_examples=20))

@@ -1,0 +1,42 @@
+"""The chaos runner, bounded, in the suite (``bench/chaos.py`` runs it for as long as you like).
+
+Workers are SIGKILLed and replaced every few seconds while multi-stage LLM jobs with budgets
+run on the simulated provider (latency, 429s, refusals); on PostgreSQL a private server is
+crashed and restarted mid-run. Every invariant of ``tether.testing.invariants`` must hold.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.chaos import Config, report, run
+from tether.testing.invariants import describe
+
+pytestmark = pytest.mark.slow
+
+
+def _check(result) -> None:
+    report(result)
+    assert result.ok, describe(result.checks)
+    s = result.stats
+    assert s["drained"] and s["worker_exits_unasked"] == 0
+    assert s["kills"] >= 5 and s["attempts_lost_to_kills"] >= 3, s
+    assert s["states"].get("succeeded", 0) > 0 and s["states"].get("paused", 0) > 0, s
+
+
+def test_chaos_sqlite(tmp_path):
+    _check(run(Config(minutes=1.0, backend="sqlite", jobs=180, out=tmp_path, quiet=True,
+                      seed=11)))
+
+
+@pytest.mark.postgres
+def test_chaos_postgres_with_a_server_restart(tmp_path):
+    from tests.conftest import require_postgres
+    from tests.pg import PG_BIN
+    require_postgres()
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"no initdb in {PG_BIN} for a private server")
+    result = run(Config(minutes=0.6, backend="postgres", jobs=110, out=tmp_path, quiet=True,
+                        seed=12))
+    _check(result)
+    assert result.stats["pg_restarts"] == 1
