@@ -39,7 +39,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tether import Tether  # noqa: E402
-from tether.core.states import TERMINAL  # noqa: E402
 from tether.errors import StoreError  # noqa: E402
 from tether.providers.simulated import read_bill  # noqa: E402
 from tether.testing.invariants import Check, all_jobs, failed, render, run_checks  # noqa: E402

@@ -26,7 +26,7 @@ import pytest
 
 from tether import InvalidPayload, JobState
 from tether.errors import StorageFull, StoreError
-from tether.testing.invariants import describe, history_problems, run_checks
+from tether.testing.invariants import describe, run_checks
 from tests.procs import stop, wait_until
 from tests.reliability.helpers import Supervisor, cli, client, read_log, url_for, worker
 
