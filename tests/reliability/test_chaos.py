@@ -25,7 +25,7 @@ def _check(result) -> None:
 
 
 def test_chaos_sqlite(tmp_path):
-    _check(run(Config(minutes=1.0, backend="sqlite", jobs=180, out=tmp_path, quiet=True,
+    _check(run(Config(minutes=0.75, backend="sqlite", jobs=150, out=tmp_path, quiet=True,
                       seed=11)))
 
 
@@ -36,7 +36,7 @@ def test_chaos_postgres_with_a_server_restart(tmp_path):
     require_postgres()
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"no initdb in {PG_BIN} for a private server")
-    result = run(Config(minutes=0.6, backend="postgres", jobs=110, out=tmp_path, quiet=True,
-                        seed=12))
+    result = run(Config(minutes=0.4, backend="postgres", jobs=80, kill_every=2.0, out=tmp_path,
+                        quiet=True, seed=12))
     _check(result)
     assert result.stats["pg_restarts"] == 1

@@ -510,7 +510,7 @@ class StoreModel(RuleBasedStateMachine):
             assert [a.worker_id for a in attempts] == m.owners, where
 
 
-SETTINGS = settings(max_examples=50, stateful_step_count=40, deadline=None,
+SETTINGS = settings(max_examples=40, stateful_step_count=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.filter_too_much])
 

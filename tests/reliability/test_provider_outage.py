@@ -25,7 +25,7 @@ from tests.reliability.helpers import client, url_for, worker
 pytestmark = pytest.mark.slow
 S = JobState
 RETRY_AFTER = 0.5
-OUTAGE_S = 4.0
+OUTAGE_S = 3.0
 
 
 def _lines(path: Path) -> list[dict]:
