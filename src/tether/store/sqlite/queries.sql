@@ -51,7 +51,7 @@ SET state = 'leased', attempt_count = attempt_count + 1, lease_token = attempt_c
     lease_owner = :worker_id, lease_expires_at = :now + :lease_ttl, updated_at = :now,
     event_seq = event_seq + 1
 WHERE id IN (
-    SELECT id FROM jobs
+    SELECT id FROM jobs INDEXED BY jobs_claimable
     WHERE state = 'queued' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
@@ -98,7 +98,8 @@ WHERE lease_token IS NOT NULL AND lease_expires_at < :now
 ORDER BY lease_expires_at LIMIT :limit;
 
 -- name: due_retries
-SELECT * FROM jobs WHERE state = 'retry_wait' AND run_after <= :now ORDER BY run_after LIMIT :limit;
+SELECT * FROM jobs INDEXED BY jobs_retry_due
+WHERE state = 'retry_wait' AND run_after <= :now ORDER BY run_after LIMIT :limit;
 
 -- name: list_jobs
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
