@@ -168,7 +168,8 @@ def test_finish_after_cancel_ends_cancelled(app):
     app.store.start(job.id, c.token)
     assert app.cancel(job.id).state == S.CANCELLING
     assert app.store.finish(job.id, c.token, Outcome(S.SUCCEEDED, result_json="1")) == S.CANCELLED
-    assert app.get(job.id).state == S.CANCELLED
+    j = app.get(job.id)
+    assert j.state == S.CANCELLED and j.error_code == "cancelled"
 
 
 def test_cancel_between_claim_and_start(app):

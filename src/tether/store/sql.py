@@ -368,6 +368,9 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
             if outcome.error_code is not None:
                 changes.update(error_code=outcome.error_code,
                                error_summary=outcome.error_summary)
+        if to == JobState.CANCELLED:  # whatever the attempt reported, the job was cancelled
+            changes.update(error_code="cancelled",
+                           error_summary=outcome.error_summary or "cancelled while running")
         if to == JobState.RETRY_WAIT:
             changes["run_after"] = now + outcome.delay_s
         if to == JobState.QUEUED:  # handed back on shutdown: not the job's fault
@@ -402,6 +405,8 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
                            f"(attempt {row['lease_token']} of {row['max_attempts']})")
                 if code:
                     changes.update(error_code=code, error_summary=summary)
+                elif to == JobState.CANCELLED:
+                    changes.update(error_code="cancelled", error_summary="cancelled; " + summary)
                 if to == JobState.QUEUED:
                     changes["run_after"] = now
                 self._transition(tx, row, to, now=now, kind="lease_expired",
