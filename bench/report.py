@@ -143,6 +143,8 @@ def rows(res: dict) -> list[list[str]]:
             txt = _n(v, 2) if v is not None else "-"
             if d.get("queued"):
                 txt += f" ({d['queued']:,} q / {d['finished']:,} f)"
+            if d.get("before_analyze_ms") is not None:
+                txt += f"; before ANALYZE {_n(d['before_analyze_ms'], 2)}"
             row += [txt, ""]
         out.append(row)
     row = ["W5", "claim cost ratios (big/small)"]
