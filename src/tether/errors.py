@@ -69,6 +69,12 @@ class StoreError(TetherError):
     code = "store_error"
 
 
+class StoreCorrupt(StoreError):
+    """The store's data is damaged (a corrupt SQLite file): retrying cannot help."""
+
+    code = "store_corrupt"
+
+
 class StorageFull(StoreError):
     """The store could not write because the disk (or file size limit) is full."""
 
@@ -183,7 +189,7 @@ ERROR_CODES: dict[str, type[BaseException]] = {
     cls.code: cls
     for cls in (
         TetherError, ConfigurationError, UnknownJobType, InvalidPayload, JobNotFound,
-        JobStateError, IdempotencyConflict, StoreError, StorageFull, UnpricedModel, JobError,
+        JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel, JobError,
         TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled, JobPaused,
         BudgetExhausted, LeaseLost, WorkerShutdown,
     )

@@ -14,13 +14,14 @@ import os
 import signal
 import socket
 import threading
+import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Sequence
 
 from ..clock import utc
 from ..context import Lease
-from ..errors import StoreError, WorkerShutdown
+from ..errors import StoreCorrupt, StoreError, WorkerShutdown
 from ..records import WorkerInfo
 from .committer import CommittingStore, GroupCommitter
 from .completer import Completer
@@ -36,6 +37,22 @@ log = logging.getLogger("tether.worker")
 DEFAULT_LEASE_TTL = 30.0
 
 
+def _open_store(app: "Tether", *, max_backoff: float = 30.0):  # noqa: ANN202 - a Store
+    """The app's store, waiting for the database if it is not reachable yet (a worker started
+    while PostgreSQL restarts, or while another process holds SQLite's write lock, waits with
+    backoff instead of exiting). Only a configuration error ends the wait."""
+    delay = 0.2
+    while True:
+        try:
+            return app.store
+        except StoreCorrupt:
+            raise
+        except StoreError as exc:
+            log.warning("store not reachable yet (%s); retrying in %.1fs", exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, max_backoff)
+
+
 def default_lease_ttl() -> float:
     return float(os.environ.get("TETHER_LEASE_TTL", DEFAULT_LEASE_TTL))
 
@@ -49,7 +66,7 @@ class Worker:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.app = app
-        self.store = app.store
+        self.store = _open_store(app)
         self.clock = app.clock
         self.concurrency = concurrency
         self.queues = list(queues) if queues else None

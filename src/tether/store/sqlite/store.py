@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ...clock import SYSTEM_CLOCK, Clock
-from ...errors import ConfigurationError, StorageFull, StoreError
+from ...errors import ConfigurationError, StorageFull, StoreCorrupt, StoreError
 from ..migrate import discover
 from ..queries import load_queries
 from ..sql import SQLStore
@@ -51,7 +51,7 @@ def _translate(exc: sqlite3.Error) -> StoreError:
                                                       "disk I/O error" in text):
         return StorageFull(f"SQLite could not write: {text}")
     if "database disk image is malformed" in text or "file is not a database" in text:
-        return StoreError(f"SQLite file is corrupt: {text}")
+        return StoreCorrupt(f"SQLite file is corrupt: {text}")
     return StoreError(f"SQLite error: {text}")
 
 
@@ -291,7 +291,7 @@ class SQLiteStore(SQLStore):
         except sqlite3.DatabaseError as exc:
             raise _translate(exc) from exc
         if row[0] != "ok":
-            raise StoreError(f"SQLite integrity check failed for {self.path}: {row[0]}")
+            raise StoreCorrupt(f"SQLite integrity check failed for {self.path}: {row[0]}")
 
     def close(self) -> None:
         with self._lock:
