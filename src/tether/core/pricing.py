@@ -12,6 +12,7 @@ import hashlib
 import json
 import tomllib
 from dataclasses import dataclass
+from functools import cached_property
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ class PriceProfile:
     effective_date: str
     models: dict[tuple[str, str], ModelPrice]
 
-    @property
+    @cached_property
     def id(self) -> str:
         """``name@date#hash``: what a job pins; the hash changes when any price does."""
         body = json.dumps(self.to_dict(), sort_keys=True).encode()

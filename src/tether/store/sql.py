@@ -85,28 +85,35 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
         """Move a locked job row to ``to`` and append its event; returns the new row values."""
         src = JobState(row["state"])
         check_transition(src, to, row["id"])
-        new = {k: row.get(k) for k in _MUTABLE}
-        new["run_after"] = _ts(new["run_after"])
-        new["lease_expires_at"] = _ts(new["lease_expires_at"])
-        new["finished_at"] = _ts(new["finished_at"])
-        if isinstance(new["budget"], (dict, list)):
-            new["budget"] = self._json_param(new["budget"])
-        if isinstance(new["result"], (dict, list, int, float, bool)) and not isinstance(
-                new["result"], str):
-            new["result"] = self._json_param(new["result"])
+        new = self._mutable(row)
         new.update(changes)
         new["state"] = str(to)
         if to not in LEASED_STATES:
             new.update(lease_owner=None, lease_expires_at=None, lease_token=None)
         new["finished_at"] = now if to in TERMINAL else None
-        params = dict(new, id=row["id"], now=self._time_param(now))
-        for k in ("run_after", "lease_expires_at", "finished_at"):
-            params[k] = self._time_param(params[k])
-        seq = tx.one("update_job", **params)["event_seq"]
+        seq = self._update_row(tx, row["id"], new, now)
         tx.run("insert_event", **self._event_row(row["id"], seq, now, kind or str(to),
                                                  str(src), str(to), row.get("lease_token")
                                                  or row.get("attempt_count"), data))
         return new
+
+    def _mutable(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A locked row's mutable columns, times as unix seconds and JSON as parameters."""
+        new = {k: row.get(k) for k in _MUTABLE}
+        for k in ("run_after", "lease_expires_at", "finished_at"):
+            new[k] = _ts(new[k])
+        if isinstance(new["budget"], (dict, list)):
+            new["budget"] = self._json_param(new["budget"])
+        if new["result"] is not None and not isinstance(new["result"], (str, bytes)):
+            new["result"] = self._json_param(new["result"])
+        return new
+
+    def _update_row(self, tx: Tx, job_id: int, new: dict[str, Any], now: float) -> int:
+        """Write ``new`` over the job's mutable columns; returns the job's next event seq."""
+        params = dict(new, id=job_id, now=self._time_param(now))
+        for k in ("run_after", "lease_expires_at", "finished_at"):
+            params[k] = self._time_param(params[k])
+        return tx.one("update_job", **params)["event_seq"]
 
     def _locked(self, tx: Tx, job_id: int, projects: Iterable[str] | None = None) -> dict:
         row = tx.one("lock_job", id=job_id)
@@ -471,13 +478,7 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
             return self._job(tx.one("get_job", id=job_id))
 
     def _set_limits(self, tx: Tx, row: dict[str, Any], limits: Budget, now: float) -> None:
-        params = {k: row.get(k) for k in _MUTABLE}
-        for k in ("run_after", "lease_expires_at", "finished_at"):
-            params[k] = self._time_param(_ts(params[k]))
-        params.update(budget=self._json_param(limits.to_dict()), id=row["id"],
-                      now=self._time_param(now))
-        if not isinstance(params["result"], (str, type(None))):
-            params["result"] = self._json_param(params["result"])
-        seq = tx.one("update_job", **params)["event_seq"]
+        new = dict(self._mutable(row), budget=self._json_param(limits.to_dict()))
+        seq = self._update_row(tx, row["id"], new, now)
         tx.run("insert_event", **self._event_row(row["id"], seq, now, "budget_changed", None,
                                                  None, None, {"limits": limits.to_dict()}))
