@@ -61,13 +61,17 @@ class JobContext:
         self._store = store
         self.job = job
         self.lease = lease
-        self.log = logging.getLogger(f"tether.job.{job.type}")
         self.raised: ControlSignal | None = None
         self._state = JobState.RUNNING
         self.job_stage: str | None = job.stage
         self.stats: Counter[str] = Counter()
         self._positions = 0
         self._lock = threading.Lock()
+
+    @property
+    def log(self) -> logging.Logger:
+        """The job type's logger (``tether.job.<type>``)."""
+        return logging.getLogger(f"tether.job.{self.job.type}")
 
     @property
     def id(self) -> int:

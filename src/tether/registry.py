@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Sequence
 
 from .core.budget import Budget
@@ -40,7 +41,7 @@ class JobType:
         if self.max_attempts < 1:
             raise ConfigurationError(f"job type {self.name!r}: max_attempts must be >= 1")
 
-    @property
+    @cached_property
     def is_async(self) -> bool:
         return self.fn is not None and inspect.iscoroutinefunction(self.fn)
 

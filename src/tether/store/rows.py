@@ -7,17 +7,18 @@ money as text or Decimal; these helpers accept either, so the shared logic sees 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
-from ..clock import utc
-from ..core.budget import Budget, BudgetStatus, Counters
+from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
 from ..core.states import JobState
 from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from ..tokens import TokenInfo
 
 _D0 = Decimal(0)
+_UTC = timezone.utc
 
 
 def _ts(value: Any) -> float | None:
@@ -33,7 +34,7 @@ def _dt(value: Any) -> datetime | None:
         return None
     if isinstance(value, datetime):
         return value
-    return utc(float(value))
+    return datetime.fromtimestamp(float(value), _UTC)
 
 
 def _json(value: Any) -> Any:
@@ -46,14 +47,39 @@ def _dec(value: Any) -> Decimal:
     return _D0 if value is None else Decimal(str(value))
 
 
+_ZERO = Counters()
+_NO_LIMITS = Budget()
+_UNLIMITED = BudgetStatus(_NO_LIMITS, _ZERO)
+
+
+@lru_cache(maxsize=1024)
+def _limits(text: str) -> Budget:
+    """A budget column's limits. Jobs of one kind share a few distinct budgets, and every claim
+    builds a Job, so parsing each distinct text once matters; Budget is frozen."""
+    return Budget.from_dict(json.loads(text) or {})
+
+
 class RowsMixin:
     """Row conversion shared by every SQL backend."""
 
     def _counters(self, row: dict[str, Any]) -> Counters:
-        return Counters.from_dict({k: row.get(k) for k in Counters.__dataclass_fields__})
+        values = {k: row.get(k) for k in COUNTER_FIELDS}
+        if not any(values.values()):
+            return _ZERO
+        return Counters.from_dict(values)
+
+    def _budget_status(self, row: dict[str, Any]) -> BudgetStatus:
+        raw = row.get("budget")
+        if isinstance(raw, (str, bytes)):
+            limits = _limits(raw if isinstance(raw, str) else raw.decode())
+        else:
+            limits = Budget.from_dict(raw or {})
+        used = self._counters(row)
+        if used is _ZERO and limits == _NO_LIMITS:
+            return _UNLIMITED
+        return BudgetStatus(limits, used)
 
     def _job(self, row: dict[str, Any]) -> Job:
-        limits = _json(row.get("budget")) or {}
         est = row.get("estimated_cost_usd")
         return Job(
             id=int(row["id"]), type=row["type"], project=row["project"], queue=row["queue"],
@@ -63,7 +89,7 @@ class RowsMixin:
             input_config_hash=row["input_config_hash"], priority=int(row["priority"]),
             run_after=_dt(row["run_after"]), error_code=row.get("error_code"),
             error_summary=row.get("error_summary"), result=_json(row.get("result")),
-            budget=BudgetStatus(Budget.from_dict(limits), self._counters(row)),
+            budget=self._budget_status(row),
             lease_owner=row.get("lease_owner"), lease_expires_at=_dt(row.get("lease_expires_at")),
             created_at=_dt(row["created_at"]), updated_at=_dt(row["updated_at"]),
             payload=_json(row.get("payload")), safe_to_retry=bool(row["safe_to_retry"]),

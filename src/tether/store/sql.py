@@ -26,6 +26,8 @@ from .checkpoints import CheckpointMixin
 from .ratelimits import RateLimitMixin
 from .rows import RowsMixin, _dt, _json, _ts  # noqa: F401 - re-exported for backends
 
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
 _MUTABLE = ("state", "stage", "run_after", "max_attempts", "result", "error_code",
             "error_summary", "lease_owner", "lease_expires_at", "lease_token", "budget",
             "finished_at")
@@ -63,7 +65,9 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
 
     def _json_param(self, value: Any) -> Any:
         """How a JSON column's value is bound (text by default)."""
-        return None if value is None else json.dumps(value, separators=(",", ":"))
+        if value is None:
+            return None
+        return "{}" if value == {} else _encode(value)
 
     def _list_param(self, values: Iterable[str] | None) -> Any:
         return None if values is None else json.dumps(list(values))
@@ -203,7 +207,7 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
               lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]:
         """Lease up to ``limit`` eligible jobs. With ``start`` (what a worker that runs them at
-        once asks for) the first attempts also begin in the same transaction: ``leased`` then
+        once asks for) the first attempts also begin in the same statement: ``leased`` then
         ``running``, two events each, one commit for the whole batch. A re-attempt (a job with
         an earlier attempt) is left ``leased``: its start must first settle what that attempt
         left open."""
@@ -211,37 +215,31 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
             return []
         with self._write() as tx:
             now = self._now(tx, now)
+            at = self._time_param(now)
             rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
-                          limit=limit, lease_ttl=lease_ttl, now=self._time_param(now))
+                          limit=limit, lease_ttl=lease_ttl, now=at, start=start)
             if not rows:
                 return []
             rows.sort(key=lambda r: (r["priority"], _ts(r["run_after"]), r["id"]))
-            first = [r["id"] for r in rows if start and r["lease_token"] == 1]
-            tx.many("insert_attempt", [
-                {"job_id": r["id"], "attempt": r["lease_token"], "worker_id": worker_id,
-                 "claimed_at": self._time_param(now),
-                 "started_at": self._time_param(now) if r["id"] in first else None}
-                for r in rows])
-            tx.many("insert_event", [
-                self._event_row(r["id"], r["event_seq"], now, "leased", "queued", "leased",
-                                r["lease_token"], {"worker_id": worker_id, "waited_s": round(
-                                    now - _ts(r["run_after"]), 6)})
-                for r in rows])
-            started: set[int] = set()
-            if first:
+            if start:
                 check_transition(JobState.LEASED, JobState.RUNNING)
-                done = tx.all("start_claimed", ids=self._id_list_param(first),
-                              now=self._time_param(now))
-                tx.many("insert_event", [
-                    self._event_row(d["id"], d["event_seq"], now, "running", "leased", "running",
-                                    d["lease_token"], None) for d in done])
-                started = {int(d["id"]) for d in done}
-        claims = []
-        for r in rows:
-            if r["id"] in started:
-                r = dict(r, state="running", event_seq=r["event_seq"] + 1)
-            claims.append(Claim(self._job(r), int(r["lease_token"]), started=r["id"] in started))
-        return claims
+            events, attempts = [], []
+            for r in rows:
+                started = r["state"] == "running"
+                token = r["lease_token"]
+                seq = r["event_seq"] - 1 if started else r["event_seq"]
+                attempts.append({"job_id": r["id"], "attempt": token, "worker_id": worker_id,
+                                 "claimed_at": at, "started_at": at if started else None})
+                events.append(self._event_row(
+                    r["id"], seq, now, "leased", "queued", "leased", token,
+                    {"worker_id": worker_id, "waited_s": round(now - _ts(r["run_after"]), 6)}))
+                if started:
+                    events.append(self._event_row(r["id"], seq + 1, now, "running", "leased",
+                                                  "running", token, None))
+            tx.many("insert_attempt", attempts)
+            tx.many("insert_event", events)
+        return [Claim(self._job(r), int(r["lease_token"]), started=r["state"] == "running")
+                for r in rows]
 
     def _id_list_param(self, ids: Sequence[int]) -> Any:
         return json.dumps(list(ids))

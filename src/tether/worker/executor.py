@@ -86,6 +86,8 @@ def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
 
     ctx = app._make_context(job, lease, store)
     outcome: Outcome | None
+    if lease.pending is not None:  # stopped while it waited for a slot: run no job code
+        return _report(store, job, lease, outcome_for_signal(lease.pending), complete)
     try:
         job_type = app.registry.get(job.type)
         result = run_job(app, job_type, ctx)
@@ -117,6 +119,11 @@ def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
                 log.warning("job %s (%s) raised %s", job.id, job.type, summarize(exc))
     if outcome is not None and ctx.stats:
         outcome = replace(outcome, data={**outcome.data, "stats": dict(ctx.stats)})
+    return _report(store, job, lease, outcome, complete)
+
+
+def _report(store: Any, job: Job, lease: Lease, outcome: Outcome | None,
+            complete: Callable[[Lease, Outcome], None] | None) -> JobState | None:
     if complete is not None:  # the worker's completer writes it, batched with others
         if outcome is not None and not lease.lost:
             complete(lease, outcome)

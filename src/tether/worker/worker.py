@@ -1,5 +1,6 @@
-"""The worker loop. ``run_once()`` is one step: maintenance, then claim as many jobs as there
-are free slots and hand them to threads. ``run()`` repeats it until told to stop.
+"""The worker loop. ``run_once()`` is one step: maintenance, then claim jobs for the free slots
+(and, for short jobs, a batch to hold ready: ``prefetch.py``) and hand them to threads.
+``run()`` repeats it until told to stop.
 
 SIGTERM (and SIGINT) drain: the worker stops claiming, tells every running job to stop at its
 next safe boundary (so a call in flight finishes and is journaled), hands those leases back,
@@ -27,6 +28,7 @@ from .committer import CommittingStore, GroupCommitter
 from .completer import Completer
 from .executor import execute
 from .heartbeat import Heartbeat
+from .prefetch import Prefetch
 from .rescuer import Rescuer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +64,8 @@ class Worker:
                  lease_ttl: float | None = None, poll_interval: float = 0.5,
                  heartbeat_interval: float | None = None, rescue_interval: float | None = None,
                  worker_id: str | None = None, batch: int | None = None,
-                 group_commit: bool = True) -> None:
+                 group_commit: bool = True, prefetch: int | None = None,
+                 prefetch_horizon: float = 0.05) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.app = app
@@ -72,10 +75,12 @@ class Worker:
         self.queues = list(queues) if queues else None
         self.lease_ttl = float(lease_ttl if lease_ttl is not None else default_lease_ttl())
         self.poll_interval = poll_interval
-        self.batch = batch or concurrency
+        self.prefetch = Prefetch(concurrency, horizon_s=prefetch_horizon, max_ahead=prefetch)
+        self.batch = batch or (concurrency + (self.prefetch.max_ahead or 0))
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tether-job")
         self._running: dict[int, tuple[Lease, Future]] = {}
+        self._active = 0
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -115,8 +120,15 @@ class Worker:
 
     @property
     def busy(self) -> int:
+        """Jobs this worker holds: running in a slot, or claimed and waiting for one."""
         with self._lock:
             return len(self._running)
+
+    @property
+    def active(self) -> int:
+        """Jobs running in a slot now."""
+        with self._lock:
+            return self._active
 
     @property
     def stopping(self) -> bool:
@@ -134,17 +146,18 @@ class Worker:
     # --- one step -------------------------------------------------------------------------------
 
     def run_once(self) -> int:
-        """Maintenance if due, then claim up to the free slots. Returns how many were claimed."""
+        """Maintenance if due, then claim for the free slots and the fetch-ahead. Returns how
+        many were claimed."""
         self._register()
         if self.rescuer.due(self.clock.monotonic()):
             self.rescuer.run_once()
         if self.stopping:
             return 0
-        free = self.concurrency - self.busy
-        if free <= 0:
+        want = min(self.prefetch.want(self.busy), self.batch)
+        if want <= 0:
             return 0
         options = {"start": True} if self._claim_starts else {}
-        claims = self.writes.claim(self.id, queues=self.queues, limit=min(free, self.batch),
+        claims = self.writes.claim(self.id, queues=self.queues, limit=want,
                                    lease_ttl=self.lease_ttl, **options)
         for claim in claims:
             lease = Lease(claim.job.id, claim.token)
@@ -154,6 +167,9 @@ class Worker:
         return len(claims)
 
     def _execute(self, job, lease: Lease, started: bool = False) -> None:  # noqa: ANN001
+        with self._lock:
+            self._active += 1
+        began = time.perf_counter()
         try:
             if self.stopping:
                 lease.signal(WorkerShutdown("worker is shutting down"))
@@ -162,9 +178,11 @@ class Worker:
         except Exception:  # noqa: BLE001 - a store failure here must not kill the worker
             log.exception("job %s: could not record its outcome", job.id)
         finally:
+            self.prefetch.observe(time.perf_counter() - began)
             with self._lock:
                 self._running.pop(job.id, None)
-            self.completed += 1
+                self._active -= 1
+                self.completed += 1
             self._wake.set()
 
     # --- the loop -------------------------------------------------------------------------------
@@ -195,7 +213,7 @@ class Worker:
                     break
                 if stop_when_idle and claimed == 0 and self.busy == 0 and self._idle():
                     break
-                if claimed == 0 or self.busy >= self.concurrency:
+                if claimed == 0 or self.prefetch.want(self.busy) <= 0:
                     self._idle_wait()
         finally:
             self._drain()
@@ -204,7 +222,7 @@ class Worker:
         """Wait for a free slot or new work: a local wake-up, the store's notification if it
         offers them (PostgreSQL LISTEN/NOTIFY; SQLite does not), or the poll interval."""
         wait_for_work = getattr(self.store, "wait_for_work", None)
-        if wait_for_work is None or self.busy >= self.concurrency:
+        if wait_for_work is None or self.busy >= self.concurrency + self.prefetch.ahead:
             self._wake.wait(self.poll_interval)
         else:
             wait_for_work(self.poll_interval, wake=self._wake)

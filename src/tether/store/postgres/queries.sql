@@ -100,11 +100,6 @@ WITH clock AS (
 )
 SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
 
--- name: start_claimed
-UPDATE jobs SET state = 'running', event_seq = event_seq + 1, updated_at = %(now)s
-WHERE id = ANY (%(ids)s::bigint[]) AND state = 'leased'
-RETURNING id, event_seq, lease_token;
-
 -- name: insert_attempt
 INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
 VALUES (%(job_id)s, %(attempt)s, %(worker_id)s, %(claimed_at)s, %(started_at)s);

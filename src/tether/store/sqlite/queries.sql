@@ -46,10 +46,12 @@ SELECT * FROM job_events WHERE job_id = :job_id AND seq > :after ORDER BY seq LI
 SELECT * FROM job_attempts WHERE job_id = :job_id ORDER BY attempt;
 
 -- name: claim_jobs
+-- With :start, first attempts go straight to 'running' (two events: seq - 1 and seq).
 UPDATE jobs
-SET state = 'leased', attempt_count = attempt_count + 1, lease_token = attempt_count + 1,
+SET state = CASE WHEN :start AND attempt_count = 0 THEN 'running' ELSE 'leased' END,
+    attempt_count = attempt_count + 1, lease_token = attempt_count + 1,
     lease_owner = :worker_id, lease_expires_at = :now + :lease_ttl, updated_at = :now,
-    event_seq = event_seq + 1
+    event_seq = event_seq + CASE WHEN :start AND attempt_count = 0 THEN 2 ELSE 1 END
 WHERE id IN (
     SELECT id FROM jobs INDEXED BY jobs_claimable
     WHERE state = 'queued' AND run_after <= :now
@@ -58,11 +60,6 @@ WHERE id IN (
     ORDER BY priority, run_after, id
     LIMIT :limit)
 RETURNING *;
-
--- name: start_claimed
-UPDATE jobs SET state = 'running', event_seq = event_seq + 1, updated_at = :now
-WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'leased'
-RETURNING id, event_seq, lease_token;
 
 -- name: insert_attempt
 INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
