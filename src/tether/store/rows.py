@@ -63,6 +63,8 @@ class RowsMixin:
     """Row conversion shared by every SQL backend."""
 
     def _counters(self, row: dict[str, Any]) -> Counters:
+        if "calls" not in row:  # a row read without the budget join (claims)
+            return _ZERO
         values = {k: row.get(k) for k in COUNTER_FIELDS}
         if not any(values.values()):
             return _ZERO

@@ -314,9 +314,7 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
         out: list[JobState | LeaseLost] = []
         with self._write() as tx:
             now = self._now(tx, now)
-            fast = self._plain_successes(tx, items)
-            if fast:
-                self._succeed_many(tx, [items[i] for i in fast], fast, now)
+            fast = self._succeed_plain(tx, items, now)
             for i, (job_id, token, outcome) in enumerate(items):
                 if i in fast:
                     out.append(JobState.SUCCEEDED)
@@ -329,37 +327,30 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
                 out.append(self._finish_row(tx, row, token, outcome, now))
         return out
 
-    def _plain_successes(self, tx: Tx, items: Sequence[tuple[int, int, Outcome]]) -> dict:
-        """Positions of outcomes that are a plain success of a job still ``running`` under the
-        lease with no call left open: those can be written set-wise. {position: event_seq}."""
-        wanted = {i: item for i, item in enumerate(items)
-                  if item[2].state == JobState.SUCCEEDED and item[2].kind is None}
-        if len(wanted) < 2:
-            return {}
-        ids = [job_id for job_id, _, _ in wanted.values()]
-        rows = {int(r["id"]): r for r in tx.all("lock_jobs", ids=self._id_list_param(ids))}
-        busy = {int(r["job_id"]) for r in tx.all("open_calls_of", ids=self._id_list_param(ids))}
+    def _succeed_plain(self, tx: Tx, items: Sequence[tuple[int, int, Outcome]],
+                       now: float) -> set[int]:
+        """Write the plain successes among ``items`` (a ``running`` job under its lease with
+        no call left open) set-wise; returns their positions. The rest go one by one.
+        ``succeed_many`` moves the rows; a backend may also write their events and attempts
+        in that same statement (PostgreSQL), otherwise they follow here."""
+        wanted = [i for i, (_, _, out) in enumerate(items)
+                  if out.state == JobState.SUCCEEDED and out.kind is None]
+        if not wanted:
+            return set()
         check_transition(JobState.RUNNING, JobState.SUCCEEDED)
-        fast = {}
-        for i, (job_id, token, _) in wanted.items():
-            row = rows.get(job_id)
-            if (row is not None and row["state"] == "running" and row["lease_token"] == token
-                    and job_id not in busy):
-                fast[i] = int(row["event_seq"]) + 1
-        return fast
-
-    def _succeed_many(self, tx: Tx, items: list, fast: dict, now: float) -> None:
         at = self._time_param(now)
-        seqs = list(fast.values())
-        tx.many("succeed_job", [
-            {"id": job_id, "token": token, "result": outcome.result_json, "seq": seq,
-             "now": at} for (job_id, token, outcome), seq in zip(items, seqs)])
+        rows = tx.all("succeed_many", items=json.dumps(
+            [[items[i][0], items[i][1], items[i][2].result_json] for i in wanted]), now=at)
+        seq = {int(r["id"]): int(r["event_seq"]) for r in rows}
+        done = [i for i in wanted if items[i][0] in seq]
         tx.many("insert_event", [
-            self._event_row(job_id, seq, now, "succeeded", "running", "succeeded", token,
-                            outcome.data) for (job_id, token, outcome), seq in zip(items, seqs)])
+            self._event_row(job_id, seq[job_id], now, "succeeded", "running", "succeeded",
+                            token, outcome.data)
+            for job_id, token, outcome in (items[i] for i in done)])
         tx.many("finish_attempt", [
-            {"job_id": job_id, "attempt": token, "now": at, "outcome": "succeeded",
-             "error_code": None, "error_summary": None} for job_id, token, _ in items])
+            {"job_id": items[i][0], "attempt": items[i][1], "now": at, "outcome": "succeeded",
+             "error_code": None, "error_summary": None} for i in done])
+        return set(done)
 
     def _finish_row(self, tx: Tx, row: dict[str, Any], token: int, outcome: Outcome,
                     now: float) -> JobState:

@@ -383,17 +383,37 @@ JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 
 
 -- ---- batched completion (the common case: running jobs that succeeded) ------------------------
 
--- name: lock_jobs
-SELECT id, state, lease_token, event_seq FROM jobs WHERE id = ANY (%(ids)s::bigint[])
-ORDER BY id FOR UPDATE;
-
--- name: open_calls_of
-SELECT DISTINCT job_id FROM call_journal
-WHERE status = 'reserved' AND job_id = ANY (%(ids)s::bigint[]);
-
--- name: succeed_job
-UPDATE jobs
-SET state = 'succeeded', result = %(result)s::jsonb, error_code = NULL, error_summary = NULL,
-    lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL, finished_at = %(now)s,
-    updated_at = %(now)s, event_seq = %(seq)s
-WHERE id = %(id)s AND lease_token = %(token)s AND state = 'running';
+-- name: succeed_many
+-- Plain successes of running jobs with no call left open, set-wise in one statement: rows are
+-- locked in id order first (as every multi-row lock here is), so a concurrent cancel either
+-- committed before (the row no longer matches and takes the one-by-one path) or waits.
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::integer[], %(results)s::text[],
+                         %(data)s::text[]) AS t(id, token, result, data)
+), locked AS (
+    SELECT j.id FROM jobs j JOIN input i ON i.id = j.id
+    WHERE j.lease_token = i.token AND j.state = 'running'
+      AND NOT EXISTS (SELECT 1 FROM call_journal c
+                      WHERE c.job_id = j.id AND c.status = 'reserved')
+    ORDER BY j.id
+    FOR UPDATE OF j
+), done AS (
+    UPDATE jobs j
+    SET state = 'succeeded', result = i.result::jsonb, error_code = NULL, error_summary = NULL,
+        lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
+        finished_at = %(now)s, updated_at = %(now)s, event_seq = j.event_seq + 1
+    FROM input i
+    WHERE j.id = i.id AND j.id IN (SELECT id FROM locked)
+      AND j.lease_token = i.token AND j.state = 'running'
+    RETURNING j.id, j.event_seq, i.token, i.data
+), events AS (
+    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+    SELECT id, event_seq, %(now)s, 'succeeded', 'running', 'succeeded', token, data::jsonb
+    FROM done
+), attempts AS (
+    UPDATE job_attempts a
+    SET finished_at = %(now)s, outcome = 'succeeded', error_code = NULL, error_summary = NULL
+    FROM done d
+    WHERE a.job_id = d.id AND a.attempt = d.token AND a.finished_at IS NULL
+)
+SELECT id FROM done;

@@ -326,16 +326,17 @@ JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 
 
 -- ---- batched completion (the common case: running jobs that succeeded) ------------------------
 
--- name: lock_jobs
-SELECT id, state, lease_token, event_seq FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));
-
--- name: open_calls_of
-SELECT DISTINCT job_id FROM call_journal
-WHERE status = 'reserved' AND job_id IN (SELECT value FROM json_each(:ids));
-
--- name: succeed_job
-UPDATE jobs
-SET state = 'succeeded', result = :result, error_code = NULL, error_summary = NULL,
-    lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL, finished_at = :now,
-    updated_at = :now, event_seq = :seq
-WHERE id = :id AND lease_token = :token AND state = 'running';
+-- name: succeed_many
+-- :items is a JSON array of [id, token, result]; the rows that are still running under that
+-- lease with no call left open succeed. Their events and attempts are written next. NOT
+-- INDEXED keeps the planner on rowid lookups per item (it would rather scan jobs_state).
+UPDATE jobs NOT INDEXED
+SET state = 'succeeded', result = json_extract(i.value, '$[2]'), error_code = NULL,
+    error_summary = NULL, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
+    finished_at = :now, updated_at = :now, event_seq = event_seq + 1
+FROM json_each(:items) AS i
+WHERE jobs.id = json_extract(i.value, '$[0]') AND jobs.lease_token = json_extract(i.value, '$[1]')
+  AND jobs.state = 'running'
+  AND NOT EXISTS (SELECT 1 FROM call_journal c
+                  WHERE c.job_id = jobs.id AND c.status = 'reserved')
+RETURNING jobs.id, jobs.event_seq;
