@@ -138,11 +138,17 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
         """Insert jobs in one transaction (the caller's, with ``conn``); ``profile`` is the
         price profile they pin, stored in the same transaction."""
         out: list[tuple[Job, bool]] = []
+        # Queue and profile rows are never deleted, so once this store has committed one it
+        # need not write it again (a caller's transaction may still roll back: not cached).
+        known = self._known_rows()
+        queues = sorted({j.queue for j in jobs} - known) if conn is None else sorted(
+            {j.queue for j in jobs})
+        pin = profile is not None and (conn is not None or ("profile", profile.id) not in known)
         with self._write(conn) as tx:
             now = self._now(tx, None)
-            if profile is not None:
+            if pin:
                 self._save_profile(tx, profile, now)
-            for queue in sorted({j.queue for j in jobs}):
+            for queue in queues:
                 tx.run("ensure_queue", name=queue, now=self._time_param(now))
             for spec in jobs:
                 row = tx.one(
@@ -172,7 +178,18 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
                         f"belongs to job {existing['id']} with a different configuration",
                         job_id=existing["id"], idempotency_key=spec.idempotency_key)
                 out.append((self._job(existing), False))
+        if conn is None:
+            known.update(queues)
+            if pin:
+                known.add(("profile", profile.id))
         return out
+
+    def _known_rows(self) -> set:
+        """Queue names and ("profile", id) pairs this store has committed."""
+        known = self.__dict__.get("_known")
+        if known is None:
+            known = self.__dict__.setdefault("_known", set())
+        return known
 
     # --- reads --------------------------------------------------------------------------------
 
