@@ -150,22 +150,8 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
                 self._save_profile(tx, profile, now)
             for queue in queues:
                 tx.run("ensure_queue", name=queue, now=self._time_param(now))
-            for spec in jobs:
-                row = tx.one(
-                    "insert_job", type=spec.type, project=spec.project, queue=spec.queue,
-                    priority=spec.priority, run_after=self._time_param(spec.run_after),
-                    max_attempts=spec.max_attempts, safe_to_retry=spec.safe_to_retry,
-                    idempotency_key=spec.idempotency_key,
-                    input_config_hash=spec.input_config_hash, payload=spec.payload_json,
-                    budget=self._json_param(spec.budget.to_dict()),
-                    price_profile=spec.price_profile,
-                    estimated_cost_usd=spec.estimated_cost_usd, parent_id=spec.parent_id,
-                    now=self._time_param(now))
+            for spec, row in zip(jobs, self._insert_jobs(tx, jobs, now)):
                 if row is not None:
-                    tx.run("insert_event", **self._event_row(
-                        row["id"], 1, now, "submitted", None, "queued", None,
-                        {"type": spec.type, "queue": spec.queue,
-                         "idempotency_key": spec.idempotency_key}))
                     out.append((self._job(row), True))
                     continue
                 existing = tx.one("job_by_key", project=spec.project,
@@ -182,6 +168,38 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
             known.update(queues)
             if pin:
                 known.add(("profile", profile.id))
+        return out
+
+    submit_writes_events = False
+    """True where ``insert_jobs`` also writes the submitted events (PostgreSQL)."""
+
+    def _insert_jobs(self, tx: Tx, jobs: Sequence[NewJob], now: float) -> list[dict | None]:
+        """Insert ``jobs`` with one statement; the new row at each position, or None where
+        the idempotency key already existed (or came earlier in this batch). Rows are
+        matched back by key, and unkeyed rows by id order, which follows insertion order."""
+        rows = tx.all("insert_jobs", jobs=_encode([{
+            "ord": i, "type": j.type, "project": j.project, "queue": j.queue, "priority": j.priority,
+            "run_after": j.run_after, "max_attempts": j.max_attempts,
+            "safe_to_retry": j.safe_to_retry, "idempotency_key": j.idempotency_key,
+            "input_config_hash": j.input_config_hash, "payload": j.payload_json,
+            "budget": self._json_param(j.budget.to_dict()), "price_profile": j.price_profile,
+            "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id}
+            for i, j in enumerate(jobs)]), now=self._time_param(now))
+        keyed = {(r["project"], r["idempotency_key"]): r for r in rows
+                 if r["idempotency_key"] is not None}
+        plain = iter(sorted((r for r in rows if r["idempotency_key"] is None),
+                            key=lambda r: r["id"]))
+        out: list[dict | None] = []
+        for j in jobs:
+            if j.idempotency_key is None:
+                out.append(next(plain))
+            else:
+                out.append(keyed.pop((j.project, j.idempotency_key), None))
+        if not self.submit_writes_events:
+            tx.many("insert_event", [self._event_row(
+                r["id"], 1, now, "submitted", None, "queued", None,
+                {"type": r["type"], "queue": r["queue"],
+                 "idempotency_key": r["idempotency_key"]}) for r in out if r is not None])
         return out
 
     def _known_rows(self) -> set:

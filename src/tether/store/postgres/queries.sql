@@ -3,16 +3,35 @@
 -- transaction) unless a test injected a clock. Read-modify-write paths lock rows with
 -- FOR UPDATE; queue-like scans use FOR UPDATE SKIP LOCKED so workers never wait on each other.
 
--- name: insert_job
-INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
-                  idempotency_key, input_config_hash, payload, budget, price_profile,
-                  estimated_cost_usd, parent_id, event_seq, created_at, updated_at)
-VALUES (%(type)s, %(project)s, %(queue)s, 'queued', %(priority)s,
-        coalesce(%(run_after)s::timestamptz, %(now)s), %(max_attempts)s, %(safe_to_retry)s,
-        %(idempotency_key)s, %(input_config_hash)s, %(payload)s::jsonb, %(budget)s::jsonb,
-        %(price_profile)s, %(estimated_cost_usd)s::numeric, %(parent_id)s, 1, %(now)s, %(now)s)
-ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING *;
+-- name: insert_jobs
+-- %(jobs)s is a JSON array of job objects, inserted in array order with their submitted
+-- events, one statement for the whole batch; a key that already exists inserts nothing (the
+-- caller looks it up).
+WITH input AS (
+    SELECT * FROM jsonb_to_recordset(%(jobs)s::jsonb) AS t(
+        type text, project text, queue text, priority integer, run_after double precision,
+        max_attempts integer, safe_to_retry boolean, idempotency_key text,
+        input_config_hash text, payload text, budget text, price_profile text,
+        estimated_cost_usd text, parent_id bigint, ord bigint)
+), inserted AS (
+    INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
+                      safe_to_retry, idempotency_key, input_config_hash, payload, budget,
+                      price_profile, estimated_cost_usd, parent_id, event_seq, created_at,
+                      updated_at)
+    SELECT type, project, queue, 'queued', priority,
+           coalesce(to_timestamp(run_after), %(now)s), max_attempts, safe_to_retry,
+           idempotency_key, input_config_hash, payload::jsonb, budget::jsonb, price_profile,
+           estimated_cost_usd::numeric, parent_id, 1, %(now)s, %(now)s
+    FROM input ORDER BY ord
+    ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING *
+), events AS (
+    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+    SELECT id, 1, %(now)s, 'submitted', NULL, 'queued', NULL,
+           jsonb_build_object('type', type, 'queue', queue, 'idempotency_key', idempotency_key)
+    FROM inserted
+)
+SELECT * FROM inserted;
 
 -- name: job_by_key
 SELECT * FROM jobs WHERE project = %(project)s AND idempotency_key = %(idempotency_key)s;

@@ -135,6 +135,8 @@ class PostgresStore(SQLStore):
     ``connect_timeout`` (s, waiting for a pooled connection), ``retry_timeout`` (s, how long
     transient failures are retried), ``clock`` (tests only: replaces the database clock)."""
 
+    submit_writes_events = True
+
     def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
                  min_size: int = 1, max_size: int = 10, connect_timeout: float = 5.0,
                  retry_timeout: float = 15.0) -> None:

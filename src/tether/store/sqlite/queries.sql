@@ -1,13 +1,21 @@
 -- The SQLite store's statements. Times are unix seconds; :now is always bound by the store
 -- (the single machine's clock, or a test's FakeClock). Writes run inside BEGIN IMMEDIATE.
 
--- name: insert_job
+-- name: insert_jobs
+-- :jobs is a JSON array of job objects, inserted in array order in one statement; a key that
+-- already exists inserts nothing (the caller looks it up). The submitted events follow.
 INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
                   idempotency_key, input_config_hash, payload, budget, price_profile,
                   estimated_cost_usd, parent_id, event_seq, created_at, updated_at)
-VALUES (:type, :project, :queue, 'queued', :priority, coalesce(:run_after, :now), :max_attempts,
-        :safe_to_retry, :idempotency_key, :input_config_hash, :payload, :budget, :price_profile,
-        :estimated_cost_usd, :parent_id, 1, :now, :now)
+SELECT json_extract(j.value, '$.type'), json_extract(j.value, '$.project'),
+       json_extract(j.value, '$.queue'), 'queued', json_extract(j.value, '$.priority'),
+       coalesce(json_extract(j.value, '$.run_after'), :now),
+       json_extract(j.value, '$.max_attempts'), json_extract(j.value, '$.safe_to_retry'),
+       json_extract(j.value, '$.idempotency_key'), json_extract(j.value, '$.input_config_hash'),
+       json_extract(j.value, '$.payload'), json_extract(j.value, '$.budget'),
+       json_extract(j.value, '$.price_profile'), json_extract(j.value, '$.estimated_cost_usd'),
+       json_extract(j.value, '$.parent_id'), 1, :now, :now
+FROM json_each(:jobs) AS j WHERE true ORDER BY j.key
 ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING *;
 
