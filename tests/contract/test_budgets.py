@@ -5,6 +5,7 @@ from decimal import Decimal
 import pytest
 
 from tether import BudgetExhausted, JobCancelled, JobState, LeaseLost, Usage
+from tether.errors import TetherError
 from tether.core.budget import Reservation
 from tether.core.pricing import ModelPrice
 from tether.store.base import Outcome
@@ -166,3 +167,61 @@ def test_checkpoints_need_the_lease(app):
         app.store.save_checkpoint(job.id, tok + 7, stage="two", position=2, blob="ab" * 32,
                                   size=3)
     assert [c.stage for c in app.checkpoints(job.id)] == ["one"]
+
+
+def test_concurrent_reservations_never_cross_job_or_project_limits(app):
+    """Threads reserving at once (the first calls of two jobs: their budget rows do not exist
+    yet) are admitted exactly up to the tighter limit, on every backend."""
+    import threading
+
+    app.set_project_budget("default", {"max_calls": 30}, resume=False)
+    jobs = [running_job(app, budget={"max_calls": 20, "max_cost_usd": "2.50"})
+            for _ in range(2)]
+    outcomes: list[str] = []
+    lock = threading.Lock()
+    start = threading.Barrier(8)
+
+    def worker(n: int) -> None:
+        job, tok = jobs[n % 2]
+        start.wait()
+        for i in range(6):
+            try:
+                reserve(app, job, tok, f"t{n}-{i}")
+                got = "ok"
+            except BudgetExhausted as exc:
+                got = "refused"
+            with lock:
+                outcomes.append(got)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("ok") == 30  # 48 asked; project max_calls 30 binds first
+    per_job = [app.get(job.id).budget.used for job, _ in jobs]
+    assert all(u.reserved_calls <= 20 and u.reserved_usd <= Decimal("2.50") for u in per_job)
+    assert sum(u.reserved_calls for u in per_job) == 30
+    assert app.project_budget("default").used.reserved_calls == 30
+    assert sum(len(app.journal(job.id)) for job, _ in jobs) == 30
+
+
+def test_a_key_reserved_twice_in_one_attempt_is_refused_and_reserves_once(app):
+    job, tok = running_job(app)
+    reserve(app, job, tok, "k")
+    with pytest.raises(TetherError, match="already in flight"):
+        reserve(app, job, tok, "k")
+    assert app.get(job.id).budget.used.reserved_calls == 1
+
+
+def test_settle_with_a_stale_lease_or_an_unreserved_key_writes_nothing(app):
+    job, tok = running_job(app)
+    reserve(app, job, tok, "k")
+    with pytest.raises(LeaseLost):
+        app.store.settle(job.id, tok + 1, key="k", usage=Usage(1, 1), price=PRICE,
+                         profile_id="p", result_json='"x"')
+    with pytest.raises(LeaseLost):
+        app.store.settle(job.id, tok, key="other", usage=Usage(1, 1), price=PRICE,
+                         profile_id="p", result_json='"x"')
+    used = app.get(job.id).budget.used
+    assert used.reserved_calls == 1 and used.calls == 0 and app.ledger(job.id) == []

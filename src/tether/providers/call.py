@@ -128,9 +128,22 @@ def _reused(ctx: "JobContext", key: str) -> tuple[bool, Any]:
     return False, None
 
 
+def _boundary(ctx: "JobContext", cache: bool) -> None:
+    """The safe boundary before a call. Without ``cache`` the next store operation is the
+    reservation, which itself checks the lease and the job's state in its transaction (and
+    raises the same signals), so only a signal already pending is checked here: reading the
+    job's state first as well would cost a query per call and decide nothing more."""
+    if cache:
+        ctx.check()
+        return
+    pending = ctx.lease.pending
+    if pending is not None:
+        ctx._raise(pending)  # exactly what ctx.check() does with it
+
+
 def call(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
          fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
-    ctx.check()
+    _boundary(ctx, cache)
     profile, reservation, rhash, price = _prepare(ctx, key, provider, model, estimate, request,
                                                   cache)
     if cache:
@@ -172,7 +185,7 @@ async def _await(aw: Any) -> Any:
 async def acall(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
                 fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
     """``call`` for async jobs: store work runs in a thread, ``fn`` is awaited on this loop."""
-    await asyncio.to_thread(ctx.check)
+    await asyncio.to_thread(_boundary, ctx, cache)
     profile, reservation, rhash, price = _prepare(ctx, key, provider, model, estimate, request,
                                                   cache)
     if cache:

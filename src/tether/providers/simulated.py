@@ -2,8 +2,12 @@
 
 No real LLM is reachable here, so tests, the demo and the benchmarks call this instead. Like a
 real provider it keeps its own record of what it charged — an append-only JSON-lines file
-outside tether's store, fsynced before the response is returned — so tests can check tether's
-ledger against what the "provider" billed, including across SIGKILLs.
+outside tether's store, each line written (one ``write`` to an ``O_APPEND`` file) before the
+response is returned — so tests can check tether's ledger against what the "provider" billed,
+including across SIGKILLs: a completed ``write`` is in the kernel's page cache and survives the
+death of the process. Only a power loss or kernel crash can lose it; ``fsync=True`` also
+flushes every line to the disk before answering (what a test of machine crashes would need),
+at the price of one disk flush per call.
 
 Answers depend only on (seed, model, prompt); failures depend on (seed, key, how often this
 process has been asked for that key), so a retried call can succeed.
@@ -63,7 +67,7 @@ class SimulatedProvider:
                  latency_s: float | tuple[float, float] = 0.0, transient_rate: float = 0.0,
                  refusal_rate: float = 0.0, retry_after_s: float | None = None,
                  outage: Callable[[], float | None] | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, fsync: bool = False) -> None:
         self.bill_path = Path(bill_path)
         self.bill_path.parent.mkdir(parents=True, exist_ok=True)
         self.seed = seed
@@ -74,6 +78,7 @@ class SimulatedProvider:
         self.retry_after_s = retry_after_s
         self.outage = outage
         self.sleep = sleep
+        self.fsync = fsync
         self.prices = load_profile()
         self._asked: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -94,7 +99,8 @@ class SimulatedProvider:
         fd = os.open(self.bill_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line.encode())
-            os.fsync(fd)
+            if self.fsync:
+                os.fsync(fd)
         finally:
             os.close(fd)
 

@@ -301,7 +301,65 @@ VALUES (%(job_id)s, %(project)s, %(stage)s, %(key)s, %(attempt)s, %(provider)s, 
         %(input_per_mtok)s::numeric, %(output_per_mtok)s::numeric,
         %(cached_input_per_mtok)s::numeric, %(price_profile)s, %(cost_usd)s::numeric,
         %(reserved_usd)s::numeric, %(confirmed)s, %(overrun)s, %(now)s)
-RETURNING id;
+RETURNING *;
+
+-- ---- one call's reserve and settle (store/accounting.py) -------------------------------------
+
+-- What a reserve or settle reads, in one statement: the job's lease and limits, the journal
+-- status of call %(key)s, and the job's and the project's accumulators (one row each).
+-- The job row is share-locked (calls of one job do not wait for each other; a transition,
+-- which locks it for update, waits for them and they for it), then the two budget rows are
+-- locked for update in scope order ('job' < 'project'): the locking happens above the sort,
+-- and the CTE (the job row) is read before the sort emits a row, so the lock order is always
+-- job row, job budget, project budget. Fewer than two rows: the job or a budget row is missing.
+-- name: lock_call
+WITH j AS MATERIALIZED (
+    SELECT id, project, state, lease_token, budget, price_profile FROM jobs
+    WHERE id = %(job_id)s FOR SHARE)
+SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+       j.budget AS budget, j.price_profile AS price_profile, c.status AS call_status,
+       c.attempt AS call_attempt, c.stage AS call_stage, c.provider AS call_provider,
+       c.model AS call_model, c.reserved_usd AS call_reserved_usd,
+       c.reserved_input_tokens AS call_reserved_input_tokens,
+       c.reserved_output_tokens AS call_reserved_output_tokens, b.scope AS scope,
+       b.limits AS limits, b.spent_usd AS spent_usd, b.reserved_usd AS reserved_usd,
+       b.calls AS calls, b.reserved_calls AS reserved_calls, b.input_tokens AS input_tokens,
+       b.output_tokens AS output_tokens, b.reserved_input_tokens AS reserved_input_tokens,
+       b.reserved_output_tokens AS reserved_output_tokens, b.examples AS examples
+FROM j JOIN budgets b ON (b.scope = 'job' AND b.key = %(job_key)s)
+                      OR (b.scope = 'project' AND b.key = j.project)
+LEFT JOIN call_journal c ON c.job_id = %(job_id)s AND c.key = %(key)s
+ORDER BY b.scope
+FOR UPDATE OF b;
+
+-- name: ensure_call_budgets
+INSERT INTO budgets (scope, key, updated_at)
+SELECT 'job', id::text, %(now)s FROM jobs WHERE id = %(job_id)s
+UNION ALL
+SELECT 'project', project, %(now)s FROM jobs WHERE id = %(job_id)s
+ON CONFLICT (scope, key) DO NOTHING;
+
+-- name: lock_call_budgets
+SELECT * FROM budgets
+WHERE (scope = 'job' AND key = %(job_key)s) OR (scope = 'project' AND key = %(project)s)
+ORDER BY scope
+FOR UPDATE;
+
+-- Both accumulator rows of a job's call at once (both already locked by lock_call).
+-- name: update_call_budgets
+UPDATE budgets
+SET
+    spent_usd = CASE scope WHEN 'job' THEN %(j_spent_usd)s::numeric ELSE %(p_spent_usd)s::numeric END,
+    reserved_usd = CASE scope WHEN 'job' THEN %(j_reserved_usd)s::numeric ELSE %(p_reserved_usd)s::numeric END,
+    calls = CASE scope WHEN 'job' THEN %(j_calls)s ELSE %(p_calls)s END,
+    reserved_calls = CASE scope WHEN 'job' THEN %(j_reserved_calls)s ELSE %(p_reserved_calls)s END,
+    input_tokens = CASE scope WHEN 'job' THEN %(j_input_tokens)s ELSE %(p_input_tokens)s END,
+    output_tokens = CASE scope WHEN 'job' THEN %(j_output_tokens)s ELSE %(p_output_tokens)s END,
+    reserved_input_tokens = CASE scope WHEN 'job' THEN %(j_reserved_input_tokens)s ELSE %(p_reserved_input_tokens)s END,
+    reserved_output_tokens = CASE scope WHEN 'job' THEN %(j_reserved_output_tokens)s ELSE %(p_reserved_output_tokens)s END,
+    examples = CASE scope WHEN 'job' THEN %(j_examples)s ELSE %(p_examples)s END,
+    updated_at = %(now)s
+WHERE (scope = 'job' AND key = %(job_key)s) OR (scope = 'project' AND key = %(project)s);
 
 -- name: list_ledger
 SELECT * FROM cost_ledger WHERE job_id = %(job_id)s ORDER BY id;

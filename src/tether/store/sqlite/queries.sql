@@ -236,7 +236,71 @@ VALUES (:job_id, :project, :stage, :key, :attempt, :provider, :model, :input_tok
         :output_tokens, :cached_input_tokens, :reasoning_tokens, :input_per_mtok,
         :output_per_mtok, :cached_input_per_mtok, :price_profile, :cost_usd, :reserved_usd,
         :confirmed, :overrun, :now)
-RETURNING id;
+RETURNING *;
+
+-- ---- one call's reserve and settle (store/accounting.py) -------------------------------------
+
+-- What a reserve or settle reads, in one statement: the job's lease and limits, the journal
+-- status of call :key, and the job's and the project's accumulators (one row each). The write
+-- lock is already held (BEGIN IMMEDIATE). Fewer than two rows: the job or a budget row is
+-- missing (ensure_call_budgets creates the budget rows).
+-- name: lock_call
+SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+       j.budget AS budget, j.price_profile AS price_profile, c.status AS call_status,
+       c.attempt AS call_attempt, c.stage AS call_stage, c.provider AS call_provider,
+       c.model AS call_model, c.reserved_usd AS call_reserved_usd,
+       c.reserved_input_tokens AS call_reserved_input_tokens,
+       c.reserved_output_tokens AS call_reserved_output_tokens, b.scope AS scope,
+       b.limits AS limits, b.spent_usd AS spent_usd, b.reserved_usd AS reserved_usd,
+       b.calls AS calls, b.reserved_calls AS reserved_calls, b.input_tokens AS input_tokens,
+       b.output_tokens AS output_tokens, b.reserved_input_tokens AS reserved_input_tokens,
+       b.reserved_output_tokens AS reserved_output_tokens, b.examples AS examples
+FROM jobs j JOIN budgets b ON b.scope = 'job' AND b.key = :job_key
+LEFT JOIN call_journal c ON c.job_id = j.id AND c.key = :key
+WHERE j.id = :job_id
+UNION ALL
+SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+       j.budget AS budget, j.price_profile AS price_profile, c.status AS call_status,
+       c.attempt AS call_attempt, c.stage AS call_stage, c.provider AS call_provider,
+       c.model AS call_model, c.reserved_usd AS call_reserved_usd,
+       c.reserved_input_tokens AS call_reserved_input_tokens,
+       c.reserved_output_tokens AS call_reserved_output_tokens, b.scope AS scope,
+       b.limits AS limits, b.spent_usd AS spent_usd, b.reserved_usd AS reserved_usd,
+       b.calls AS calls, b.reserved_calls AS reserved_calls, b.input_tokens AS input_tokens,
+       b.output_tokens AS output_tokens, b.reserved_input_tokens AS reserved_input_tokens,
+       b.reserved_output_tokens AS reserved_output_tokens, b.examples AS examples
+FROM jobs j JOIN budgets b ON b.scope = 'project' AND b.key = j.project
+LEFT JOIN call_journal c ON c.job_id = j.id AND c.key = :key
+WHERE j.id = :job_id;
+
+-- name: ensure_call_budgets
+INSERT INTO budgets (scope, key, updated_at)
+SELECT scope, key, :now FROM (
+    SELECT 'job' AS scope, CAST(id AS TEXT) AS key FROM jobs WHERE id = :job_id
+    UNION ALL
+    SELECT 'project', project FROM jobs WHERE id = :job_id) WHERE true
+ON CONFLICT (scope, key) DO NOTHING;
+
+-- name: lock_call_budgets
+SELECT * FROM budgets WHERE scope = 'job' AND key = :job_key
+UNION ALL
+SELECT * FROM budgets WHERE scope = 'project' AND key = :project;
+
+-- Both accumulator rows of a job's call at once (values computed in Decimal by the store).
+-- name: update_call_budgets
+UPDATE budgets
+SET
+    spent_usd = CASE scope WHEN 'job' THEN :j_spent_usd ELSE :p_spent_usd END,
+    reserved_usd = CASE scope WHEN 'job' THEN :j_reserved_usd ELSE :p_reserved_usd END,
+    calls = CASE scope WHEN 'job' THEN :j_calls ELSE :p_calls END,
+    reserved_calls = CASE scope WHEN 'job' THEN :j_reserved_calls ELSE :p_reserved_calls END,
+    input_tokens = CASE scope WHEN 'job' THEN :j_input_tokens ELSE :p_input_tokens END,
+    output_tokens = CASE scope WHEN 'job' THEN :j_output_tokens ELSE :p_output_tokens END,
+    reserved_input_tokens = CASE scope WHEN 'job' THEN :j_reserved_input_tokens ELSE :p_reserved_input_tokens END,
+    reserved_output_tokens = CASE scope WHEN 'job' THEN :j_reserved_output_tokens ELSE :p_reserved_output_tokens END,
+    examples = CASE scope WHEN 'job' THEN :j_examples ELSE :p_examples END,
+    updated_at = :now
+WHERE (scope = 'job' AND key = :job_key) OR (scope = 'project' AND key = :project);
 
 -- name: list_ledger
 SELECT * FROM cost_ledger WHERE job_id = :job_id ORDER BY id;
