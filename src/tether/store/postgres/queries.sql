@@ -6,8 +6,10 @@
 -- name: insert_jobs
 -- %(jobs)s is a JSON array of job objects, inserted in array order with their submitted
 -- events, one statement for the whole batch; a key that already exists inserts nothing (the
--- caller looks it up).
-WITH input AS (
+-- caller looks it up). %(now)s NULL: the statement's own now() (a submit in autocommit).
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), input AS (
     SELECT * FROM jsonb_to_recordset(%(jobs)s::jsonb) AS t(
         type text, project text, queue text, priority integer, run_after double precision,
         max_attempts integer, safe_to_retry boolean, idempotency_key text,
@@ -19,15 +21,15 @@ WITH input AS (
                       price_profile, estimated_cost_usd, parent_id, event_seq, created_at,
                       updated_at)
     SELECT type, project, queue, 'queued', priority,
-           coalesce(to_timestamp(run_after), %(now)s), max_attempts, safe_to_retry,
+           coalesce(to_timestamp(run_after), clock.now), max_attempts, safe_to_retry,
            idempotency_key, input_config_hash, payload::jsonb, budget::jsonb, price_profile,
-           estimated_cost_usd::numeric, parent_id, 1, %(now)s, %(now)s
-    FROM input ORDER BY ord
+           estimated_cost_usd::numeric, parent_id, 1, clock.now, clock.now
+    FROM input, clock ORDER BY ord
     ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), events AS (
     INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
-    SELECT id, 1, %(now)s, 'submitted', NULL, 'queued', NULL,
+    SELECT id, 1, created_at, 'submitted', NULL, 'queued', NULL,
            jsonb_build_object('type', type, 'queue', queue, 'idempotency_key', idempotency_key)
     FROM inserted
 )

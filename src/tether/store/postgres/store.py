@@ -36,12 +36,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ...clock import Clock
 from ...errors import ConfigurationError, StoreError
 from ...core.states import JobState, check_transition
-from ..base import Claim, Outcome
+from ...records import Job
+from ..base import Claim, NewJob, Outcome
 from ..migrate import discover
 from ..queries import load_queries
 from ..sql import SQLStore
 from .notify import Listener
-from .retry import retry_transient, translate
+from .retry import TransientStoreError, retry_transient, translate
 
 HERE = Path(__file__).parent
 QUERIES = load_queries(HERE / "queries.sql")
@@ -264,6 +265,28 @@ class PostgresStore(SQLStore):
                           start=start)
         return [Claim(self._job(r), int(r["lease_token"]), started=bool(r["started"]))
                 for r in rows]
+
+    # --- submission -------------------------------------------------------------------------------
+
+    def submit(self, jobs: Sequence[NewJob], *, conn: Any = None,
+               profile: Any = None) -> list[tuple[Job, bool]]:
+        """One job whose queue and price profile this store has written before is one
+        autocommit statement (a single round trip, atomic by itself); everything else is the
+        shared transactional submit. A key that already exists takes the shared path too."""
+        known = self._known_rows()
+        if (conn is None and len(jobs) == 1 and jobs[0].queue in known
+                and (profile is None or ("profile", profile.id) in known)):
+            now = self.clock.time() if self.clock is not None else None
+            try:
+                with self._read() as tx:
+                    row = self._insert_jobs(tx, jobs, now)[0]
+            except TransientStoreError as exc:
+                # Lost mid-statement: it may have committed. Only a keyed submit may retry.
+                exc.during_commit = jobs[0].idempotency_key is None
+                raise
+            if row is not None:
+                return [(self._job(row), True)]
+        return super().submit(jobs, conn=conn, profile=profile)
 
     def _succeed_plain(self, tx: Any, items: Sequence[tuple[int, int, Outcome]],
                        now: float) -> set[int]:
