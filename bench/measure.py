@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Callable
 
 
-def drain(done: Callable[[], int], n: int, *, timeout: float, poll: float = 0.05,
+def drain(done: Callable[[], int], n: int, *, timeout: float, poll: float = 0.01,
           procs: list | None = None) -> dict:
     """Wait until ``done()`` reaches ``n``. The rate counts from the first completion seen
     (process start-up excluded) to the last; a drain cut by ``timeout`` reports the rate
-    over what it finished, flagged ``capped``."""
+    over what it finished, flagged ``capped``. A drain so short that every job finished
+    between two polls (``--quick``) is rated from the start of the wait instead, start-up
+    included, and flagged ``with_startup``."""
     start = time.perf_counter()
     t0 = None
     n0 = 0
@@ -34,8 +36,12 @@ def drain(done: Callable[[], int], n: int, *, timeout: float, poll: float = 0.05
             break
         time.sleep(poll)
     rate = (d - n0) / (now - t0) if t0 is not None and now > t0 and d > n0 else None
+    with_startup = rate is None and d > 0
+    if with_startup:
+        rate = d / (now - start)
     out = {"jobs_per_s": rate, "done": d, "jobs": n, "capped": capped,
-           "wall_s": now - start, "first_done_s": None if t0 is None else t0 - start}
+           "wall_s": now - start, "first_done_s": None if t0 is None else t0 - start,
+           "with_startup": with_startup}
     if died:
         out["error"] = f"every worker process exited (codes {[p.returncode for p in procs]})"
     elif d == 0:
