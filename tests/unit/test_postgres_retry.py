@@ -70,3 +70,27 @@ def test_retrying_stops_at_the_deadline():
     with pytest.raises(TransientStoreError):
         store.finish()
     assert 2 <= store.calls < 100
+
+
+def _transient_from(cause):
+    try:
+        try:
+            raise cause
+        except Exception as exc:
+            raise TransientStoreError("PostgreSQL unavailable") from exc
+    except TransientStoreError as exc:
+        return exc
+
+
+def test_a_one_statement_submit_knows_when_the_server_rolled_it_back():
+    """The one-statement submit may retry after the server ended the session or no connection
+    could be had (nothing committed), but not after a silent drop (it may have committed)."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    from tether.store.postgres.store import _outcome_unknown
+
+    assert not _outcome_unknown(_transient_from(psycopg.errors.AdminShutdown("terminating")))
+    assert not _outcome_unknown(_transient_from(PoolTimeout("no connection")))
+    assert _outcome_unknown(_transient_from(psycopg.OperationalError("server closed the "
+                                                                     "connection")))

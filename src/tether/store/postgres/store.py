@@ -76,6 +76,17 @@ def _connect_error(conninfo: str) -> str:
     return "timed out waiting for a connection"
 
 
+def _outcome_unknown(exc: BaseException) -> bool:
+    """Whether an autocommit statement that failed with ``exc`` may have committed: only when
+    the connection dropped with no word from the server. A server that ended the session
+    (SQLSTATE class 57: shutdown, terminated backend) rolled the statement back; a failure
+    to connect (class 08, pool timeout) never sent it."""
+    cause = exc.__cause__
+    if isinstance(cause, PoolTimeout):
+        return False
+    return not (getattr(cause, "sqlstate", None) or "")
+
+
 def _json_as_text(adapters: AdaptersMap) -> None:
     for name in ("json", "jsonb"):
         adapters.register_loader(name, TextLoader)
@@ -281,8 +292,7 @@ class PostgresStore(SQLStore):
                 with self._read() as tx:
                     row = self._insert_jobs(tx, jobs, now)[0]
             except TransientStoreError as exc:
-                # Lost mid-statement: it may have committed. Only a keyed submit may retry.
-                exc.during_commit = jobs[0].idempotency_key is None
+                exc.during_commit = _outcome_unknown(exc) and jobs[0].idempotency_key is None
                 raise
             if row is not None:
                 return [(self._job(row), True)]
