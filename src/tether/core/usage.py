@@ -7,10 +7,13 @@ counts every generated token including reasoning (``reasoning_tokens`` is the su
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidPayload
+
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
 
 
 @dataclass(frozen=True)
@@ -21,14 +24,15 @@ class Usage:
     reasoning_tokens: int = 0
 
     def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
+        for name in _USAGE_FIELDS:
+            value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise InvalidPayload(f"Usage.{name} must be a non-negative integer, got {value!r}")
         if self.cached_input_tokens > self.input_tokens:
             raise InvalidPayload("cached_input_tokens cannot exceed input_tokens")
 
     def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _USAGE_FIELDS}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Usage":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import threading
 import time
 from collections import Counter
@@ -105,9 +106,9 @@ class SimulatedProvider:
             os.close(fd)
 
     def answer(self, prompt: str, max_tokens: int, model: str) -> tuple[str, int]:
-        n = max(1, min(max_tokens, 8 + int(_unit(self.seed, model, prompt, "len") * 40)))
-        words = [WORDS[int(_unit(self.seed, model, prompt, i) * len(WORDS))] for i in range(n)]
-        return " ".join(words), n
+        rng = random.Random(_unit(self.seed, model, prompt, "answer"))
+        n = max(1, min(max_tokens, 8 + int(rng.random() * 40)))
+        return " ".join(rng.choices(WORDS, k=n)), n
 
     def complete(self, prompt: str, *, key: str, max_tokens: int = 256, model: str | None = None,
                  job_id: int | None = None) -> Metered:

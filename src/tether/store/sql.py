@@ -57,10 +57,11 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
     def _now(self, tx: Tx, now: float | None) -> float: ...
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, savepoints: bool = True) -> Iterator[None]:
         """One write transaction: store writes made on this thread inside it join it, each in
-        its own savepoint, and all commit together (group commit)."""
-        with self._write():
+        its own savepoint (unless ``savepoints=False``: then a failing write must abort the
+        whole transaction), and all commit together (group commit)."""
+        with self._write(savepoints=savepoints):
             yield
 
     def _json_param(self, value: Any) -> Any:

@@ -315,7 +315,7 @@ class PostgresStore(SQLStore):
         return {i for i in wanted if items[i][0] in done}
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, savepoints: bool = True) -> Iterator[None]:
         """Writes inside keep their own transactions here. Group commit buys little on
         PostgreSQL, which already shares one WAL flush among concurrent commits, and one
         savepoint per write would exhaust the subtransaction cache (64) at batch sizes that

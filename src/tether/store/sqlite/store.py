@@ -132,7 +132,7 @@ class SQLiteStore(SQLStore):
         return conn
 
     @contextmanager
-    def _write(self, conn: Any = None) -> Iterator[_Tx]:
+    def _write(self, conn: Any = None, *, savepoints: bool = True) -> Iterator[_Tx]:
         if conn is not None:
             # The caller's transaction: enqueue commits or rolls back with their own rows.
             if not conn.in_transaction:
@@ -147,11 +147,15 @@ class SQLiteStore(SQLStore):
             return
         c = self._conn()
         depth = getattr(self._local, "depth", 0)
-        if depth:  # inside transaction(): join it in a savepoint of our own
-            yield from self._savepoint(c, depth)
+        if depth:  # inside transaction(): join it, in a savepoint of our own if it wants them
+            if self._local.savepoints:
+                yield from self._savepoint(c, depth)
+            else:
+                yield _Tx(c)
             return
         self._begin(c)
         self._local.depth = 1
+        self._local.savepoints = savepoints
         try:
             yield _Tx(c)
         except sqlite3.Error as exc:
@@ -186,17 +190,29 @@ class SQLiteStore(SQLStore):
             self._local.depth = depth
 
     def _begin(self, c: sqlite3.Connection) -> None:
-        deadline = time.monotonic() + self.busy_timeout_ms / 1000
-        while True:
-            try:
-                c.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise _translate(exc) from exc
-                if time.monotonic() > deadline:
-                    raise StoreError(f"SQLite stayed locked for {self.busy_timeout_ms} ms") from exc
-                time.sleep(random.uniform(0.001, 0.01))
+        """BEGIN IMMEDIATE, waiting for the write lock in short jittered steps (0.2 ms
+        doubling to 5 ms). SQLite's own busy handler sleeps 1, 2, 5, 10 ... 100 ms between
+        tries, far longer than a tether write holds the lock, so contending writers (another
+        process, or the worker's maintenance beside its committer) would queue on sleeps:
+        measured 2.7 ms per BEGIN under W4's load with it, about 0.05 ms with this."""
+        c.execute("PRAGMA busy_timeout = 0")
+        try:
+            deadline = time.monotonic() + self.busy_timeout_ms / 1000
+            delay = 0.0002
+            while True:
+                try:
+                    c.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc):
+                        raise _translate(exc) from exc
+                    if time.monotonic() > deadline:
+                        raise StoreError(f"SQLite stayed locked for {self.busy_timeout_ms} ms"
+                                         ) from exc
+                    time.sleep(random.uniform(0.5, 1.0) * delay)
+                    delay = min(delay * 2, 0.005)
+        finally:
+            c.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
 
     @staticmethod
     def _rollback(c: sqlite3.Connection) -> None:
