@@ -1,8 +1,9 @@
 """W4 journaled call throughput: one job makes N zero-latency simulated ``ctx.call``s through
 ``ctx.map(..., concurrency=8)`` in a worker process. calls/s = N / (the job's own finish -
-start). Each call is reserve (one transaction), the simulated provider (which appends and
-fsyncs its own bill line, like a real provider's record), settle (one transaction). The bare
-provider rate (8 threads, no tether) is measured alongside as the reference."""
+start). Each call is reserve (one transaction), the simulated provider (which appends its own
+bill line, like a real provider's record; not fsynced by default, as a completed write already
+survives SIGKILL), settle (one transaction). The bare provider rate (8 threads, no tether) is
+measured alongside as the reference."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ TITLE = "journaled calls (calls/s)"
 
 
 def provider_rate(n: int, threads: int) -> float:
-    """The simulated provider alone: how fast its fsynced bill lets calls go."""
+    """The simulated provider alone: how fast it answers and bills with no tether around it."""
     from tether.providers.simulated import SimulatedProvider
     bill = SCRATCH / "w4-bare.bill"
     bill.unlink(missing_ok=True)

@@ -93,8 +93,8 @@ def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
         result = run_job(app, job_type, ctx)
         if ctx.raised is not None:  # job code swallowed a control signal; it still counts
             raise ctx.raised
-        if lease.pending is not None:
-            raise lease.pending
+        if lease.pending is not None and not isinstance(lease.pending, WorkerShutdown):
+            raise lease.pending  # a job that returned while its worker drained keeps its result
         outcome = Outcome(JobState.SUCCEEDED, result_json=dumps(result, what="result"))
     except ControlSignal as sig:
         outcome = outcome_for_signal(ctx.raised or sig)
