@@ -31,7 +31,7 @@ def _git() -> dict:
     def run(*args: str) -> str:
         try:
             return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
+                                  timeout=10).stdout.rstrip()
         except Exception:  # noqa: BLE001
             return ""
     return {"commit": run("rev-parse", "HEAD"),

@@ -100,8 +100,8 @@ class GroupCommitter:
                     for fn, args, kwargs, future in batch:
                         try:
                             fast.append((future, fn(*args, **kwargs), None))
-                        except Exception:  # noqa: BLE001 - run again below, one by one
-                            raise _Retry from None
+                        except BaseException:  # noqa: BLE001 - control signals too (a
+                            raise _Retry from None  # budget refusal): run again, one by one
                     return fast
             except _Retry:
                 pass

@@ -1,0 +1,58 @@
+"""Group commit on a real SQLite file: a batch runs without savepoints first, and a write that
+raises — an ordinary error or a control signal such as a budget refusal, which is a
+BaseException — fails alone: the batch runs again with a savepoint per write."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import pytest
+
+from tether.errors import BudgetExhausted, StoreError
+from tether.store.sqlite.store import SQLiteStore
+from tether.worker.committer import GroupCommitter
+
+
+def _insert(store: SQLiteStore, name: str, fail: BaseException | None = None):
+    def write() -> str:
+        with store._write() as tx:
+            tx.conn.execute("INSERT INTO queues (name, paused, updated_at) VALUES (?, 0, 0)",
+                            (name,))
+            if fail is not None:
+                raise fail
+        return name
+    return write
+
+
+def _names(store: SQLiteStore) -> set[str]:
+    return {r[0] for r in store._conn().execute("SELECT name FROM queues")}
+
+
+@pytest.mark.parametrize("failure", [BudgetExhausted("project limit"), StoreError("boom")])
+def test_one_failing_write_fails_alone(tmp_path, failure):
+    store = SQLiteStore(f"sqlite:///{tmp_path}/t.db")
+    committer = GroupCommitter(store)
+    try:
+        batch = [(_insert(store, n, failure if n == "bad" else None), (), {}, Future())
+                 for n in ("a", "bad", "b")]
+        outcomes = committer._commit(batch)
+        results = {value: exc for _, value, exc in outcomes}
+        assert results["a"] is None and results["b"] is None
+        (bad_exc,) = [exc for _, value, exc in outcomes if value is None]
+        assert bad_exc is failure
+        assert _names(store) == {"a", "b"}, "the failing write's row was rolled back"
+    finally:
+        committer.stop()
+        store.close()
+
+
+def test_a_clean_batch_commits_every_write(tmp_path):
+    store = SQLiteStore(f"sqlite:///{tmp_path}/t.db")
+    committer = GroupCommitter(store)
+    try:
+        batch = [(_insert(store, n), (), {}, Future()) for n in ("x", "y", "z")]
+        assert [v for _, v, _ in committer._commit(batch)] == ["x", "y", "z"]
+        assert _names(store) == {"x", "y", "z"}
+    finally:
+        committer.stop()
+        store.close()
