@@ -36,7 +36,8 @@ def facade(db):
 def worker(db, tmp_path_factory):
     log = open(tmp_path_factory.mktemp("cli-worker") / "worker.log", "w+")
     proc = popen("worker", "--app", APP, "--queues", "default", "--concurrency", "4",
-                 "--poll-interval", "0.05", db=db, stdout=subprocess.DEVNULL, stderr=log)
+                 "--poll-interval", "0.05", "--prefetch", "2", db=db,
+                 stdout=subprocess.DEVNULL, stderr=log)
     wait_until(lambda: log.seek(0) or "started" in log.read(), timeout=30,
                what="the worker to start")
     yield proc

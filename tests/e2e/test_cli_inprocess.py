@@ -175,6 +175,8 @@ def test_worker_needs_an_app(capsys, db):
     assert r.code == 2 and "--app" in one_error_line(r, "missing_app")
     r = cli(capsys, db, "worker", "--app", APP, "--queues", ",")
     assert r.code == 2 and "--queues" in one_error_line(r, "usage_error")
+    r = cli(capsys, db, "worker", "--app", APP, "--prefetch", "-1")
+    assert r.code == 2 and "--prefetch" in one_error_line(r, "usage_error")
 
 
 def test_run_local_needs_an_app(capsys, db, facade):

@@ -29,6 +29,10 @@ def worker(
         help="How long a claim lasts without a heartbeat [default: 30].")] = None,
     poll_interval: Annotated[float, typer.Option(
         "--poll-interval", min=0.01, metavar="SECONDS", help="How often an idle worker looks for work.")] = 0.5,
+    prefetch: Annotated[Optional[int], typer.Option(
+        "--prefetch", min=0, metavar="N",
+        help="Most jobs held claimed beyond the busy slots while jobs are short; 0 turns "
+             "fetch-ahead off [default: 32 per slot, at most 512].")] = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Run a worker until SIGTERM or Ctrl-C (then drain and exit 0).
@@ -40,7 +44,7 @@ def worker(
     if queues is not None and not names:
         raise CliError("--queues: name at least one queue")
     w = app.worker(concurrency=concurrency, queues=names, lease_ttl=lease_ttl,
-                   poll_interval=poll_interval)
+                   poll_interval=poll_interval, prefetch=prefetch)
     logging.getLogger("tether.cli").info("worker %s started", w.id)
     err().print(f"[dim]worker {escape(w.id)} started: concurrency {concurrency}, "
                 f"queues {escape(','.join(names)) if names else 'all'}, "

@@ -15,6 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queues", default=None, help="comma-separated queue names")
     parser.add_argument("--lease-ttl", type=float, default=None)
     parser.add_argument("--poll-interval", type=float, default=0.5)
+    parser.add_argument("--prefetch", type=int, default=None,
+                        help="most jobs held beyond the busy slots (0: off)")
     parser.add_argument("--database-url", default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("TETHER_LOG_LEVEL", "WARNING"),
@@ -27,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
         app.database_url = args.database_url
     worker = app.worker(concurrency=args.concurrency,
                         queues=args.queues.split(",") if args.queues else None,
-                        lease_ttl=args.lease_ttl, poll_interval=args.poll_interval)
+                        lease_ttl=args.lease_ttl, poll_interval=args.poll_interval,
+                        prefetch=args.prefetch)
     print(f"worker {worker.id} started", file=sys.stderr, flush=True)
     worker.run()
     return 0
