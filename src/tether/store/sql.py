@@ -139,12 +139,7 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
         """Insert jobs in one transaction (the caller's, with ``conn``); ``profile`` is the
         price profile they pin, stored in the same transaction."""
         out: list[tuple[Job, bool]] = []
-        # Queue and profile rows are never deleted, so once this store has committed one it
-        # need not write it again (a caller's transaction may still roll back: not cached).
-        known = self._known_rows()
-        queues = sorted({j.queue for j in jobs} - known) if conn is None else sorted(
-            {j.queue for j in jobs})
-        pin = profile is not None and (conn is not None or ("profile", profile.id) not in known)
+        queues, pin = self._setup_rows(jobs, profile, conn)
         with self._write(conn) as tx:
             now = self._now(tx, None)
             if pin:
@@ -166,6 +161,7 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
                         job_id=existing["id"], idempotency_key=spec.idempotency_key)
                 out.append((self._job(existing), False))
         if conn is None:
+            known = self._known_rows()
             known.update(queues)
             if pin:
                 known.add(("profile", profile.id))
@@ -202,6 +198,16 @@ class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, Admi
                 {"type": r["type"], "queue": r["queue"],
                  "idempotency_key": r["idempotency_key"]}) for r in out if r is not None])
         return out
+
+    def _setup_rows(self, jobs: Sequence[NewJob], profile: Any,
+                    conn: Any) -> tuple[list[str], bool]:
+        """The queue rows and whether the price profile a submit must still write. Queue and
+        profile rows are never deleted, so once this store has committed one it need not
+        write it again (a caller's transaction may still roll back: nothing is skipped)."""
+        known = self._known_rows() if conn is None else set()
+        queues = sorted({j.queue for j in jobs} - known)
+        pin = profile is not None and ("profile", profile.id) not in known
+        return queues, pin
 
     def _known_rows(self) -> set:
         """Queue names and ("profile", id) pairs this store has committed."""

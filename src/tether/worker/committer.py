@@ -95,23 +95,22 @@ class GroupCommitter:
         writes fail."""
         if len(batch) > 1:
             try:
-                with self.store.transaction(savepoints=False):
-                    fast = []
-                    for fn, args, kwargs, future in batch:
-                        try:
-                            fast.append((future, fn(*args, **kwargs), None))
-                        except BaseException:  # noqa: BLE001 - control signals too (a
-                            raise _Retry from None  # budget refusal): run again, one by one
-                    return fast
+                return self._run(batch, savepoints=False)
             except _Retry:
                 pass
+        return self._run(batch, savepoints=True)
+
+    def _run(self, batch: list, *, savepoints: bool) -> list[tuple[Future, Any,
+                                                                   BaseException | None]]:
         outcomes: list[tuple[Future, Any, BaseException | None]] = []
-        with self.store.transaction():
+        with self.store.transaction(savepoints=savepoints):
             for fn, args, kwargs, future in batch:
                 try:
                     outcomes.append((future, fn(*args, **kwargs), None))
-                except BaseException as exc:  # noqa: BLE001 - handed to its caller
-                    outcomes.append((future, None, exc))
+                except BaseException as exc:  # noqa: BLE001 - control signals too (a budget
+                    if not savepoints:        # refusal): without savepoints, all run again
+                        raise _Retry from None
+                    outcomes.append((future, None, exc))  # handed to its caller
         return outcomes
 
     def stop(self) -> None:

@@ -284,9 +284,8 @@ class PostgresStore(SQLStore):
         """One job whose queue and price profile this store has written before is one
         autocommit statement (a single round trip, atomic by itself); everything else is the
         shared transactional submit. A key that already exists takes the shared path too."""
-        known = self._known_rows()
-        if (conn is None and len(jobs) == 1 and jobs[0].queue in known
-                and (profile is None or ("profile", profile.id) in known)):
+        if (conn is None and len(jobs) == 1
+                and self._setup_rows(jobs, profile, conn) == ([], False)):
             now = self.clock.time() if self.clock is not None else None
             try:
                 with self._read() as tx:
