@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from .core.states import JobState
 from .errors import ControlSignal, JobCancelled, JobPaused, LeaseLost, WorkerShutdown
+from .providers.batching import CallBatcher
 from .records import Job
 
 T = TypeVar("T")
@@ -67,6 +68,7 @@ class JobContext:
         self.stats: Counter[str] = Counter()
         self._positions = 0
         self._lock = threading.Lock()
+        self._calls: CallBatcher | None = None
 
     @property
     def log(self) -> logging.Logger:
@@ -92,6 +94,17 @@ class JobContext:
     @property
     def store(self):  # noqa: ANN201 - the app's Store, or the worker's group-committing view
         return self._store if self._store is not None else self.app.store
+
+    @property
+    def calls(self) -> CallBatcher:
+        """Where this attempt's ``ctx.call`` reservations and settlements are written: calls
+        running at once (``ctx.map``) share transactions (``providers/batching.py``)."""
+        if self._calls is None:
+            with self._lock:
+                if self._calls is None:
+                    self._calls = CallBatcher(
+                        lambda ops: self.store.account(self.id, self.attempt, ops))
+        return self._calls
 
     def _raise(self, sig: ControlSignal) -> None:
         self.raised = sig
@@ -191,12 +204,11 @@ class JobContext:
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(items))),
                                 thread_name_prefix=f"tether-map-{self.id}") as pool:
             futures = [pool.submit(run, item) for item in items]
+            wait(futures)  # one wake-up at the end, not one per item
             outcomes = []
             for f in futures:
-                try:
-                    outcomes.append((f.result(), None))
-                except BaseException as exc:  # noqa: BLE001 - re-raised below
-                    outcomes.append((None, exc))
+                exc = f.exception()
+                outcomes.append((None, exc) if exc is not None else (f.result(), None))
         errors = [e for _, e in outcomes if e is not None and not isinstance(e, _NotStarted)]
         if errors:
             signals = [e for e in errors if isinstance(e, ControlSignal)]

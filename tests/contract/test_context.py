@@ -110,6 +110,32 @@ def test_map_runs_concurrently_and_reports_stats(app):
     assert app.events(job.id)[-1].data["stats"]["calls_made"] == 16
 
 
+def test_concurrent_calls_share_writes_and_never_cross_the_budget(app):
+    """ctx.map's calls are journaled through shared transactions (fewer writes than two per
+    call), and the reservations in one write still respect the job's limit together."""
+    barrier = threading.Barrier(8)
+
+    @app.job("fan")
+    def fan(ctx, payload):
+        def one(i):
+            if i < 8:
+                barrier.wait(5)  # the first eight reserve at once
+            return sim_call(ctx, f"k{i}")
+        try:
+            ctx.map(one, range(40), concurrency=8)
+        finally:
+            stats.update(flushes=ctx.calls.flushes, ops=ctx.calls.ops)
+
+    stats: dict = {}
+    job = app.submit("fan", {}, budget={"max_calls": 30})
+    j = claim_and_run(app)
+    assert j.state == JobState.PAUSED and j.error_code == "budget_exhausted"
+    used = app.get(job.id).budget.used
+    assert used.calls == 30 and used.reserved_calls == 0
+    assert len(app.ledger(job.id)) == 30
+    assert stats["flushes"] < stats["ops"]  # some write carried more than one op
+
+
 def test_policy_block_fails_at_once(app):
     @app.job("blocked", max_attempts=5)
     def blocked(ctx, payload):

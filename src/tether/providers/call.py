@@ -3,9 +3,11 @@
 1. A journaled ``done`` key returns its recorded result: the provider is not called again.
 2. The worst case (``Estimate`` priced with the job's pinned profile) is reserved in one
    transaction that also checks every job and project limit; a reservation that would cross a
-   limit raises ``BudgetExhausted`` and no call is made.
+   limit raises ``BudgetExhausted`` and no call is made. Concurrent calls of one job share
+   that transaction (``batching.py``), each checked as if it were alone after the ones before.
 3. The call runs with no transaction open (heartbeats keep the lease alive meanwhile).
-4. Settle records the real usage and cost, the result, and a ledger row, in one transaction.
+4. Settle records the real usage and cost, the result, and a ledger row, in one transaction
+   (shared the same way).
    A call that raised is refunded only when the provider provably did not bill it; otherwise
    its reservation is counted as spent (unconfirmed).
 """
@@ -22,6 +24,7 @@ from ..core.retry import error_code_of, summarize
 from ..core.serialize import dumps, loads
 from ..core.usage import Estimate
 from ..errors import BudgetExhausted, ControlSignal, InvalidPayload, PolicyBlock
+from ..store.base import CallReserve, CallSettle
 from .adapters import extract
 from .classify import classify_exception, refusal_in
 
@@ -54,9 +57,8 @@ def _prepare(ctx: "JobContext", key: str, provider: str, model: str, estimate: E
 def _reserve(ctx: "JobContext", key: str, provider: str, model: str,
              reservation: Reservation, rhash: str | None) -> Any:
     try:
-        return ctx.store.reserve(ctx.id, ctx.attempt, key=key, stage=ctx.job_stage,
-                                 provider=provider, model=model, reservation=reservation,
-                                 request_hash=rhash)
+        return ctx.calls.submit(CallReserve(key, ctx.job_stage, provider, model, reservation,
+                                            rhash))
     except ControlSignal as sig:
         ctx.lease.signal(sig) if sig.code == "lease_lost" else None
         ctx.raised = ctx.raised or sig
@@ -68,9 +70,8 @@ def _settle(ctx: "JobContext", key: str, raw: Any, price: Any, profile: Any,
     value, usage = extract(raw)
     result_json = dumps(value, what=f"result of call {key!r}")
     refusal = refusal_in(value)
-    ctx.store.settle(ctx.id, ctx.attempt, key=key, usage=usage, price=price,
-                     profile_id=profile.id, result_json=result_json,
-                     refused=refusal is not None)
+    ctx.calls.submit(CallSettle(key, usage, price, profile.id, result_json,
+                                refusal is not None))
     if limited:
         ctx.store.settle_rate(ctx.id, key, usage.input_tokens + usage.output_tokens)
     ctx.stats["calls_made"] += 1
@@ -143,6 +144,16 @@ def _boundary(ctx: "JobContext", cache: bool) -> None:
 
 def call(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
          fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
+    calls = ctx.calls
+    calls.enter()
+    try:
+        return _call(ctx, key, provider, model, estimate, fn, request, cache)
+    finally:
+        calls.leave()
+
+
+def _call(ctx: "JobContext", key: str, provider: str, model: str, estimate: Estimate,
+          fn: Callable[[], Any], request: Any, cache: bool) -> Any:
     _boundary(ctx, cache)
     profile, reservation, rhash, price = _prepare(ctx, key, provider, model, estimate, request,
                                                   cache)
@@ -185,6 +196,16 @@ async def _await(aw: Any) -> Any:
 async def acall(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
                 fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
     """``call`` for async jobs: store work runs in a thread, ``fn`` is awaited on this loop."""
+    calls = ctx.calls
+    calls.enter()
+    try:
+        return await _acall(ctx, key, provider, model, estimate, fn, request, cache)
+    finally:
+        calls.leave()
+
+
+async def _acall(ctx: "JobContext", key: str, provider: str, model: str, estimate: Estimate,
+                 fn: Callable[[], Any], request: Any, cache: bool) -> Any:
     await asyncio.to_thread(_boundary, ctx, cache)
     profile, reservation, rhash, price = _prepare(ctx, key, provider, model, estimate, request,
                                                   cache)

@@ -83,6 +83,7 @@ class SimulatedProvider:
         self.prices = load_profile()
         self._asked: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._fd: tuple[int, int] | None = None
 
     def _latency(self, key: str) -> float:
         if isinstance(self.latency_s, tuple):
@@ -97,13 +98,34 @@ class SimulatedProvider:
                            "input_tokens": usage.input_tokens,
                            "output_tokens": usage.output_tokens, "cost_usd": str(cost),
                            "status": status, "pid": os.getpid()}) + "\n"
-        fd = os.open(self.bill_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = self._bill_fd()
+        os.write(fd, line.encode())
+        if self.fsync:
+            os.fsync(fd)
+
+    def _bill_fd(self) -> int:
+        """The bill file, opened once per process (``O_APPEND``: each line is one atomic
+        ``write``, so processes and threads sharing the file never interleave lines)."""
+        pid = os.getpid()
+        if self._fd is None or self._fd[0] != pid:  # a forked child opens its own
+            with self._lock:
+                if self._fd is None or self._fd[0] != pid:
+                    self._fd = (pid, os.open(self.bill_path,
+                                             os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+        return self._fd[1]
+
+    def close(self) -> None:
+        """Close the bill file (it is reopened by the next call)."""
+        with self._lock:
+            if self._fd is not None and self._fd[0] == os.getpid():
+                os.close(self._fd[1])
+            self._fd = None
+
+    def __del__(self) -> None:
         try:
-            os.write(fd, line.encode())
-            if self.fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
 
     def answer(self, prompt: str, max_tokens: int, model: str) -> tuple[str, int]:
         rng = random.Random(_unit(self.seed, model, prompt, "answer"))
@@ -123,11 +145,11 @@ class SimulatedProvider:
         if down_for is not None:
             raise TransientError("simulated provider overloaded (503)", status=503,
                                  retry_after=down_for)
-        if _unit(self.seed, "transient", key, nth) < self.transient_rate:
+        if self.transient_rate and _unit(self.seed, "transient", key, nth) < self.transient_rate:
             raise TransientError("simulated provider rate limited (429)", status=429,
                                  retry_after=self.retry_after_s)
         usage_in = count_tokens(prompt)
-        if _unit(self.seed, "refusal", key) < self.refusal_rate:
+        if self.refusal_rate > 0 and _unit(self.seed, "refusal", key) < self.refusal_rate:
             usage = Usage(input_tokens=usage_in, output_tokens=1)
             self._bill(key, job_id, model, usage, "refused")
             raise PolicyBlock(f"simulated provider refused call {key!r}", billed=True)

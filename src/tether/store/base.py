@@ -59,6 +59,30 @@ class Outcome:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class CallReserve:
+    """Reserve the worst case for call ``key`` before it is made (``Store.account``)."""
+
+    key: str
+    stage: str | None
+    provider: str
+    model: str
+    reservation: Any  # core.budget.Reservation
+    request_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallSettle:
+    """Record the outcome of call ``key``, reserved before by the same attempt."""
+
+    key: str
+    usage: Any  # core.usage.Usage
+    price: Any  # core.pricing.ModelPrice
+    profile_id: str
+    result_json: str
+    refused: bool = False
+
+
 class Store(Protocol):
     url: str
 

@@ -20,6 +20,7 @@ from ..core.states import finish_target, operator_target
 from ..errors import IdempotencyConflict, JobNotFound, JobStateError, LeaseLost
 from ..records import Attempt, Event, Job
 from .accounting import AccountingMixin
+from .calls import CallsMixin
 from .admin import AdminMixin
 from .base import Claim, NewJob, Outcome
 from .checkpoints import CheckpointMixin
@@ -40,7 +41,8 @@ class Tx(Protocol):
     def many(self, _q: str, rows: Sequence[dict[str, Any]]) -> None: ...
 
 
-class SQLStore(RowsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin, AdminMixin, ABC):
+class SQLStore(RowsMixin, CallsMixin, AccountingMixin, CheckpointMixin, RateLimitMixin,
+               AdminMixin, ABC):
     """Store logic shared by every SQL backend."""
 
     url: str

@@ -28,7 +28,8 @@ class _Retry(Exception):
 
 # Store methods that write and may join a shared commit (reads stay direct).
 BATCHED = frozenset({
-    "claim", "start", "finish", "finish_many", "set_stage", "append_event", "reserve", "settle", "release",
+    "claim", "start", "finish", "finish_many", "set_stage", "append_event", "account", "reserve",
+    "settle", "release",
     "record_cached", "add_examples", "save_checkpoint", "put_blob", "settle_rate",
 })
 
@@ -92,13 +93,19 @@ class GroupCommitter:
         """Run ``batch`` in one transaction. Optimistically without savepoints (each costs two
         statements, and nearly every write succeeds); if any write raises, that transaction is
         rolled back and the batch runs again with a savepoint per write, so only the failing
-        writes fail."""
-        if len(batch) > 1:
+        writes fail. A write alone needs no savepoint: if it raises, its transaction rolls back."""
+        if len(batch) == 1:  # alone: the transaction itself is the write's savepoint
+            fn, args, kwargs, future = batch[0]
             try:
-                return self._run(batch, savepoints=False)
-            except _Retry:
-                pass
-        return self._run(batch, savepoints=True)
+                with self.store.transaction(savepoints=False):
+                    value = fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to its caller
+                return [(future, None, exc)]
+            return [(future, value, None)]
+        try:
+            return self._run(batch, savepoints=False)
+        except _Retry:
+            return self._run(batch, savepoints=True)
 
     def _run(self, batch: list, *, savepoints: bool) -> list[tuple[Future, Any,
                                                                    BaseException | None]]:

@@ -243,15 +243,6 @@ ON CONFLICT (scope, key) DO NOTHING;
 -- name: lock_budget
 SELECT * FROM budgets WHERE scope = %(scope)s AND key = %(key)s FOR UPDATE;
 
--- name: update_budget
-UPDATE budgets
-SET spent_usd = %(spent_usd)s::numeric, reserved_usd = %(reserved_usd)s::numeric,
-    calls = %(calls)s, reserved_calls = %(reserved_calls)s, input_tokens = %(input_tokens)s,
-    output_tokens = %(output_tokens)s, reserved_input_tokens = %(reserved_input_tokens)s,
-    reserved_output_tokens = %(reserved_output_tokens)s, examples = %(examples)s,
-    updated_at = %(now)s
-WHERE scope = %(scope)s AND key = %(key)s;
-
 -- name: set_budget_limits
 INSERT INTO budgets (scope, key, limits, updated_at)
 VALUES (%(scope)s, %(key)s, %(limits)s::jsonb, %(now)s)
@@ -305,34 +296,48 @@ VALUES (%(job_id)s, %(project)s, %(stage)s, %(key)s, %(attempt)s, %(provider)s, 
         %(reserved_usd)s::numeric, %(confirmed)s, %(overrun)s, %(now)s)
 RETURNING *;
 
--- ---- one call's reserve and settle (store/accounting.py) -------------------------------------
+-- ---- calls: reserve and settle, many at once (store/calls.py) --------------------------------
 
--- What a reserve or settle reads, in one statement: the job's lease and limits, the journal
--- status of call %(key)s, and the job's and the project's accumulators (one row each).
--- The job row is share-locked (calls of one job do not wait for each other; a transition,
--- which locks it for update, waits for them and they for it), then the two budget rows are
--- locked for update in scope order ('job' < 'project'): the locking happens above the sort,
--- and the CTE (the job row) is read before the sort emits a row, so the lock order is always
--- job row, job budget, project budget. Fewer than two rows: the job or a budget row is missing.
--- name: lock_call
+-- What a batch of one job's calls reads first: the job's lease and limits, and the job's and the
+-- project's accumulators (one row each). The job row is share-locked (a transition, which locks
+-- it for update, waits for the batch and the batch for it; heartbeats too), then the two budget
+-- rows are locked for update in scope order ('job' < 'project'): the locking happens above the
+-- sort, and the CTE (the job row) is read before the sort emits a row, so the lock order is
+-- always job row, job budget, project budget. A batch that appends an event (an overrun) writes
+-- the job row and takes lock_calls_exclusive instead from its start, never upgrading a share
+-- lock. Fewer than two rows: the job or a budget row is missing.
+-- name: lock_calls
 WITH j AS MATERIALIZED (
     SELECT id, project, state, lease_token, budget, price_profile FROM jobs
     WHERE id = %(job_id)s FOR SHARE)
 SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
-       j.budget AS budget, j.price_profile AS price_profile, c.status AS call_status,
-       c.attempt AS call_attempt, c.stage AS call_stage, c.provider AS call_provider,
-       c.model AS call_model, c.reserved_usd AS call_reserved_usd,
-       c.reserved_input_tokens AS call_reserved_input_tokens,
-       c.reserved_output_tokens AS call_reserved_output_tokens, b.scope AS scope,
-       b.limits AS limits, b.spent_usd AS spent_usd, b.reserved_usd AS reserved_usd,
-       b.calls AS calls, b.reserved_calls AS reserved_calls, b.input_tokens AS input_tokens,
-       b.output_tokens AS output_tokens, b.reserved_input_tokens AS reserved_input_tokens,
-       b.reserved_output_tokens AS reserved_output_tokens, b.examples AS examples
+       j.budget AS budget, j.price_profile AS price_profile, b.*
 FROM j JOIN budgets b ON (b.scope = 'job' AND b.key = %(job_key)s)
                       OR (b.scope = 'project' AND b.key = j.project)
-LEFT JOIN call_journal c ON c.job_id = %(job_id)s AND c.key = %(key)s
 ORDER BY b.scope
 FOR UPDATE OF b;
+
+-- name: lock_calls_exclusive
+WITH j AS MATERIALIZED (
+    SELECT id, project, state, lease_token, budget, price_profile FROM jobs
+    WHERE id = %(job_id)s FOR UPDATE)
+SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+       j.budget AS budget, j.price_profile AS price_profile, b.*
+FROM j JOIN budgets b ON (b.scope = 'job' AND b.key = %(job_key)s)
+                      OR (b.scope = 'project' AND b.key = j.project)
+ORDER BY b.scope
+FOR UPDATE OF b;
+
+-- The journal rows of a batch's keys: what a reserve or a settle needs (read under the job
+-- row's lock: no other write of this job's journal can interleave).
+-- name: journal_keys
+SELECT key, status, attempt, stage, provider, model, reserved_usd, reserved_input_tokens,
+       reserved_output_tokens, request_hash, created_at
+FROM call_journal WHERE job_id = %(job_id)s AND key = ANY (%(keys)s::text[]);
+
+-- The ledger row a settle just wrote.
+-- name: ledger_last
+SELECT * FROM cost_ledger WHERE job_id = %(job_id)s AND key = %(key)s ORDER BY id DESC LIMIT 1;
 
 -- name: ensure_call_budgets
 INSERT INTO budgets (scope, key, updated_at)

@@ -181,14 +181,6 @@ ON CONFLICT (scope, key) DO NOTHING;
 -- name: lock_budget
 SELECT * FROM budgets WHERE scope = :scope AND key = :key;
 
--- name: update_budget
-UPDATE budgets
-SET spent_usd = :spent_usd, reserved_usd = :reserved_usd, calls = :calls,
-    reserved_calls = :reserved_calls, input_tokens = :input_tokens,
-    output_tokens = :output_tokens, reserved_input_tokens = :reserved_input_tokens,
-    reserved_output_tokens = :reserved_output_tokens, examples = :examples, updated_at = :now
-WHERE scope = :scope AND key = :key;
-
 -- name: set_budget_limits
 INSERT INTO budgets (scope, key, limits, updated_at) VALUES (:scope, :key, :limits, :now)
 ON CONFLICT (scope, key) DO UPDATE SET limits = excluded.limits, updated_at = excluded.updated_at;
@@ -238,40 +230,36 @@ VALUES (:job_id, :project, :stage, :key, :attempt, :provider, :model, :input_tok
         :confirmed, :overrun, :now)
 RETURNING *;
 
--- ---- one call's reserve and settle (store/accounting.py) -------------------------------------
+-- ---- calls: reserve and settle, many at once (store/calls.py) --------------------------------
 
--- What a reserve or settle reads, in one statement: the job's lease and limits, the journal
--- status of call :key, and the job's and the project's accumulators (one row each). The write
--- lock is already held (BEGIN IMMEDIATE). Fewer than two rows: the job or a budget row is
--- missing (ensure_call_budgets creates the budget rows).
--- name: lock_call
+-- What a batch of one job's calls reads first: the job's lease and limits, and the job's and the
+-- project's accumulators (one row each). The write lock is already held (BEGIN IMMEDIATE), so
+-- the exclusive variant is the same statement here. Fewer than two rows: the job or a budget row
+-- is missing (ensure_call_budgets creates the budget rows).
+-- name: lock_calls
 SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
-       j.budget AS budget, j.price_profile AS price_profile, c.status AS call_status,
-       c.attempt AS call_attempt, c.stage AS call_stage, c.provider AS call_provider,
-       c.model AS call_model, c.reserved_usd AS call_reserved_usd,
-       c.reserved_input_tokens AS call_reserved_input_tokens,
-       c.reserved_output_tokens AS call_reserved_output_tokens, b.scope AS scope,
-       b.limits AS limits, b.spent_usd AS spent_usd, b.reserved_usd AS reserved_usd,
-       b.calls AS calls, b.reserved_calls AS reserved_calls, b.input_tokens AS input_tokens,
-       b.output_tokens AS output_tokens, b.reserved_input_tokens AS reserved_input_tokens,
-       b.reserved_output_tokens AS reserved_output_tokens, b.examples AS examples
-FROM jobs j JOIN budgets b ON b.scope = 'job' AND b.key = :job_key
-LEFT JOIN call_journal c ON c.job_id = j.id AND c.key = :key
-WHERE j.id = :job_id
-UNION ALL
-SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
-       j.budget AS budget, j.price_profile AS price_profile, c.status AS call_status,
-       c.attempt AS call_attempt, c.stage AS call_stage, c.provider AS call_provider,
-       c.model AS call_model, c.reserved_usd AS call_reserved_usd,
-       c.reserved_input_tokens AS call_reserved_input_tokens,
-       c.reserved_output_tokens AS call_reserved_output_tokens, b.scope AS scope,
-       b.limits AS limits, b.spent_usd AS spent_usd, b.reserved_usd AS reserved_usd,
-       b.calls AS calls, b.reserved_calls AS reserved_calls, b.input_tokens AS input_tokens,
-       b.output_tokens AS output_tokens, b.reserved_input_tokens AS reserved_input_tokens,
-       b.reserved_output_tokens AS reserved_output_tokens, b.examples AS examples
-FROM jobs j JOIN budgets b ON b.scope = 'project' AND b.key = j.project
-LEFT JOIN call_journal c ON c.job_id = j.id AND c.key = :key
+       j.budget AS budget, j.price_profile AS price_profile, b.*
+FROM jobs j JOIN budgets b ON (b.scope = 'job' AND b.key = :job_key)
+                           OR (b.scope = 'project' AND b.key = j.project)
 WHERE j.id = :job_id;
+
+-- name: lock_calls_exclusive
+SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+       j.budget AS budget, j.price_profile AS price_profile, b.*
+FROM jobs j JOIN budgets b ON (b.scope = 'job' AND b.key = :job_key)
+                           OR (b.scope = 'project' AND b.key = j.project)
+WHERE j.id = :job_id;
+
+-- The journal rows of a batch's keys (:keys: a JSON array): what a reserve or a settle needs.
+-- name: journal_keys
+SELECT c.key, c.status, c.attempt, c.stage, c.provider, c.model, c.reserved_usd,
+       c.reserved_input_tokens, c.reserved_output_tokens, c.request_hash, c.created_at
+FROM json_each(:keys) k CROSS JOIN call_journal c
+WHERE c.job_id = :job_id AND c.key = k.value;
+
+-- The ledger row a settle just wrote.
+-- name: ledger_last
+SELECT * FROM cost_ledger WHERE job_id = :job_id AND key = :key ORDER BY id DESC LIMIT 1;
 
 -- name: ensure_call_budgets
 INSERT INTO budgets (scope, key, updated_at)

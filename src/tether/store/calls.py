@@ -1,0 +1,369 @@
+"""Reserve and settle calls, many at once: ``account`` is the one write path of ``ctx.call``.
+
+``account(job_id, token, ops)`` applies a list of reservations and settlements of one job in
+ONE transaction: the job row (its lease and limits), the job's and the project's accumulators
+and the journal rows of every key are read and locked once, each operation is applied in order
+to that in-memory book exactly as it would be alone (a reservation sees the ones before it, so
+eight concurrent reservations can never overshoot a limit together), and the results are
+written once: both accumulators in one statement, the journal and ledger rows in one batch
+each. An operation that fails (``BudgetExhausted``, a lost lease, a cancel, a duplicate key)
+changes nothing and is reported in its own slot; the others still commit.
+
+``reserve`` and ``settle`` are ``account`` with one operation. ``release`` (a call that raised)
+is rare and keeps its own transaction.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Sequence
+
+from ..core.budget import Budget, Counters, Reservation, exceeded_limit
+from ..core.pricing import ModelPrice
+from ..core.states import JobState
+from ..core.usage import Usage
+from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
+from ..records import JournalEntry, LedgerEntry
+from .accounting import _usage_dict
+from .base import CallReserve, CallSettle
+from .rows import _dec, _ts
+
+_D0 = Decimal(0)
+_NO_LIMITS = Budget()
+_USD = ("spent_usd", "reserved_usd")
+_COUNTS = ("calls", "reserved_calls", "input_tokens", "output_tokens", "reserved_input_tokens",
+           "reserved_output_tokens", "examples")
+
+Outcome = tuple[Any, BaseException | None]
+
+
+class _Exclusive(Exception):
+    """A batch that appends an event (an overrun) must lock the job row for update: restart."""
+
+
+class CallsMixin:
+    """Mixed into ``SQLStore``; relies on its transaction, parameter and accounting hooks."""
+
+    calls_share_lock_job = False
+    """PostgreSQL: ``lock_calls`` only share-locks the job row, so a batch that must write it
+    (an overrun event) restarts with ``lock_calls_exclusive``."""
+
+    def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
+                now: float | None = None) -> list[Outcome]:
+        """Apply ``ops`` (in order) in one transaction. Returns ``(value, error)`` per op: a
+        reservation's value is ``None``, or the journal entry of a key already done (nothing
+        reserved); a settlement's is ``None`` (its ledger row is in ``ledger()``)."""
+        return self._accounted(job_id, token, ops, now)[0]
+
+    def _accounted(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle],
+                   now: float | None, read_back: bool = False) -> tuple[list[Outcome], Any]:
+        exclusive = False
+        while True:
+            try:
+                with self._write() as tx:
+                    at = self._now(tx, now)
+                    book = self._open_book(tx, job_id, ops, at, exclusive)
+                    outcomes = [book.apply(op, token) for op in ops]
+                    if book.events and self.calls_share_lock_job and not exclusive:
+                        raise _Exclusive()
+                    self._write_book(tx, book, at)
+                    back = (tx.one("ledger_last", job_id=job_id, key=ops[0].key)
+                            if read_back and outcomes[0][1] is None else None)
+                return outcomes, back
+            except _Exclusive:
+                exclusive = True
+
+    def reserve(self, job_id: int, token: int, *, key: str, stage: str | None, provider: str,
+                model: str, reservation: Reservation, request_hash: str | None = None,
+                now: float | None = None) -> JournalEntry | None:
+        """Reserve the worst case for call ``key``. Returns the journal entry instead, without
+        reserving, when the key is already done. Raises ``BudgetExhausted`` (nothing written)
+        when a job or project limit would be crossed, ``JobCancelled``/``JobPaused`` when an
+        operator stopped the job: no call starts after a cancel is recorded."""
+        op = CallReserve(key, stage, provider, model, reservation, request_hash)
+        ((value, exc),), _ = self._accounted(job_id, token, [op], now)
+        if exc is not None:
+            raise exc
+        return value
+
+    def settle(self, job_id: int, token: int, *, key: str, usage: Usage, price: ModelPrice,
+               profile_id: str, result_json: str, refused: bool = False,
+               now: float | None = None) -> LedgerEntry:
+        """Record a completed call: journal ``done``, reservation replaced by the real cost,
+        one confirmed ledger row (flagged as an overrun if usage exceeded the estimate, which
+        also appends an ``estimate_overrun`` event). A ``refused`` call (a refusal in a billed
+        response) is paid but journaled ``failed``, so an operator's retry may ask again."""
+        op = CallSettle(key, usage, price, profile_id, result_json, refused)
+        ((_, exc),), row = self._accounted(job_id, token, [op], now, read_back=True)
+        if exc is not None:
+            raise exc
+        return self._ledger(row)
+
+    def release(self, job_id: int, token: int, *, key: str, error_code: str,
+                error_summary: str, billed: bool | None, now: float | None = None) -> None:
+        """A call that raised. ``billed=False`` (the provider answered with a refusal): the
+        reservation is refunded and nothing is spent. Otherwise the outcome is unknown and the
+        reservation is counted as spent, unconfirmed, so the ledger never under-reports."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            job = self._held(tx, job_id, token)
+            entry = tx.one("journal_get", job_id=job_id, key=key)
+            if entry is None or entry["status"] != "reserved" or entry["attempt"] != token:
+                return
+            if billed is False:
+                self._adjust(tx, job, now, reserved_usd=-_dec(entry["reserved_usd"]),
+                             reserved_calls=-1,
+                             reserved_input_tokens=-entry["reserved_input_tokens"],
+                             reserved_output_tokens=-entry["reserved_output_tokens"])
+                tx.run("journal_finish", job_id=job_id, key=key, attempt=token,
+                       status="failed", result=None, usage=None, cost_usd=None,
+                       error_code=error_code, error_summary=error_summary[:2000],
+                       now=self._time_param(now))
+            else:
+                self._settle_orphan(tx, job, entry, now, error=(error_code, error_summary))
+
+    # --- reading and writing the book ----------------------------------------------------------
+
+    def _open_book(self, tx: Any, job_id: int, ops: Sequence[CallReserve | CallSettle],
+                   now: float, exclusive: bool) -> "_Book":
+        """The job row, both accumulators (locked, job first) and the journal rows of ``ops``'
+        keys. Creates missing accumulator rows first (a job's first call)."""
+        lock = "lock_calls_exclusive" if exclusive else "lock_calls"
+        params = {"job_id": job_id, "job_key": str(job_id)}
+        ready = self._call_budgets_ready()
+        rows = tx.all(lock, **params) if job_id in ready else []
+        if len(rows) < 2:
+            tx.run("ensure_call_budgets", job_id=job_id, now=self._time_param(now))
+            rows = tx.all(lock, **params)
+            if len(rows) >= 2:
+                if len(ready) > 10_000:
+                    ready.clear()
+                ready.add(job_id)
+        journal: dict[str, dict[str, Any]] = {}
+        if len(rows) >= 2:
+            keys = list({op.key: None for op in ops})
+            for row in tx.all("journal_keys", job_id=job_id, keys=self._list_param(keys)):
+                journal[row["key"]] = row
+        return _Book(self, tx, job_id, rows, journal, now)
+
+    def _write_book(self, tx: Any, book: "_Book", now: float) -> None:
+        if book.changed:
+            params: dict[str, Any] = {"job_key": str(book.job_id),
+                                      "project": book.job["project"],
+                                      "now": self._time_param(now)}
+            for prefix, acc in (("j_", book.acc[0]), ("p_", book.acc[1])):
+                for name, value in acc.items():
+                    params[prefix + name] = self._money_param(value) if name in _USD else value
+            if tx.run("update_call_budgets", **params) != 2:  # pragma: no cover - locked
+                raise TetherError(f"job {book.job_id}: budget rows vanished mid-transaction")
+        if book.finishes:
+            tx.many("journal_finish", book.finishes)
+        if book.reserves:
+            tx.many("journal_reserve", book.reserves)
+        if book.ledger:
+            tx.many("insert_ledger", book.ledger)
+        for data in book.events:
+            self._note(tx, book.job_id, "estimate_overrun", now, data["attempt"], data["event"])
+
+
+class _Book:
+    """One transaction's view of a job's calls: applied in memory, written once."""
+
+    def __init__(self, store: Any, tx: Any, job_id: int, rows: list[dict[str, Any]],
+                 journal: dict[str, dict[str, Any]], now: float) -> None:
+        self.store, self.tx, self.job_id, self.now = store, tx, job_id, now
+        self.job: dict[str, Any] | None = None
+        if len(rows) >= 2:
+            rows.sort(key=lambda r: r["scope"])  # 'job' < 'project'
+            r = rows[0]
+            self.job = {"id": job_id, "project": r["job_project"], "state": r["job_state"],
+                        "lease_token": r["lease_token"], "budget": r["budget"],
+                        "price_profile": r["price_profile"]}
+            self.acc = tuple(_accumulator(row) for row in rows[:2])
+            self.limits = (store._job_limits(r["budget"]), store._job_limits(rows[1]["limits"]))
+        self.journal = journal
+        self.changed = False
+        self.finishes: list[dict[str, Any]] = []
+        self.reserves: list[dict[str, Any]] = []
+        self.ledger: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self._first_start: Any = ()
+        self._t = store._time_param(now)
+
+    def apply(self, op: CallReserve | CallSettle, token: int) -> Outcome:
+        try:
+            if isinstance(op, CallReserve):
+                return self._reserve(op, token), None
+            self._settle(op, token)
+            return None, None
+        except (TetherError, BudgetExhausted, JobCancelled, JobPaused, LeaseLost) as exc:
+            return None, exc
+
+    # --- reserve -----------------------------------------------------------------------------
+
+    def _reserve(self, op: CallReserve, token: int) -> JournalEntry | None:
+        job = self._held(token)
+        if job["state"] == JobState.CANCELLING:
+            raise JobCancelled(f"job {self.job_id} was cancelled")
+        if job["state"] == JobState.PAUSING:
+            raise JobPaused(f"job {self.job_id} was paused")
+        if job["state"] != JobState.RUNNING:
+            raise LeaseLost(f"job {self.job_id} is {job['state']}, not running")
+        entry = self.journal.get(op.key)
+        status = entry["status"] if entry else None
+        if status == "done":
+            if "result" not in entry:  # journal_keys reads only what reserving needs
+                entry = self.tx.one("journal_get", job_id=self.job_id, key=op.key)
+            return self.store._journal(entry)
+        if status == "reserved" and entry["attempt"] == token:
+            raise TetherError(f"call key {op.key!r} is already in flight in this job; "
+                              "keys must be unique per call")
+        want = op.reservation
+        orphan = entry if status == "reserved" else None
+        self._check(want)  # an orphan settled below leaves spent + reserved unchanged
+        if orphan is not None:  # an earlier attempt's call whose outcome is unknown
+            self._orphan(orphan)
+        self._add(reserved_usd=want.cost_usd, reserved_calls=want.calls,
+                  reserved_input_tokens=want.input_tokens,
+                  reserved_output_tokens=want.output_tokens)
+        money = self.store._money_param(want.cost_usd)
+        self.reserves.append({
+            "job_id": self.job_id, "key": op.key, "stage": op.stage, "attempt": token,
+            "provider": op.provider, "model": op.model, "request_hash": op.request_hash,
+            "reserved_usd": money, "reserved_input_tokens": want.input_tokens,
+            "reserved_output_tokens": want.output_tokens, "now": self._t})
+        self.journal[op.key] = {
+            "job_id": self.job_id, "key": op.key, "stage": op.stage, "status": "reserved",
+            "attempt": token, "provider": op.provider, "model": op.model,
+            "request_hash": op.request_hash, "reserved_usd": want.cost_usd,
+            "reserved_input_tokens": want.input_tokens,
+            "reserved_output_tokens": want.output_tokens}
+        return None
+
+    def _check(self, want: Reservation) -> None:
+        """Raise ``BudgetExhausted`` if ``want`` would cross a job or project limit."""
+        job_limits, project_limits = self.limits
+        hit = (exceeded_limit(job_limits, _counters(self.acc[0]), want)
+               if job_limits != _NO_LIMITS else None)
+        scope = "job"
+        if hit is None and job_limits.max_duration_s is not None:
+            started = self._started()
+            if started is not None and self.now - started > job_limits.max_duration_s:
+                hit = "max_duration_s"
+        if hit is None and project_limits != _NO_LIMITS:
+            hit = exceeded_limit(project_limits, _counters(self.acc[1]), want)
+            scope = "project"
+        if hit is not None:
+            raise BudgetExhausted(
+                f"{scope} limit {hit} would be crossed by a call reserving "
+                f"${want.cost_usd} ({want.input_tokens} in / {want.output_tokens} out tokens)",
+                limit=hit, scope=scope, reserve_usd=str(want.cost_usd))
+
+    def _started(self) -> float | None:
+        if self._first_start == ():
+            row = self.tx.one("first_start", job_id=self.job_id)
+            started = row and row["started_at"]
+            self._first_start = _ts(started) if started is not None else None
+        return self._first_start
+
+    def _orphan(self, entry: dict[str, Any]) -> None:
+        """Spend an earlier attempt's open reservation in full, unconfirmed (as
+        ``AccountingMixin._settle_orphan`` does when an attempt ends)."""
+        store = self.store
+        reserved, tin, tout = _reserved_of(entry)
+        self._add(reserved_usd=-reserved, reserved_calls=-1, reserved_input_tokens=-tin,
+                  reserved_output_tokens=-tout, spent_usd=reserved, calls=1, input_tokens=tin,
+                  output_tokens=tout)
+        money = store._money_param(reserved)
+        self.finishes.append({
+            "job_id": self.job_id, "key": entry["key"], "attempt": entry["attempt"],
+            "status": "unconfirmed", "result": None, "usage": None, "cost_usd": money,
+            "error_code": "unconfirmed",
+            "error_summary": "outcome unknown after the attempt ended", "now": self._t})
+        price = store._pinned_price(self.tx, self.job, entry["provider"], entry["model"]) or \
+            ModelPrice(entry["provider"], entry["model"], _D0, _D0)
+        self._ledger_row(entry, Usage(input_tokens=tin, output_tokens=tout), price,
+                         self.job.get("price_profile") or "unknown", reserved, confirmed=False,
+                         overrun=False)
+
+    # --- settle ------------------------------------------------------------------------------
+
+    def _settle(self, op: CallSettle, token: int) -> None:
+        self._held(token)
+        entry = self.journal.get(op.key)
+        if entry is None or entry["status"] != "reserved" or entry["attempt"] != token:
+            raise LeaseLost(f"job {self.job_id}: call {op.key!r} is not reserved by attempt "
+                            f"{token}")
+        usage = op.usage
+        cost = op.price.cost(usage)
+        reserved, tin, tout = _reserved_of(entry)
+        self._add(reserved_usd=-reserved, reserved_calls=-1, reserved_input_tokens=-tin,
+                  reserved_output_tokens=-tout, spent_usd=cost, calls=1,
+                  input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        store = self.store
+        status = "failed" if op.refused else "done"
+        usage_json = store._json_param(_usage_dict(usage))
+        money = store._money_param(cost)
+        self.finishes.append({
+            "job_id": self.job_id, "key": op.key, "attempt": token, "status": status,
+            "result": op.result_json, "usage": usage_json, "cost_usd": money,
+            "error_code": "policy_block" if op.refused else None,
+            "error_summary": "refused by the provider" if op.refused else None, "now": self._t})
+        overrun = usage.input_tokens > tin or usage.output_tokens > tout
+        self._ledger_row(entry, usage, op.price, op.profile_id, cost, confirmed=True,
+                         overrun=overrun)
+        if overrun:
+            self.events.append({"attempt": token, "event": {
+                "key": op.key, "reserved_input_tokens": tin, "reserved_output_tokens": tout,
+                "usage": usage.to_dict()}})
+        self.journal[op.key] = dict(  # what a reserve of this key later in the batch returns
+            entry, job_id=self.job_id, status=status, result=op.result_json, usage=usage_json,
+            cost_usd=cost, error_code="policy_block" if op.refused else None,
+            updated_at=self._t)
+
+    # --- shared ------------------------------------------------------------------------------
+
+    def _held(self, token: int) -> dict[str, Any]:
+        if self.job is None or self.job["lease_token"] != token:
+            raise LeaseLost(f"job {self.job_id}: lease {token} is no longer held",
+                            job_id=self.job_id)
+        return self.job
+
+    def _add(self, **delta: Any) -> None:
+        for acc in self.acc:
+            for name, value in delta.items():
+                acc[name] += value
+        self.changed = True
+
+    def _ledger_row(self, entry: dict[str, Any], usage: Usage, price: ModelPrice,
+                    profile_id: str, cost: Decimal, *, confirmed: bool, overrun: bool) -> None:
+        money = self.store._money_param
+        self.ledger.append({
+            "job_id": self.job_id, "project": self.job["project"], "stage": entry["stage"],
+            "key": entry["key"], "attempt": entry["attempt"], "provider": entry["provider"],
+            "model": entry["model"], "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cached_input_tokens": usage.cached_input_tokens,
+            "reasoning_tokens": usage.reasoning_tokens,
+            "input_per_mtok": money(price.input_per_mtok),
+            "output_per_mtok": money(price.output_per_mtok),
+            "cached_input_per_mtok": money(price.cached_input_per_mtok),
+            "price_profile": profile_id, "cost_usd": money(cost),
+            "reserved_usd": money(_dec(entry["reserved_usd"])), "confirmed": confirmed,
+            "overrun": overrun, "now": self._t})
+
+
+def _accumulator(row: dict[str, Any]) -> dict[str, Any]:
+    acc: dict[str, Any] = {name: _dec(row[name]) for name in _USD}
+    for name in _COUNTS:
+        acc[name] = int(row[name] or 0)
+    return acc
+
+
+def _counters(acc: dict[str, Any]) -> Counters:
+    return Counters(**acc)
+
+
+def _reserved_of(entry: dict[str, Any]) -> tuple[Decimal, int, int]:
+    return (_dec(entry["reserved_usd"]), int(entry["reserved_input_tokens"]),
+            int(entry["reserved_output_tokens"]))

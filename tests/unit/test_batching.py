@@ -1,0 +1,148 @@
+"""CallBatcher: concurrent calls of one job share writes; each op keeps its own outcome."""
+
+import threading
+
+import pytest
+
+from tether.providers.batching import CallBatcher
+
+
+class Recorder:
+    """A flush that records its batches; ``gate`` holds the first write until released."""
+
+    def __init__(self, hold_first: bool = False) -> None:
+        self.batches: list[list] = []
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        if not hold_first:
+            self.gate.set()
+
+    def __call__(self, ops):
+        self.batches.append(list(ops))
+        self.entered.set()
+        self.gate.wait(10)
+        return [(None, ValueError(op)) if str(op).startswith("bad") else (op.upper(), None)
+                for op in ops]
+
+
+def run(target, *args):
+    t = threading.Thread(target=target, args=args, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_lone_call_is_written_at_once_alone():
+    flush = Recorder()
+    b = CallBatcher(flush, linger_s=30)
+    b.enter()
+    assert b.submit("a") == "A"
+    b.leave()
+    assert flush.batches == [["a"]]
+
+
+def test_ops_queued_during_a_write_share_the_next_one_in_arrival_order():
+    flush = Recorder(hold_first=True)
+    b = CallBatcher(flush, linger_s=0)
+    results = {}
+    first = run(lambda: results.setdefault("first", b.submit("first")))
+    assert flush.entered.wait(5)
+    others = []
+    for name in ("x", "y", "z"):
+        others.append(run(lambda n=name: results.setdefault(n, b.submit(n))))
+        while len(b._pending) < len(others):  # queued behind the write in progress
+            threading.Event().wait(0.001)
+    flush.gate.set()
+    for t in [first, *others]:
+        t.join(5)
+    assert flush.batches == [["first"], ["x", "y", "z"]]
+    assert results == {"first": "FIRST", "x": "X", "y": "Y", "z": "Z"}
+    assert (b.flushes, b.ops) == (2, 4)
+
+
+def test_one_op_failing_fails_only_that_op():
+    flush = Recorder(hold_first=True)
+    b = CallBatcher(flush, linger_s=0)
+    out = {}
+
+    def go(name):
+        try:
+            out[name] = b.submit(name)
+        except ValueError as exc:
+            out[name] = exc
+
+    threads = [run(go, "lead")]
+    assert flush.entered.wait(5)
+    for name in ("ok1", "bad", "ok2"):
+        threads.append(run(go, name))
+        while len(b._pending) < len(threads) - 1:
+            threading.Event().wait(0.001)
+    flush.gate.set()
+    for t in threads:
+        t.join(5)
+    assert out["ok1"] == "OK1" and out["ok2"] == "OK2" and isinstance(out["bad"], ValueError)
+    assert flush.batches[1] == ["ok1", "bad", "ok2"]
+
+
+def test_a_failed_write_fails_every_op_in_it_and_the_next_write_goes_on():
+    calls = []
+
+    def flush(ops):
+        calls.append(list(ops))
+        if len(calls) == 1:
+            raise ConnectionError("database went away")
+        return [(op, None) for op in ops]
+
+    b = CallBatcher(flush)
+    with pytest.raises(ConnectionError):
+        b.submit("a")
+    assert b.submit("b") == "b"
+
+
+def test_a_leader_waits_for_every_call_in_progress_then_writes_them_together():
+    flush = Recorder()
+    b = CallBatcher(flush, linger_s=30)  # a broken wake-up would hang here for 30 s
+    for _ in range(3):
+        b.enter()
+    threads = [run(b.submit, name) for name in ("a", "b", "c")]
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads)
+    assert len(flush.batches) == 1 and sorted(flush.batches[0]) == ["a", "b", "c"]
+
+
+def test_a_call_that_leaves_without_writing_releases_the_lingering_leader():
+    flush = Recorder()
+    b = CallBatcher(flush, linger_s=30)
+    b.enter()
+    b.enter()  # a second call in progress that will not write (its provider raised)
+    t = run(b.submit, "a")
+    while not b._lingering:
+        threading.Event().wait(0.001)
+    b.leave()
+    t.join(10)
+    assert not t.is_alive() and flush.batches == [["a"]]
+
+
+def test_linger_is_bounded_when_a_call_in_progress_never_writes():
+    flush = Recorder()
+    b = CallBatcher(flush, linger_s=0.01)
+    b.enter()
+    b.enter()
+    b.enter()
+    assert b.submit("a") == "A"  # the other two are still in progress: waited 10 ms, alone
+    assert flush.batches == [["a"]]
+
+
+def test_max_batch_caps_a_write_and_the_rest_follow():
+    flush = Recorder(hold_first=True)
+    b = CallBatcher(flush, max_batch=2, linger_s=0)
+    threads = [run(b.submit, "lead")]
+    assert flush.entered.wait(5)
+    for name in ("p", "q", "r"):
+        threads.append(run(b.submit, name))
+        while len(b._pending) < len(threads) - 1:
+            threading.Event().wait(0.001)
+    flush.gate.set()
+    for t in threads:
+        t.join(5)
+    assert flush.batches == [["lead"], ["p", "q"], ["r"]]
