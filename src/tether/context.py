@@ -96,7 +96,7 @@ class JobContext:
         return self._store if self._store is not None else self.app.store
 
     @property
-    def calls(self) -> CallBatcher:
+    def _batcher(self) -> CallBatcher:
         """Where this attempt's ``ctx.call`` reservations and settlements are written: calls
         running at once (``ctx.map``) share transactions (``providers/batching.py``)."""
         if self._calls is None:

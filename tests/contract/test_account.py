@@ -5,22 +5,11 @@ from decimal import Decimal
 
 from tether import BudgetExhausted, JobCancelled, LeaseLost, Usage
 from tether.core.budget import Reservation
-from tether.core.pricing import ModelPrice
 from tether.errors import TetherError
 from tether.records import JournalEntry
 from tether.store.base import CallReserve, CallSettle
 
-PRICE = ModelPrice("simulated", "sim-small", Decimal("0.50"), Decimal("1.50"), Decimal("0.25"))
-
-
-def running_job(app, **submit):
-    if "t" not in app.registry:
-        app.register("t", lambda ctx, payload: payload)
-    job = app.submit("t", {}, **submit)
-    (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, c.token)
-    return job, c.token
-
+from tests.money import PRICE, running_job
 
 def res(key, cost="0.10", tin=100, tout=50):
     return CallReserve(key, "s", "simulated", "sim-small", Reservation(Decimal(cost), tin, tout))

@@ -6,27 +6,11 @@ import pytest
 
 from tether import BudgetExhausted, JobCancelled, JobState, LeaseLost, Usage
 from tether.errors import TetherError
-from tether.core.budget import Reservation
-from tether.core.pricing import ModelPrice
 from tether.store.base import Outcome
 
+from tests.money import PRICE, reserve, running_job
+
 S = JobState
-PRICE = ModelPrice("simulated", "sim-small", Decimal("0.50"), Decimal("1.50"), Decimal("0.25"))
-
-
-def running_job(app, **submit):
-    if "t" not in app.registry:
-        app.register("t", lambda ctx, payload: payload)
-    job = app.submit("t", {}, **submit)
-    (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, c.token)
-    return job, c.token
-
-
-def reserve(app, job, token, key, cost="0.10", tin=100, tout=50):
-    return app.store.reserve(job.id, token, key=key, stage="s", provider="simulated",
-                             model="sim-small",
-                             reservation=Reservation(Decimal(cost), tin, tout))
 
 
 def test_reserve_then_settle_moves_reserved_to_spent(app):

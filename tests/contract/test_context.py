@@ -124,7 +124,7 @@ def test_concurrent_calls_share_writes_and_never_cross_the_budget(app):
         try:
             ctx.map(one, range(40), concurrency=8)
         finally:
-            stats.update(flushes=ctx.calls.flushes, ops=ctx.calls.ops)
+            stats.update(flushes=ctx._batcher.flushes, ops=ctx._batcher.ops)
 
     stats: dict = {}
     job = app.submit("fan", {}, budget={"max_calls": 30})

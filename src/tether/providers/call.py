@@ -57,7 +57,7 @@ def _prepare(ctx: "JobContext", key: str, provider: str, model: str, estimate: E
 def _reserve(ctx: "JobContext", key: str, provider: str, model: str,
              reservation: Reservation, rhash: str | None) -> Any:
     try:
-        return ctx.calls.submit(CallReserve(key, ctx.job_stage, provider, model, reservation,
+        return ctx._batcher.submit(CallReserve(key, ctx.job_stage, provider, model, reservation,
                                             rhash))
     except ControlSignal as sig:
         ctx.lease.signal(sig) if sig.code == "lease_lost" else None
@@ -70,7 +70,7 @@ def _settle(ctx: "JobContext", key: str, raw: Any, price: Any, profile: Any,
     value, usage = extract(raw)
     result_json = dumps(value, what=f"result of call {key!r}")
     refusal = refusal_in(value)
-    ctx.calls.submit(CallSettle(key, usage, price, profile.id, result_json,
+    ctx._batcher.submit(CallSettle(key, usage, price, profile.id, result_json,
                                 refusal is not None))
     if limited:
         ctx.store.settle_rate(ctx.id, key, usage.input_tokens + usage.output_tokens)
@@ -144,7 +144,7 @@ def _boundary(ctx: "JobContext", cache: bool) -> None:
 
 def call(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
          fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
-    calls = ctx.calls
+    calls = ctx._batcher
     calls.enter()
     try:
         return _call(ctx, key, provider, model, estimate, fn, request, cache)
@@ -196,7 +196,7 @@ async def _await(aw: Any) -> Any:
 async def acall(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
                 fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
     """``call`` for async jobs: store work runs in a thread, ``fn`` is awaited on this loop."""
-    calls = ctx.calls
+    calls = ctx._batcher
     calls.enter()
     try:
         return await _acall(ctx, key, provider, model, estimate, fn, request, cache)

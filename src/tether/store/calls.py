@@ -37,16 +37,8 @@ _COUNTS = ("calls", "reserved_calls", "input_tokens", "output_tokens", "reserved
 Outcome = tuple[Any, BaseException | None]
 
 
-class _Exclusive(Exception):
-    """A batch that appends an event (an overrun) must lock the job row for update: restart."""
-
-
 class CallsMixin:
     """Mixed into ``SQLStore``; relies on its transaction, parameter and accounting hooks."""
-
-    calls_share_lock_job = False
-    """PostgreSQL: ``lock_calls`` only share-locks the job row, so a batch that must write it
-    (an overrun event) restarts with ``lock_calls_exclusive``."""
 
     def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
                 now: float | None = None) -> list[Outcome]:
@@ -57,21 +49,14 @@ class CallsMixin:
 
     def _accounted(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle],
                    now: float | None, read_back: bool = False) -> tuple[list[Outcome], Any]:
-        exclusive = False
-        while True:
-            try:
-                with self._write() as tx:
-                    at = self._now(tx, now)
-                    book = self._open_book(tx, job_id, ops, at, exclusive)
-                    outcomes = [book.apply(op, token) for op in ops]
-                    if book.events and self.calls_share_lock_job and not exclusive:
-                        raise _Exclusive()
-                    self._write_book(tx, book, at)
-                    back = (tx.one("ledger_last", job_id=job_id, key=ops[0].key)
-                            if read_back and outcomes[0][1] is None else None)
-                return outcomes, back
-            except _Exclusive:
-                exclusive = True
+        with self._write() as tx:
+            at = self._now(tx, now)
+            book = self._open_book(tx, job_id, ops, at)
+            outcomes = [book.apply(op, token) for op in ops]
+            self._write_book(tx, book, at)
+            back = (tx.one("ledger_last", job_id=job_id, key=ops[0].key)
+                    if read_back and outcomes[0][1] is None else None)
+        return outcomes, back
 
     def reserve(self, job_id: int, token: int, *, key: str, stage: str | None, provider: str,
                 model: str, reservation: Reservation, request_hash: str | None = None,
@@ -125,16 +110,15 @@ class CallsMixin:
     # --- reading and writing the book ----------------------------------------------------------
 
     def _open_book(self, tx: Any, job_id: int, ops: Sequence[CallReserve | CallSettle],
-                   now: float, exclusive: bool) -> "_Book":
+                   now: float) -> "_Book":
         """The job row, both accumulators (locked, job first) and the journal rows of ``ops``'
         keys. Creates missing accumulator rows first (a job's first call)."""
-        lock = "lock_calls_exclusive" if exclusive else "lock_calls"
         params = {"job_id": job_id, "job_key": str(job_id)}
         ready = self._call_budgets_ready()
-        rows = tx.all(lock, **params) if job_id in ready else []
+        rows = tx.all("lock_calls", **params) if job_id in ready else []
         if len(rows) < 2:
             tx.run("ensure_call_budgets", job_id=job_id, now=self._time_param(now))
-            rows = tx.all(lock, **params)
+            rows = tx.all("lock_calls", **params)
             if len(rows) >= 2:
                 if len(ready) > 10_000:
                     ready.clear()

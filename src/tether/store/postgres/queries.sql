@@ -299,28 +299,17 @@ RETURNING *;
 -- ---- calls: reserve and settle, many at once (store/calls.py) --------------------------------
 
 -- What a batch of one job's calls reads first: the job's lease and limits, and the job's and the
--- project's accumulators (one row each). The job row is share-locked (a transition, which locks
--- it for update, waits for the batch and the batch for it; heartbeats too), then the two budget
--- rows are locked for update in scope order ('job' < 'project'): the locking happens above the
+-- project's accumulators (one row each), all locked: the job row FOR NO KEY UPDATE (a batch may
+-- append an event, which writes it; inserts that reference it are not blocked), then the two
+-- budget rows FOR UPDATE in scope order ('job' < 'project'): the locking happens above the
 -- sort, and the CTE (the job row) is read before the sort emits a row, so the lock order is
--- always job row, job budget, project budget. A batch that appends an event (an overrun) writes
--- the job row and takes lock_calls_exclusive instead from its start, never upgrading a share
--- lock. Fewer than two rows: the job or a budget row is missing.
+-- always job row, job budget, project budget. One job's calls are serialised by its worker's
+-- CallBatcher anyway, so a weaker lock on the job row would let nothing more run at once.
+-- Fewer than two rows: the job or a budget row is missing.
 -- name: lock_calls
 WITH j AS MATERIALIZED (
     SELECT id, project, state, lease_token, budget, price_profile FROM jobs
-    WHERE id = %(job_id)s FOR SHARE)
-SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
-       j.budget AS budget, j.price_profile AS price_profile, b.*
-FROM j JOIN budgets b ON (b.scope = 'job' AND b.key = %(job_key)s)
-                      OR (b.scope = 'project' AND b.key = j.project)
-ORDER BY b.scope
-FOR UPDATE OF b;
-
--- name: lock_calls_exclusive
-WITH j AS MATERIALIZED (
-    SELECT id, project, state, lease_token, budget, price_profile FROM jobs
-    WHERE id = %(job_id)s FOR UPDATE)
+    WHERE id = %(job_id)s FOR NO KEY UPDATE)
 SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
        j.budget AS budget, j.price_profile AS price_profile, b.*
 FROM j JOIN budgets b ON (b.scope = 'job' AND b.key = %(job_key)s)

@@ -148,7 +148,6 @@ class PostgresStore(SQLStore):
     transient failures are retried), ``clock`` (tests only: replaces the database clock)."""
 
     submit_writes_events = True
-    calls_share_lock_job = True
 
     def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
                  min_size: int = 1, max_size: int = 10, connect_timeout: float = 5.0,

@@ -233,17 +233,9 @@ RETURNING *;
 -- ---- calls: reserve and settle, many at once (store/calls.py) --------------------------------
 
 -- What a batch of one job's calls reads first: the job's lease and limits, and the job's and the
--- project's accumulators (one row each). The write lock is already held (BEGIN IMMEDIATE), so
--- the exclusive variant is the same statement here. Fewer than two rows: the job or a budget row
--- is missing (ensure_call_budgets creates the budget rows).
+-- project's accumulators (one row each). The write lock is already held (BEGIN IMMEDIATE).
+-- Fewer than two rows: the job or a budget row is missing (ensure_call_budgets creates them).
 -- name: lock_calls
-SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
-       j.budget AS budget, j.price_profile AS price_profile, b.*
-FROM jobs j JOIN budgets b ON (b.scope = 'job' AND b.key = :job_key)
-                           OR (b.scope = 'project' AND b.key = j.project)
-WHERE j.id = :job_id;
-
--- name: lock_calls_exclusive
 SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
        j.budget AS budget, j.price_profile AS price_profile, b.*
 FROM jobs j JOIN budgets b ON (b.scope = 'job' AND b.key = :job_key)
