@@ -1,9 +1,10 @@
 """W4 journaled call throughput: one job makes N zero-latency simulated ``ctx.call``s through
 ``ctx.map(..., concurrency=8)`` in a worker process. calls/s = N / (the job's own finish -
-start). Each call is reserve (one transaction), the simulated provider (which appends its own
-bill line, like a real provider's record; not fsynced by default, as a completed write already
-survives SIGKILL), settle (one transaction). The bare provider rate (8 threads, no tether) is
-measured alongside as the reference."""
+start). Each call is a reservation, the simulated provider (which appends its own bill line,
+like a real provider's record; not fsynced by default, as a completed write already survives
+SIGKILL) and a settlement; the reservations and settlements of calls running at once share
+transactions (``Store.account``). The bare provider rate (8 threads, no tether) is measured
+alongside as the reference."""
 
 from __future__ import annotations
 
