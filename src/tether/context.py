@@ -68,7 +68,7 @@ class JobContext:
         self.stats: Counter[str] = Counter()
         self._positions = 0
         self._lock = threading.Lock()
-        self._calls: CallBatcher | None = None
+        self._call_batcher: CallBatcher | None = None
 
     @property
     def log(self) -> logging.Logger:
@@ -99,12 +99,12 @@ class JobContext:
     def _batcher(self) -> CallBatcher:
         """Where this attempt's ``ctx.call`` reservations and settlements are written: calls
         running at once (``ctx.map``) share transactions (``providers/batching.py``)."""
-        if self._calls is None:
+        if self._call_batcher is None:
             with self._lock:
-                if self._calls is None:
-                    self._calls = CallBatcher(
+                if self._call_batcher is None:
+                    self._call_batcher = CallBatcher(
                         lambda ops: self.store.account(self.id, self.attempt, ops))
-        return self._calls
+        return self._call_batcher
 
     def _raise(self, sig: ControlSignal) -> None:
         self.raised = sig

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 Flush = Callable[[Sequence[Any]], list[tuple[Any, BaseException | None]]]
 
@@ -57,8 +58,17 @@ class CallBatcher:
         self.flushes = 0
         self.ops = 0
 
+    @contextmanager
+    def calling(self) -> Iterator[None]:
+        """Around one call of this job: while inside, its writes will come through ``submit``
+        (a leader waits for them)."""
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+
     def enter(self) -> None:
-        """A call of this job has begun; its writes will come through ``submit``."""
         with self._mutex:
             self._active += 1
 

@@ -144,12 +144,8 @@ def _boundary(ctx: "JobContext", cache: bool) -> None:
 
 def call(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
          fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
-    calls = ctx._batcher
-    calls.enter()
-    try:
+    with ctx._batcher.calling():
         return _call(ctx, key, provider, model, estimate, fn, request, cache)
-    finally:
-        calls.leave()
 
 
 def _call(ctx: "JobContext", key: str, provider: str, model: str, estimate: Estimate,
@@ -196,12 +192,8 @@ async def _await(aw: Any) -> Any:
 async def acall(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
                 fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
     """``call`` for async jobs: store work runs in a thread, ``fn`` is awaited on this loop."""
-    calls = ctx._batcher
-    calls.enter()
-    try:
+    with ctx._batcher.calling():
         return await _acall(ctx, key, provider, model, estimate, fn, request, cache)
-    finally:
-        calls.leave()
 
 
 async def _acall(ctx: "JobContext", key: str, provider: str, model: str, estimate: Estimate,

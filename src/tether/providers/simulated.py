@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from ..core.pricing import load_profile
 from ..core.usage import Metered, Usage
@@ -149,7 +149,7 @@ class SimulatedProvider:
             raise TransientError("simulated provider rate limited (429)", status=429,
                                  retry_after=self.retry_after_s)
         usage_in = count_tokens(prompt)
-        if self.refusal_rate > 0 and _unit(self.seed, "refusal", key) < self.refusal_rate:
+        if self.refusal_rate and _unit(self.seed, "refusal", key) < self.refusal_rate:
             usage = Usage(input_tokens=usage_in, output_tokens=1)
             self._bill(key, job_id, model, usage, "refused")
             raise PolicyBlock(f"simulated provider refused call {key!r}", billed=True)

@@ -116,22 +116,34 @@ class AccountingMixin:
     def _settle_orphan(self, tx: Any, job: dict[str, Any], entry: dict[str, Any], now: float,
                        error: tuple[str, str] | None = None) -> None:
         """A reservation whose outcome is unknown is spent in full, marked unconfirmed."""
+        delta, finish, ledger = self._orphan_rows(tx, job, entry, now, error)
+        self._adjust(tx, job, now, **delta)
+        tx.run("journal_finish", **finish)
+        tx.one("insert_ledger", **ledger)
+
+    def _orphan_rows(self, tx: Any, job: dict[str, Any], entry: dict[str, Any], now: float,
+                     error: tuple[str, str] | None = None) -> tuple[dict, dict, dict]:
+        """What settling an orphan writes — the accumulator delta, the ``journal_finish`` and
+        the ``insert_ledger`` parameters — for an attempt's end here and for ``calls.py``."""
         reserved = _dec(entry["reserved_usd"])
-        usage = Usage(input_tokens=entry["reserved_input_tokens"],
-                      output_tokens=entry["reserved_output_tokens"])
-        self._adjust(tx, job, now, reserved_usd=-reserved, reserved_calls=-1,
-                     reserved_input_tokens=-usage.input_tokens,
-                     reserved_output_tokens=-usage.output_tokens, spent_usd=reserved, calls=1,
-                     input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        usage = Usage(input_tokens=int(entry["reserved_input_tokens"]),
+                      output_tokens=int(entry["reserved_output_tokens"]))
+        delta = {"reserved_usd": -reserved, "reserved_calls": -1,
+                 "reserved_input_tokens": -usage.input_tokens,
+                 "reserved_output_tokens": -usage.output_tokens, "spent_usd": reserved,
+                 "calls": 1, "input_tokens": usage.input_tokens,
+                 "output_tokens": usage.output_tokens}
         code, summary = error or ("unconfirmed", "outcome unknown after the attempt ended")
-        tx.run("journal_finish", job_id=job["id"], key=entry["key"], attempt=entry["attempt"],
-               status="unconfirmed", result=None, usage=None,
-               cost_usd=self._money_param(reserved), error_code=code,
-               error_summary=summary[:2000], now=self._time_param(now))
+        finish = {"job_id": job["id"], "key": entry["key"], "attempt": entry["attempt"],
+                  "status": "unconfirmed", "result": None, "usage": None,
+                  "cost_usd": self._money_param(reserved), "error_code": code,
+                  "error_summary": summary[:2000], "now": self._time_param(now)}
         price = self._pinned_price(tx, job, entry["provider"], entry["model"]) or ModelPrice(
             entry["provider"], entry["model"], _D0, _D0)
-        self._ledger_row(tx, job, entry, usage, price, job.get("price_profile") or "unknown",
-                         reserved, confirmed=False, overrun=False, now=now)
+        ledger = self._ledger_params(job, entry, usage, price,
+                                     job.get("price_profile") or "unknown", reserved,
+                                     confirmed=False, overrun=False, now=now)
+        return delta, finish, ledger
 
     def _settle_orphans(self, tx: Any, job: dict[str, Any], now: float) -> int:
         rows = tx.all("journal_open", job_id=job["id"])
@@ -139,21 +151,23 @@ class AccountingMixin:
             self._settle_orphan(tx, job, entry, now)
         return len(rows)
 
-    def _ledger_row(self, tx: Any, job: dict[str, Any], entry: dict[str, Any], usage: Usage,
-                    price: ModelPrice, profile_id: str, cost: Decimal, *, confirmed: bool,
-                    overrun: bool, now: float) -> dict[str, Any]:
-        return tx.one("insert_ledger", job_id=job["id"], project=job["project"],
-                     stage=entry["stage"], key=entry["key"], attempt=entry["attempt"],
-                     provider=entry["provider"], model=entry["model"],
-                     input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                     cached_input_tokens=usage.cached_input_tokens,
-                     reasoning_tokens=usage.reasoning_tokens,
-                     input_per_mtok=self._money_param(price.input_per_mtok),
-                     output_per_mtok=self._money_param(price.output_per_mtok),
-                     cached_input_per_mtok=self._money_param(price.cached_input_per_mtok),
-                     price_profile=profile_id, cost_usd=self._money_param(cost),
-                     reserved_usd=self._money_param(_dec(entry["reserved_usd"])),
-                     confirmed=confirmed, overrun=overrun, now=self._time_param(now))
+    def _ledger_params(self, job: dict[str, Any], entry: dict[str, Any], usage: Usage,
+                       price: ModelPrice, profile_id: str, cost: Decimal, *, confirmed: bool,
+                       overrun: bool, now: float) -> dict[str, Any]:
+        """One ``insert_ledger`` row: call ``entry`` of ``job`` paid ``cost`` at ``price``."""
+        money = self._money_param
+        return {"job_id": job["id"], "project": job["project"], "stage": entry["stage"],
+                "key": entry["key"], "attempt": entry["attempt"],
+                "provider": entry["provider"], "model": entry["model"],
+                "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                "cached_input_tokens": usage.cached_input_tokens,
+                "reasoning_tokens": usage.reasoning_tokens,
+                "input_per_mtok": money(price.input_per_mtok),
+                "output_per_mtok": money(price.output_per_mtok),
+                "cached_input_per_mtok": money(price.cached_input_per_mtok),
+                "price_profile": profile_id, "cost_usd": money(cost),
+                "reserved_usd": money(_dec(entry["reserved_usd"])), "confirmed": confirmed,
+                "overrun": overrun, "now": self._time_param(now)}
 
     def _note(self, tx: Any, job_id: int, kind: str, now: float, attempt: int | None,
               data: dict[str, Any]) -> None:

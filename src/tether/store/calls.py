@@ -18,7 +18,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Sequence
 
-from ..core.budget import Budget, Counters, Reservation, exceeded_limit
+from ..core.budget import COUNTER_FIELDS, Budget, Counters, Reservation, exceeded_limit
 from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
@@ -28,11 +28,9 @@ from .accounting import _usage_dict
 from .base import CallReserve, CallSettle
 from .rows import _dec, _ts
 
-_D0 = Decimal(0)
 _NO_LIMITS = Budget()
 _USD = ("spent_usd", "reserved_usd")
-_COUNTS = ("calls", "reserved_calls", "input_tokens", "output_tokens", "reserved_input_tokens",
-           "reserved_output_tokens", "examples")
+_COUNTS = tuple(name for name in COUNTER_FIELDS if name not in _USD)
 
 Outcome = tuple[Any, BaseException | None]
 
@@ -251,24 +249,12 @@ class _Book:
         return self._first_start
 
     def _orphan(self, entry: dict[str, Any]) -> None:
-        """Spend an earlier attempt's open reservation in full, unconfirmed (as
-        ``AccountingMixin._settle_orphan`` does when an attempt ends)."""
-        store = self.store
-        reserved, tin, tout = _reserved_of(entry)
-        self._add(reserved_usd=-reserved, reserved_calls=-1, reserved_input_tokens=-tin,
-                  reserved_output_tokens=-tout, spent_usd=reserved, calls=1, input_tokens=tin,
-                  output_tokens=tout)
-        money = store._money_param(reserved)
-        self.finishes.append({
-            "job_id": self.job_id, "key": entry["key"], "attempt": entry["attempt"],
-            "status": "unconfirmed", "result": None, "usage": None, "cost_usd": money,
-            "error_code": "unconfirmed",
-            "error_summary": "outcome unknown after the attempt ended", "now": self._t})
-        price = store._pinned_price(self.tx, self.job, entry["provider"], entry["model"]) or \
-            ModelPrice(entry["provider"], entry["model"], _D0, _D0)
-        self._ledger_row(entry, Usage(input_tokens=tin, output_tokens=tout), price,
-                         self.job.get("price_profile") or "unknown", reserved, confirmed=False,
-                         overrun=False)
+        """Spend an earlier attempt's open reservation in full, unconfirmed (what an attempt's
+        end does: ``AccountingMixin._orphan_rows``)."""
+        delta, finish, ledger = self.store._orphan_rows(self.tx, self.job, entry, self.now)
+        self._add(**delta)
+        self.finishes.append(finish)
+        self.ledger.append(ledger)
 
     # --- settle ------------------------------------------------------------------------------
 
@@ -294,8 +280,9 @@ class _Book:
             "error_code": "policy_block" if op.refused else None,
             "error_summary": "refused by the provider" if op.refused else None, "now": self._t})
         overrun = usage.input_tokens > tin or usage.output_tokens > tout
-        self._ledger_row(entry, usage, op.price, op.profile_id, cost, confirmed=True,
-                         overrun=overrun)
+        self.ledger.append(store._ledger_params(self.job, entry, usage, op.price,
+                                                op.profile_id, cost, confirmed=True,
+                                                overrun=overrun, now=self.now))
         if overrun:
             self.events.append({"attempt": token, "event": {
                 "key": op.key, "reserved_input_tokens": tin, "reserved_output_tokens": tout,
@@ -318,23 +305,6 @@ class _Book:
             for name, value in delta.items():
                 acc[name] += value
         self.changed = True
-
-    def _ledger_row(self, entry: dict[str, Any], usage: Usage, price: ModelPrice,
-                    profile_id: str, cost: Decimal, *, confirmed: bool, overrun: bool) -> None:
-        money = self.store._money_param
-        self.ledger.append({
-            "job_id": self.job_id, "project": self.job["project"], "stage": entry["stage"],
-            "key": entry["key"], "attempt": entry["attempt"], "provider": entry["provider"],
-            "model": entry["model"], "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cached_input_tokens": usage.cached_input_tokens,
-            "reasoning_tokens": usage.reasoning_tokens,
-            "input_per_mtok": money(price.input_per_mtok),
-            "output_per_mtok": money(price.output_per_mtok),
-            "cached_input_per_mtok": money(price.cached_input_per_mtok),
-            "price_profile": profile_id, "cost_usd": money(cost),
-            "reserved_usd": money(_dec(entry["reserved_usd"])), "confirmed": confirmed,
-            "overrun": overrun, "now": self._t})
 
 
 def _accumulator(row: dict[str, Any]) -> dict[str, Any]:

@@ -94,17 +94,11 @@ class GroupCommitter:
         statements, and nearly every write succeeds); if any write raises, that transaction is
         rolled back and the batch runs again with a savepoint per write, so only the failing
         writes fail. A write alone needs no savepoint: if it raises, its transaction rolls back."""
-        if len(batch) == 1:  # alone: the transaction itself is the write's savepoint
-            fn, args, kwargs, future = batch[0]
-            try:
-                with self.store.transaction(savepoints=False):
-                    value = fn(*args, **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - handed to its caller
-                return [(future, None, exc)]
-            return [(future, value, None)]
         try:
             return self._run(batch, savepoints=False)
-        except _Retry:
+        except _Retry as retry:
+            if len(batch) == 1:  # alone: its rolled-back transaction was its savepoint
+                return [(batch[0][3], None, retry.__cause__)]
             return self._run(batch, savepoints=True)
 
     def _run(self, batch: list, *, savepoints: bool) -> list[tuple[Future, Any,
@@ -116,7 +110,7 @@ class GroupCommitter:
                     outcomes.append((future, fn(*args, **kwargs), None))
                 except BaseException as exc:  # noqa: BLE001 - control signals too (a budget
                     if not savepoints:        # refusal): without savepoints, all run again
-                        raise _Retry from None
+                        raise _Retry() from exc
                     outcomes.append((future, None, exc))  # handed to its caller
         return outcomes
 
