@@ -4,8 +4,6 @@ BaseException — fails alone: the batch runs again with a savepoint per write."
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-
 import pytest
 
 from tether.errors import BudgetExhausted, StoreError
@@ -33,12 +31,12 @@ def test_one_failing_write_fails_alone(tmp_path, failure):
     store = SQLiteStore(f"sqlite:///{tmp_path}/t.db")
     committer = GroupCommitter(store)
     try:
-        batch = [(_insert(store, n, failure if n == "bad" else None), (), {}, Future())
+        batch = [(_insert(store, n, failure if n == "bad" else None), (), {})
                  for n in ("a", "bad", "b")]
         outcomes = committer._commit(batch)
-        results = {value: exc for _, value, exc in outcomes}
+        results = {value: exc for value, exc in outcomes}
         assert results["a"] is None and results["b"] is None
-        (bad_exc,) = [exc for _, value, exc in outcomes if value is None]
+        (bad_exc,) = [exc for value, exc in outcomes if value is None]
         assert bad_exc is failure
         assert _names(store) == {"a", "b"}, "the failing write's row was rolled back"
     finally:
@@ -50,8 +48,8 @@ def test_a_clean_batch_commits_every_write(tmp_path):
     store = SQLiteStore(f"sqlite:///{tmp_path}/t.db")
     committer = GroupCommitter(store)
     try:
-        batch = [(_insert(store, n), (), {}, Future()) for n in ("x", "y", "z")]
-        assert [v for _, v, _ in committer._commit(batch)] == ["x", "y", "z"]
+        batch = [(_insert(store, n), (), {}) for n in ("x", "y", "z")]
+        assert [v for v, _ in committer._commit(batch)] == ["x", "y", "z"]
         assert _names(store) == {"x", "y", "z"}
     finally:
         committer.stop()
