@@ -119,7 +119,7 @@ class AccountingMixin:
         delta, finish, ledger = self._orphan_rows(tx, job, entry, now, error)
         self._adjust(tx, job, now, **delta)
         tx.run("journal_finish", **finish)
-        tx.one("insert_ledger", **ledger)
+        tx.run("insert_ledger", **ledger)
 
     def _orphan_rows(self, tx: Any, job: dict[str, Any], entry: dict[str, Any], now: float,
                      error: tuple[str, str] | None = None) -> tuple[dict, dict, dict]:

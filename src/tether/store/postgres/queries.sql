@@ -293,8 +293,7 @@ VALUES (%(job_id)s, %(project)s, %(stage)s, %(key)s, %(attempt)s, %(provider)s, 
         %(input_tokens)s, %(output_tokens)s, %(cached_input_tokens)s, %(reasoning_tokens)s,
         %(input_per_mtok)s::numeric, %(output_per_mtok)s::numeric,
         %(cached_input_per_mtok)s::numeric, %(price_profile)s, %(cost_usd)s::numeric,
-        %(reserved_usd)s::numeric, %(confirmed)s, %(overrun)s, %(now)s)
-RETURNING *;
+        %(reserved_usd)s::numeric, %(confirmed)s, %(overrun)s, %(now)s);
 
 -- ---- calls: reserve and settle, many at once (store/calls.py) --------------------------------
 

@@ -227,8 +227,8 @@ INSERT INTO cost_ledger (job_id, project, stage, key, attempt, provider, model, 
 VALUES (:job_id, :project, :stage, :key, :attempt, :provider, :model, :input_tokens,
         :output_tokens, :cached_input_tokens, :reasoning_tokens, :input_per_mtok,
         :output_per_mtok, :cached_input_per_mtok, :price_profile, :cost_usd, :reserved_usd,
-        :confirmed, :overrun, :now)
-RETURNING *;
+        :confirmed, :overrun, :now);
+
 
 -- ---- calls: reserve and settle, many at once (store/calls.py) --------------------------------
 
