@@ -4,6 +4,9 @@ BaseException — fails alone: the batch runs again with a savepoint per write."
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from tether.errors import BudgetExhausted, StoreError
@@ -53,4 +56,56 @@ def test_a_clean_batch_commits_every_write(tmp_path):
         assert _names(store) == {"x", "y", "z"}
     finally:
         committer.stop()
+        store.close()
+
+
+def test_a_lone_write_commits_on_its_callers_thread(tmp_path):
+    store = SQLiteStore(f"sqlite:///{tmp_path}/t.db")
+    committer = GroupCommitter(store)
+    try:
+        ran_on = []
+        insert = _insert(store, "x")
+
+        def write() -> str:
+            ran_on.append(threading.current_thread())
+            return insert()
+
+        assert committer.run(write) == "x"
+        assert ran_on == [threading.current_thread()]
+        assert (committer.batches, committer.writes) == (1, 1)
+    finally:
+        store.close()
+
+
+def test_writes_queued_during_a_commit_share_the_next_one(tmp_path):
+    store = SQLiteStore(f"sqlite:///{tmp_path}/t.db")
+    committer = GroupCommitter(store)
+    try:
+        go = threading.Event()
+        first = _insert(store, "first")
+
+        def slow() -> str:
+            go.wait(5)
+            return first()
+
+        results: dict[str, object] = {}
+        leader = threading.Thread(target=lambda: results.update(first=committer.run(slow)))
+        leader.start()
+        while not committer._leading:
+            time.sleep(0.001)
+        followers = [threading.Thread(
+            target=lambda n=n: results.update({n: committer.run(_insert(store, n))}))
+            for n in ("a", "b", "c")]
+        for t in followers:
+            t.start()
+        deadline = time.monotonic() + 5
+        while len(committer._pending) < 3 and time.monotonic() < deadline:
+            time.sleep(0.001)  # three queued behind the write being committed
+        go.set()
+        for t in [leader, *followers]:
+            t.join(5)
+        assert results == {"first": "first", "a": "a", "b": "b", "c": "c"}
+        assert (committer.batches, committer.writes) == (2, 4), "three writes, one commit"
+        assert {"first", "a", "b", "c"} <= _names(store)
+    finally:
         store.close()

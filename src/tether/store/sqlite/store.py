@@ -90,6 +90,17 @@ class SQLiteStore(SQLStore):
     group_commit = True
     """One writer at a time: a worker's writes share commits (see worker/committer.py)."""
 
+    reader_cache_kib = 256
+    """Page cache of each thread's read connection. SQLite discards a connection's cache
+    whenever another connection has committed, and in a worker the writer commits all the
+    time, so a reader's cache is mostly refilled, not reused; at SQLite's default (2 MiB) the
+    caches alone made a worker's RSS grow 12 % between 1,000 and 100,000 jobs (W7)."""
+
+    writer_cache_kib = 1024
+    """Page cache of the writer connection (SQLite's default is 2 MiB). The hot pages of
+    claims and finishes (the claim index, the newest job, event and attempt pages) fit with
+    room to spare: W1 and W4 measured the same with 1 MiB as with 2 MiB."""
+
     wake_poll_s = 0.005
     """How often an idle worker looks for other processes' commits (a cheap in-memory read)."""
 
@@ -143,6 +154,7 @@ class SQLiteStore(SQLStore):
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._connect()
+            conn.execute(f"PRAGMA cache_size = -{self.reader_cache_kib}")
         return conn
 
     def _writer_conn(self) -> sqlite3.Connection:
@@ -151,6 +163,7 @@ class SQLiteStore(SQLStore):
         if self._writer is None:
             conn = self._connect()
             conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute(f"PRAGMA cache_size = -{self.writer_cache_kib}")
             self._writer = conn
         return self._writer
 
