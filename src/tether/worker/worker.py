@@ -1,6 +1,6 @@
-"""The worker loop. ``run_once()`` is one step: maintenance, then claim jobs for the free slots
-(and, for short jobs, a batch to hold ready: ``prefetch.py``) and hand them to threads.
-``run()`` repeats it until told to stop.
+"""The worker loop. ``run_once()`` is one step: claim jobs for the free slots (and, for short
+jobs, a batch to hold ready: ``prefetch.py``) and hand them to threads, then maintenance if it
+is due. ``run()`` repeats it until told to stop.
 
 SIGTERM (and SIGINT) drain: the worker stops claiming, tells every running job to stop at its
 next safe boundary (so a call in flight finishes and is journaled), hands those leases back,
@@ -146,13 +146,16 @@ class Worker:
     # --- one step -------------------------------------------------------------------------------
 
     def run_once(self) -> int:
-        """Maintenance if due, then claim for the free slots and the fetch-ahead. Returns how
-        many were claimed."""
+        """Claim for the free slots and the fetch-ahead, then maintenance if due (after: a
+        wake-up for new work should not wait for a rescue pass first). Returns how many were
+        claimed."""
         self._register()
+        claimed = 0 if self.stopping else self._claim()
         if self.rescuer.due(self.clock.monotonic()):
             self.rescuer.run_once()
-        if self.stopping:
-            return 0
+        return claimed
+
+    def _claim(self) -> int:
         want = min(self.prefetch.want(self.busy), self.batch)
         if want <= 0:
             return 0

@@ -237,10 +237,10 @@ class SQLiteStore(SQLStore):
     def _begin(self, c: sqlite3.Connection) -> None:
         """BEGIN IMMEDIATE, waiting for the write lock in short jittered steps (0.2 ms
         doubling to 5 ms). SQLite's own busy handler sleeps 1, 2, 5, 10 ... 100 ms between
-        tries, far longer than a tether write holds the lock, so contending writers (another
-        process, or the worker's maintenance beside its committer) would queue on sleeps:
-        measured 2.7 ms per BEGIN under W4's load with it, about 0.05 ms with this. ``c`` has
-        busy timeout 0 (the writer)."""
+        tries, far longer than a tether write holds the lock, so writers of several processes
+        would queue on sleeps: measured 2.7 ms per BEGIN under W4's load with it, about
+        0.05 ms with this. (Writers of one process queue on ``_writing`` before they get
+        here.) ``c`` is the writer, whose busy timeout is 0."""
         deadline = time.monotonic() + self.busy_timeout_ms / 1000
         delay = 0.0002
         while True:
