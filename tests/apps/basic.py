@@ -12,7 +12,8 @@ app = Tether()
 
 @app.job("append_line")
 def append_line(ctx, payload):
-    """The side effect whose exactly-once-ness the tests count."""
+    """The side effect whose exactly-once-ness the tests count (after ``sleep_s``, if given)."""
+    time.sleep(payload.get("sleep_s", 0))
     with open(payload["path"], "a") as fh:
         fh.write(f"{payload['n']}\n")
         fh.flush()

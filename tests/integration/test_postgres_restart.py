@@ -55,7 +55,10 @@ def test_workers_survive_a_postgresql_restart(server, tmp_path):
                             log=tmp_path / f"w{i}.log") for i in range(2)]
     try:
         wait_until(lambda: listeners(server.url) == 2, timeout=30, what="both to LISTEN")
-        client.submit_many([{"type": "append_line", "payload": {"path": str(out), "n": i}}
+        # 20 ms each (8 slots: ~1 s in all), so the restart surely lands mid-run however fast
+        # the workers drain; without it they finished all 400 before the stop in one run.
+        client.submit_many([{"type": "append_line",
+                             "payload": {"path": str(out), "n": i, "sleep_s": 0.02}}
                             for i in range(JOBS)])
         wait_until(lambda: lines(out) >= JOBS // 5, timeout=60, what="a fifth done")
         server.stop("fast")

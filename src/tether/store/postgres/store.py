@@ -130,6 +130,16 @@ class _Tx:
         except psycopg.Error as exc:
             raise translate(exc, conn=self.conn) from exc
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Statements inside are sent together (psycopg pipeline mode) and their errors
+        raised when the block ends: for writes whose results nobody reads."""
+        try:
+            with self.conn.pipeline():
+                yield
+        except psycopg.Error as exc:
+            raise translate(exc, conn=self.conn) from exc
+
     def db_now(self) -> float:
         if self.started_at is None:
             row = self._execute("SELECT now() AS now", None).fetchone()

@@ -21,7 +21,7 @@ import random
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -89,6 +89,10 @@ class _Tx:
 
     def many(self, _q: str, rows: Sequence[dict[str, Any]]) -> None:
         self.conn.executemany(QUERIES[_q], rows)
+
+    def batch(self) -> AbstractContextManager[None]:
+        """(PostgreSQL sends the writes inside together; here each runs as it comes.)"""
+        return nullcontext()
 
 
 class SQLiteStore(SQLStore):
