@@ -31,12 +31,15 @@ class CallBatcher(Combiner):
 
     def __init__(self, flush: Flush, *, max_batch: int = 64, linger_s: float = 0.001) -> None:
         super().__init__(max_batch=max_batch)
-        self._flush = flush  # type: ignore[method-assign]
+        self._write_ops = flush
         self.linger_s = linger_s
         self._active = 0
         self._lingering = False
         self._arrived = threading.Lock()  # released (once) to wake a lingering leader
         self._arrived.acquire()
+
+    def _flush(self, ops: Sequence[Any]) -> list[tuple[Any, BaseException | None]]:
+        return self._write_ops(ops)
 
     @contextmanager
     def calling(self) -> Iterator[None]:

@@ -57,8 +57,8 @@ def _prepare(ctx: "JobContext", key: str, provider: str, model: str, estimate: E
 def _reserve(ctx: "JobContext", key: str, provider: str, model: str,
              reservation: Reservation, rhash: str | None) -> Any:
     try:
-        return ctx._batcher.submit(CallReserve(key, ctx.job_stage, provider, model, reservation,
-                                            rhash))
+        return ctx._batcher.submit(CallReserve(key, ctx.job_stage, provider, model,
+                                               reservation, rhash))
     except ControlSignal as sig:
         ctx.lease.signal(sig) if sig.code == "lease_lost" else None
         ctx.raised = ctx.raised or sig
@@ -71,7 +71,7 @@ def _settle(ctx: "JobContext", key: str, raw: Any, price: Any, profile: Any,
     result_json = dumps(value, what=f"result of call {key!r}")
     refusal = refusal_in(value)
     ctx._batcher.submit(CallSettle(key, usage, price, profile.id, result_json,
-                                refusal is not None))
+                                   refusal is not None))
     if limited:
         ctx.store.settle_rate(ctx.id, key, usage.input_tokens + usage.output_tokens)
     ctx.stats["calls_made"] += 1

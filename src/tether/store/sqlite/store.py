@@ -202,24 +202,32 @@ class SQLiteStore(SQLStore):
             return
         with self._writing:
             c = self._writer_conn()
-            self._begin(c)
-            self._local.depth = 1
-            self._local.savepoints = savepoints
-            try:
-                yield _Tx(c)
-            except sqlite3.Error as exc:
-                self._rollback(c)
-                raise _translate(exc) from exc
-            except BaseException:
-                self._rollback(c)
-                raise
-            finally:
-                self._local.depth = 0
-            try:
-                c.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._rollback(c)
-                raise _translate(exc) from exc
+            with self._immediate(c):
+                self._local.depth = 1
+                self._local.savepoints = savepoints
+                try:
+                    yield _Tx(c)
+                finally:
+                    self._local.depth = 0
+
+    @contextmanager
+    def _immediate(self, c: sqlite3.Connection) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` on ``c``: rolled back on any error, SQLite's
+        own errors translated."""
+        self._begin(c)
+        try:
+            yield
+        except sqlite3.Error as exc:
+            self._rollback(c)
+            raise _translate(exc) from exc
+        except BaseException:
+            self._rollback(c)
+            raise
+        try:
+            c.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback(c)
+            raise _translate(exc) from exc
 
     def _savepoint(self, c: sqlite3.Connection, depth: int) -> Iterator[_Tx]:
         name = f"tether_{depth}"
@@ -315,35 +323,20 @@ class SQLiteStore(SQLStore):
             return self._migrate(self._writer_conn())
 
     def _migrate(self, c: sqlite3.Connection) -> list[int]:
-        self._begin(c)
-        try:
+        with self._immediate(c):
             c.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
                       "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
-            c.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._rollback(c)
-            raise _translate(exc) from exc
         applied = []
         for m in discover(HERE / "migrations"):
-            self._begin(c)
-            try:
-                done = c.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
-                                 (m.version,)).fetchone()
-                if done:
-                    c.execute("COMMIT")
+            with self._immediate(c):
+                if c.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
+                             (m.version,)).fetchone():
                     continue
                 for statement in _split_sql(m.sql):
                     c.execute(statement)
                 c.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
                           (m.version, m.name, time.time()))
-                c.execute("COMMIT")
                 applied.append(m.version)
-            except sqlite3.Error as exc:
-                self._rollback(c)
-                raise _translate(exc) from exc
-            except BaseException:
-                self._rollback(c)
-                raise
         return applied
 
     def schema_version(self) -> int:
