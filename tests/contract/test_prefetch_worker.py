@@ -70,3 +70,27 @@ def test_a_draining_worker_hands_back_held_jobs_without_running_them(app):
         got = app.get(j.id)
         assert got.state == S.QUEUED and got.lease_owner is None
         assert app.events(j.id)[-1].kind == "handed_back"
+
+
+def test_a_claim_that_comes_back_short_ends_the_claiming_until_a_wake_up(app):
+    """A claim that got fewer jobs than it asked for found the queue drained: the loop waits
+    for a wake-up instead of asking again while the job it got is starting."""
+    release = threading.Event()
+
+    @app.job("hold")
+    def hold(ctx, payload):
+        assert release.wait(30)
+
+    w = app.worker(concurrency=4, poll_interval=30, batch=4)
+    try:
+        for _ in range(6):
+            app.submit("hold", {})
+        assert w.run_once() == 4 and not w._drained, "a full claim: there may be more"
+        release.set()
+        wait_until(lambda: w.busy == 0, timeout=30, what="the first four finished")
+        assert w.run_once() == 2 and w._drained, "two of four: the queue is empty"
+        wait_until(lambda: w.busy == 0, timeout=30, what="the last two finished")
+    finally:
+        release.set()
+        w.stop()
+        w._drain()

@@ -91,6 +91,7 @@ class Worker:
                                if rescue_interval is not None else max(0.2, poll_interval))
         self.completed = 0
         self._registered = False
+        self._drained = False  # the last claim got fewer jobs than it asked for
         self.committer = (GroupCommitter(self.store)
                           if group_commit and getattr(self.store, "group_commit", False)
                           else None)
@@ -156,7 +157,12 @@ class Worker:
         return claimed
 
     def _claim(self) -> int:
+        """Claim what the free slots and the fetch-ahead want. A claim that got fewer jobs
+        than it asked for found the queue drained: the loop then waits for a wake-up instead
+        of asking again at once, a round trip that would hold the GIL just when the job it
+        claimed is starting (pickup latency)."""
         want = min(self.prefetch.want(self.busy), self.batch)
+        self._drained = False
         if want <= 0:
             return 0
         options = {"start": True} if self._claim_starts else {}
@@ -167,6 +173,7 @@ class Worker:
             with self._lock:
                 future = self._pool.submit(self._execute, claim.job, lease, claim.started)
                 self._running[claim.job.id] = (lease, future)
+        self._drained = len(claims) < want
         return len(claims)
 
     def _execute(self, job, lease: Lease, started: bool = False) -> None:  # noqa: ANN001
@@ -216,7 +223,7 @@ class Worker:
                     break
                 if stop_when_idle and claimed == 0 and self.busy == 0 and self._idle():
                     break
-                if claimed == 0 or self.prefetch.want(self.busy) <= 0:
+                if claimed == 0 or self._drained or self.prefetch.want(self.busy) <= 0:
                     self._idle_wait()
         finally:
             self._drain()
