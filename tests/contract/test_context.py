@@ -3,10 +3,8 @@
 import asyncio
 import threading
 
-import pytest
-
 from tether import (
-    Estimate, JobCancelled, JobState, Metered, PolicyBlock, TransientError, Usage,
+    BudgetExhausted, Estimate, JobState, Metered, PolicyBlock, TransientError, Usage,
 )
 from tether.context import Lease
 from tether.worker.executor import execute
@@ -134,6 +132,64 @@ def test_concurrent_calls_share_writes_and_never_cross_the_budget(app):
     assert used.calls == 30 and used.reserved_calls == 0
     assert len(app.ledger(job.id)) == 30
     assert stats["flushes"] < stats["ops"]  # some write carried more than one op
+
+
+def sim_acall(ctx, key, calls=None):
+    async def fn():
+        if calls is not None:
+            calls.append(key)
+        await asyncio.sleep(0)
+        return Metered({"k": key}, Usage(10, 5))
+    return ctx.acall(key=key, provider="simulated", model="sim-small",
+                     estimate=Estimate(input_tokens=10, max_output_tokens=5), fn=fn)
+
+
+def test_concurrent_async_calls_share_writes_and_never_cross_the_budget(app):
+    """The same promise for ``acall``: coroutines' reservations and settlements are written
+    together, off the event loop, and still respect the limit together."""
+
+    @app.job("afan")
+    async def afan(ctx, payload):
+        gate = asyncio.Semaphore(8)
+
+        async def one(i):
+            async with gate:
+                return await sim_acall(ctx, f"k{i}")
+        try:
+            out = await asyncio.gather(*(one(i) for i in range(40)), return_exceptions=True)
+        finally:
+            stats.update(flushes=ctx._batcher.flushes, ops=ctx._batcher.ops)
+        stats["refused"] = sum(isinstance(o, BudgetExhausted) for o in out)
+        return [o for o in out if not isinstance(o, BaseException)]
+
+    stats: dict = {}
+    job = app.submit("afan", {}, budget={"max_calls": 30})
+    j = claim_and_run(app)
+    assert j.state == JobState.PAUSED and j.error_code == "budget_exhausted"
+    used = app.get(job.id).budget.used
+    assert used.calls == 30 and used.reserved_calls == 0 and stats["refused"] == 10
+    assert len(app.ledger(job.id)) == 30
+    assert stats["flushes"] < stats["ops"]  # some write carried more than one op
+
+
+def test_a_retried_async_job_does_not_repeat_its_journaled_calls(app, clock):
+    calls = []
+
+    @app.job("aflaky", max_attempts=3)
+    async def aflaky(ctx, payload):
+        got = await asyncio.gather(*(sim_acall(ctx, f"k{i}", calls) for i in range(6)))
+        if ctx.attempt == 1:
+            raise TransientError("upstream hiccup")
+        return got
+
+    job = app.submit("aflaky", {})
+    assert claim_and_run(app).state == JobState.RETRY_WAIT
+    clock.advance(3600)
+    app.store.promote_due()
+    j = claim_and_run(app)
+    assert j.state == JobState.SUCCEEDED and len(j.result) == 6
+    assert sorted(calls) == sorted(f"k{i}" for i in range(6)), "each call was paid once"
+    assert len(app.ledger(job.id)) == 6
 
 
 def test_policy_block_fails_at_once(app):

@@ -1,5 +1,6 @@
 """CallBatcher: concurrent calls of one job share writes; each op keeps its own outcome."""
 
+import asyncio
 import threading
 
 import pytest
@@ -12,6 +13,8 @@ class Recorder:
 
     def __init__(self, hold_first: bool = False) -> None:
         self.batches: list[list] = []
+        self.threads: list[threading.Thread] = []  # which thread wrote each batch
+        self.thread: threading.Thread | None = None
         self.gate = threading.Event()
         self.entered = threading.Event()
         if not hold_first:
@@ -19,6 +22,8 @@ class Recorder:
 
     def __call__(self, ops):
         self.batches.append(list(ops))
+        self.thread = threading.current_thread()
+        self.threads.append(self.thread)
         self.entered.set()
         self.gate.wait(10)
         return [(None, ValueError(op)) if str(op).startswith("bad") else (op.upper(), None)
@@ -146,3 +151,119 @@ def test_max_batch_caps_a_write_and_the_rest_follow():
     for t in threads:
         t.join(5)
     assert flush.batches == [["lead"], ["p", "q"], ["r"]]
+
+
+# --- coroutines (asubmit) --------------------------------------------------------------------
+
+async def spin_until(predicate, what):
+    for _ in range(5000):
+        if predicate():
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_lone_coroutine_writes_on_a_thread_and_its_loop_keeps_running():
+    flush = Recorder(hold_first=True)
+    b = CallBatcher(flush, linger_s=0)
+    ticks = []
+
+    async def main():
+        task = asyncio.ensure_future(b.asubmit("a"))
+        await spin_until(flush.entered.is_set, "the write to start")
+        for i in range(3):  # the write is held: the loop still runs other coroutines
+            ticks.append(i)
+            await asyncio.sleep(0)
+        assert threading.current_thread() is not flush.thread
+        flush.gate.set()
+        return await task
+
+    assert asyncio.run(main()) == "A"
+    assert ticks == [0, 1, 2] and flush.batches == [["a"]]
+
+
+def test_coroutines_queued_during_a_write_share_the_next_one():
+    flush = Recorder(hold_first=True)
+    b = CallBatcher(flush, linger_s=0)
+
+    async def main():
+        first = asyncio.ensure_future(b.asubmit("first"))
+        await spin_until(flush.entered.is_set, "the first write")
+        rest = [asyncio.ensure_future(b.asubmit(n)) for n in ("x", "y", "z")]
+        await spin_until(lambda: len(b._pending) == 3, "three queued")
+        flush.gate.set()
+        return await asyncio.gather(first, *rest)
+
+    assert asyncio.run(main()) == ["FIRST", "X", "Y", "Z"]
+    assert flush.batches == [["first"], ["x", "y", "z"]]
+    assert len(set(flush.threads)) == 1, "the thread that wrote the first batch wrote the next"
+
+
+def test_a_thread_writing_when_a_coroutine_queued_writes_its_op_too():
+    """The lead is never handed to a coroutine: it would have to wake only to start a thread."""
+    flush = Recorder(hold_first=True)
+    b = CallBatcher(flush, linger_s=0)
+    lead = run(b.submit, "thread")
+    assert flush.entered.wait(5)
+
+    async def main():
+        task = asyncio.ensure_future(b.asubmit("coro"))
+        await spin_until(lambda: len(b._pending) == 1, "the coroutine queued")
+        flush.gate.set()
+        return await task
+
+    assert asyncio.run(main()) == "CORO"
+    lead.join(5)
+    assert flush.batches == [["thread"], ["coro"]]
+    assert flush.threads[0] is flush.threads[1] is lead
+
+
+def test_a_thread_queued_behind_a_coroutine_write_is_handed_the_lead():
+    flush = Recorder(hold_first=True)
+    b = CallBatcher(flush, linger_s=0)
+    out = {}
+
+    async def main():
+        task = asyncio.ensure_future(b.asubmit("coro"))
+        await spin_until(flush.entered.is_set, "the coroutine's write")
+        t = run(lambda: out.setdefault("thread", b.submit("thread")))
+        await spin_until(lambda: len(b._pending) == 1, "the thread queued")
+        flush.gate.set()
+        value = await task
+        await asyncio.to_thread(t.join, 5)
+        return value, t
+
+    value, t = asyncio.run(main())
+    assert value == "CORO" and out == {"thread": "THREAD"}
+    assert flush.threads[1] is t, "the thread wrote its own batch"
+
+
+def test_a_cancelled_coroutine_leaves_no_one_stranded_and_its_write_stands():
+    flush = Recorder(hold_first=True)
+    b = CallBatcher(flush, linger_s=0)
+
+    async def main():
+        first = asyncio.ensure_future(b.asubmit("first"))
+        await spin_until(flush.entered.is_set, "the first write")
+        doomed = asyncio.ensure_future(b.asubmit("doomed"))
+        after = asyncio.ensure_future(b.asubmit("after"))
+        await spin_until(lambda: len(b._pending) == 2, "two queued")
+        doomed.cancel()
+        await asyncio.sleep(0)
+        flush.gate.set()
+        return await asyncio.gather(first, after), doomed.cancelled()
+
+    assert asyncio.run(main()) == (["FIRST", "AFTER"], True)
+    assert flush.batches == [["first"], ["doomed", "after"]]
+    assert not b._leading and not b._pending
+
+
+def test_a_coroutine_gets_its_own_error():
+    b = CallBatcher(Recorder(), linger_s=0)
+
+    async def main():
+        with pytest.raises(ValueError):
+            await b.asubmit("bad")
+        return await b.asubmit("ok")
+
+    assert asyncio.run(main()) == "OK"

@@ -15,26 +15,61 @@ arrived while the previous one was written.
 
 Each waiting thread sleeps on a lock of its own, released exactly once (a shared condition
 would wake every follower to re-check: every needless wake-up is a thread switch).
+
+Coroutines submit with ``await asubmit(op)``. A coroutine never blocks its event loop: when it
+leads, the write runs on an executor thread; when it follows, it awaits a future that the
+writing thread resolves (one ``call_soon_threadsafe`` per loop per batch). The lead is never
+handed to a coroutine: whichever thread wrote the last batch writes the next one too while a
+coroutine's operation is first in the queue, so a stream of coroutine writes keeps one
+thread writing back to back and no coroutine has to wake just to start a thread — nor can a
+cancelled coroutine leave the queue without a leader.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any, Sequence
 
 
 class Slot:
-    """One submitted operation and, once written, its outcome."""
+    """One thread's submitted operation and, once written, its outcome."""
 
-    __slots__ = ("op", "done", "value", "error", "wake")
+    __slots__ = ("op", "done", "value", "error", "_lock")
 
     def __init__(self, op: Any) -> None:
         self.op = op
         self.done = False
         self.value: Any = None
         self.error: BaseException | None = None
-        self.wake = threading.Lock()
-        self.wake.acquire()  # released once: written, or handed the lead
+        self._lock = threading.Lock()
+        self._lock.acquire()  # released once: written, or handed the lead
+
+    def sleep(self) -> None:
+        self._lock.acquire()
+
+    def wake(self) -> None:
+        self._lock.release()
+
+
+class AsyncSlot(Slot):
+    """A coroutine's operation: its future is resolved on its loop once it is written."""
+
+    __slots__ = ("loop", "future")
+
+    def __init__(self, op: Any, loop: asyncio.AbstractEventLoop) -> None:  # noqa: D107
+        self.op = op
+        self.done = False
+        self.value = None
+        self.error = None
+        self.loop = loop
+        self.future: asyncio.Future = loop.create_future()
+
+
+def _resolve(futures: list[asyncio.Future]) -> None:
+    for future in futures:
+        if not future.done():  # a cancelled waiter's outcome is dropped; the write stands
+            future.set_result(None)
 
 
 class Combiner:
@@ -52,19 +87,44 @@ class Combiner:
 
     def submit(self, op: Any) -> Any:
         slot = Slot(op)
+        if not self._enqueue(slot):
+            slot.sleep()
+        if not slot.done:  # we lead this write
+            self._lead(slot)
+        if slot.error is not None:
+            raise slot.error
+        return slot.value
+
+    async def asubmit(self, op: Any) -> Any:
+        """``submit`` for coroutines: the event loop keeps running while ``op`` is written."""
+        slot = AsyncSlot(op, asyncio.get_running_loop())
+        if self._enqueue(slot):
+            await asyncio.to_thread(self._lead, slot)
+        else:
+            await slot.future
+        if slot.error is not None:
+            raise slot.error
+        return slot.value
+
+    def _enqueue(self, slot: Slot) -> bool:
+        """Queue ``slot``; True if its caller leads (no write was in progress)."""
         with self._mutex:
             self._pending.append(slot)
             lead = not self._leading
             self._leading = True
             if not lead:
                 self._queued()
-        if not lead:
-            slot.wake.acquire()
-        if not slot.done:  # we lead this write
-            self._write(self._gather(slot))
-        if slot.error is not None:
-            raise slot.error
-        return slot.value
+        return lead
+
+    def _lead(self, slot: Slot) -> None:
+        """Write ``slot``'s batch, and the next ones while a coroutine's op is first in line;
+        a thread's op first in line is handed the lead."""
+        while slot is not None:
+            successor = self._write(self._gather(slot))
+            if successor is not None and not isinstance(successor, AsyncSlot):
+                successor.wake()
+                return
+            slot = successor
 
     def _queued(self) -> None:
         """(mutex held) A follower has queued an operation."""
@@ -86,7 +146,8 @@ class Combiner:
     def _flush(self, ops: Sequence[Any]) -> list[tuple[Any, BaseException | None]]:
         raise NotImplementedError
 
-    def _write(self, batch: list[Slot]) -> None:
+    def _write(self, batch: list[Slot]) -> Slot | None:
+        """Write ``batch``, wake its callers; returns the slot that leads next, if any."""
         try:
             outcomes = self._flush([s.op for s in batch])
         except BaseException as exc:  # noqa: BLE001 - the write failed as a whole: every op
@@ -96,8 +157,16 @@ class Combiner:
             self.ops += len(batch)
             successor = self._pending[0] if self._pending else None
             self._leading = successor is not None
+        futures: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = {}
         for s, (value, error) in zip(batch, outcomes):
             s.value, s.error, s.done = value, error, True
-            s.wake.release()  # our own slot's lock too: nobody waits on it, releasing is free
-        if successor is not None:
-            successor.wake.release()
+            if isinstance(s, AsyncSlot):
+                futures.setdefault(s.loop, []).append(s.future)
+            else:
+                s.wake()  # our own slot's lock too: nobody waits on it, releasing is free
+        for loop, waiting in futures.items():
+            try:
+                loop.call_soon_threadsafe(_resolve, waiting)
+            except RuntimeError:  # that loop is closed: nobody is waiting any more
+                pass
+        return successor

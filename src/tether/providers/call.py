@@ -54,31 +54,61 @@ def _prepare(ctx: "JobContext", key: str, provider: str, model: str, estimate: E
     return profile, reservation, rhash, price
 
 
-def _reserve(ctx: "JobContext", key: str, provider: str, model: str,
-             reservation: Reservation, rhash: str | None) -> Any:
+def _reserve_op(ctx: "JobContext", key: str, provider: str, model: str,
+                reservation: Reservation, rhash: str | None) -> CallReserve:
+    return CallReserve(key, ctx.job_stage, provider, model, reservation, rhash)
+
+
+def _reserve(ctx: "JobContext", op: CallReserve) -> Any:
     try:
-        return ctx._batcher.submit(CallReserve(key, ctx.job_stage, provider, model,
-                                               reservation, rhash))
+        return ctx._batcher.submit(op)
     except ControlSignal as sig:
-        ctx.lease.signal(sig) if sig.code == "lease_lost" else None
-        ctx.raised = ctx.raised or sig
+        _signalled(ctx, sig)
         raise
+
+
+async def _areserve(ctx: "JobContext", op: CallReserve) -> Any:
+    try:
+        return await ctx._batcher.asubmit(op)
+    except ControlSignal as sig:
+        _signalled(ctx, sig)
+        raise
+
+
+def _signalled(ctx: "JobContext", sig: ControlSignal) -> None:
+    if sig.code == "lease_lost":
+        ctx.lease.signal(sig)
+    ctx.raised = ctx.raised or sig
+
+
+def _settle_op(key: str, raw: Any, price: Any, profile: Any) -> tuple[CallSettle, str, Any]:
+    value, usage = extract(raw)
+    result_json = dumps(value, what=f"result of call {key!r}")
+    refusal = refusal_in(value)
+    return (CallSettle(key, usage, price, profile.id, result_json, refusal is not None),
+            result_json, refusal)
+
+
+def _settled(ctx: "JobContext", op: CallSettle, result_json: str, refusal: Any) -> Any:
+    """What follows a written settlement: the stats, a refusal raised, the result."""
+    ctx.stats["calls_made"] += 1
+    if refusal is not None:
+        ctx.stats["calls_refused"] += 1
+        raise PolicyBlock(f"provider refused call {op.key!r}: {refusal[:200]}", billed=True)
+    return loads(result_json)
 
 
 def _settle(ctx: "JobContext", key: str, raw: Any, price: Any, profile: Any,
             limited: bool) -> Any:
-    value, usage = extract(raw)
-    result_json = dumps(value, what=f"result of call {key!r}")
-    refusal = refusal_in(value)
-    ctx._batcher.submit(CallSettle(key, usage, price, profile.id, result_json,
-                                   refusal is not None))
+    op, result_json, refusal = _settle_op(key, raw, price, profile)
+    ctx._batcher.submit(op)
     if limited:
-        ctx.store.settle_rate(ctx.id, key, usage.input_tokens + usage.output_tokens)
-    ctx.stats["calls_made"] += 1
-    if refusal is not None:
-        ctx.stats["calls_refused"] += 1
-        raise PolicyBlock(f"provider refused call {key!r}: {refusal[:200]}", billed=True)
-    return loads(result_json)
+        _settle_rate(ctx, op)
+    return _settled(ctx, op, result_json, refusal)
+
+
+def _settle_rate(ctx: "JobContext", op: CallSettle) -> None:
+    ctx.store.settle_rate(ctx.id, op.key, op.usage.input_tokens + op.usage.output_tokens)
 
 
 def _wait_for_rate(ctx: "JobContext", key: str, limits: list, tokens: int) -> bool:
@@ -159,7 +189,7 @@ def _call(ctx: "JobContext", key: str, provider: str, model: str, estimate: Esti
             hit, value = _from_cache(ctx, key, provider, model, rhash)
         if hit:
             return value
-    entry = _reserve(ctx, key, provider, model, reservation, rhash)
+    entry = _reserve(ctx, _reserve_op(ctx, key, provider, model, reservation, rhash))
     if entry is not None:
         ctx.stats["calls_reused"] += 1
         return entry.result
@@ -191,14 +221,20 @@ async def _await(aw: Any) -> Any:
 
 async def acall(ctx: "JobContext", *, key: str, provider: str, model: str, estimate: Estimate,
                 fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
-    """``call`` for async jobs: store work runs in a thread, ``fn`` is awaited on this loop."""
+    """``call`` for async jobs: ``fn`` is awaited on this loop, and the loop never blocks on
+    the store — the reservation and the settlement are queued with the job's other calls
+    (``asubmit``) and written on a thread; the rarer store work (the cache, rate limits, a
+    release) runs in a thread."""
     with ctx._batcher.calling():
         return await _acall(ctx, key, provider, model, estimate, fn, request, cache)
 
 
 async def _acall(ctx: "JobContext", key: str, provider: str, model: str, estimate: Estimate,
                  fn: Callable[[], Any], request: Any, cache: bool) -> Any:
-    await asyncio.to_thread(_boundary, ctx, cache)
+    if cache:
+        await asyncio.to_thread(_boundary, ctx, cache)
+    else:
+        _boundary(ctx, cache)  # reads only what the heartbeat already delivered
     profile, reservation, rhash, price = _prepare(ctx, key, provider, model, estimate, request,
                                                   cache)
     if cache:
@@ -207,19 +243,25 @@ async def _acall(ctx: "JobContext", key: str, provider: str, model: str, estimat
             hit, value = await asyncio.to_thread(_from_cache, ctx, key, provider, model, rhash)
         if hit:
             return value
-    entry = await asyncio.to_thread(_reserve, ctx, key, provider, model, reservation, rhash)
+    entry = await _areserve(ctx, _reserve_op(ctx, key, provider, model, reservation, rhash))
     if entry is not None:
         ctx.stats["calls_reused"] += 1
         return entry.result
     limited = False
     try:
-        limited = await asyncio.to_thread(_wait_for_rate, ctx, key,
-                                          ctx.app.rate_limits_for(provider, model),
-                                          reservation.input_tokens + reservation.output_tokens)
+        limits = ctx.app.rate_limits_for(provider, model)
+        if limits:
+            limited = await asyncio.to_thread(_wait_for_rate, ctx, key, limits,
+                                              reservation.input_tokens
+                                              + reservation.output_tokens)
         raw = fn()
         if inspect.isawaitable(raw):
             raw = await raw
     except BaseException as exc:
         await asyncio.to_thread(_release, ctx, key, exc)
         _raise_classified(ctx, exc)
-    return await asyncio.to_thread(_settle, ctx, key, raw, price, profile, limited)
+    op, result_json, refusal = _settle_op(key, raw, price, profile)
+    await ctx._batcher.asubmit(op)
+    if limited:
+        await asyncio.to_thread(_settle_rate, ctx, op)
+    return _settled(ctx, op, result_json, refusal)
