@@ -7,6 +7,7 @@ is what matters) so pickup latency is read from outside the worker.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -54,12 +55,33 @@ def calls(ctx, payload):
     return {"calls": len(out), "started": started, "finished": time.time()}
 
 
+async def acalls(ctx, payload):
+    """``calls`` as an ``async def`` job: ``ctx.acall`` on one event loop, ``concurrency`` at
+    a time (a semaphore, as an asyncio LLM pipeline would bound its requests)."""
+    from tether.providers.simulated import SimulatedProvider
+    provider = SimulatedProvider(payload["bill"], latency_s=0)
+    started = time.time()
+    gate = asyncio.Semaphore(payload.get("concurrency", 8))
+
+    async def one(i: int):
+        prompt = f"item {i}"
+        async with gate:
+            return await ctx.acall(key=f"c{i}", provider="simulated", model="sim-small",
+                                   estimate=Estimate(input_text=prompt, max_output_tokens=64),
+                                   fn=lambda: provider.complete(prompt, key=f"c{i}",
+                                                                max_tokens=64, job_id=ctx.id))
+
+    out = await asyncio.gather(*(one(i) for i in range(payload["n"])))
+    return {"calls": len(out), "started": started, "finished": time.time()}
+
+
 def register(app: Tether) -> Tether:
     """Register every benchmark job type on ``app``."""
     app.register("noop", noop)
     app.register("stamp", stamp)
     app.register("hold", hold, safe_to_retry=True, max_attempts=5)
     app.register("calls", calls)
+    app.register("acalls", acalls)
     return app
 
 

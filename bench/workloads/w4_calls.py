@@ -4,7 +4,8 @@ start). Each call is a reservation, the simulated provider (which appends its ow
 like a real provider's record; not fsynced by default, as a completed write already survives
 SIGKILL) and a settlement; the reservations and settlements of calls running at once share
 transactions (``Store.account``). The bare provider rate (8 threads, no tether) is measured
-alongside as the reference."""
+alongside as the reference. The same calls made from an ``async def`` job (``ctx.acall``, a
+semaphore of ``concurrency``) are measured too, interleaved run by run."""
 
 from __future__ import annotations
 
@@ -50,13 +51,13 @@ def provider_rate(n: int, threads: int) -> float:
     return rate
 
 
-def tether_once(backend: str, sz) -> dict:
+def tether_once(backend: str, sz, job_type: str = "calls") -> dict:
     db = TetherDB(backend, "w4")
     app = make_app(db.url)
     bill = SCRATCH / f"w4-{db.label}.bill"
     proc = None
     try:
-        job = app.submit("calls", {"n": sz.calls, "bill": str(bill),
+        job = app.submit(job_type, {"n": sz.calls, "bill": str(bill),
                                    "concurrency": sz.call_concurrency})
         proc = tether_worker(db.url, concurrency=1, poll_interval=sz.poll_interval,
                              name=f"w4-{backend}")
@@ -87,11 +88,14 @@ def tether_once(backend: str, sz) -> dict:
 
 
 def run(backend: str, sz, env) -> dict:
-    runs = []
+    """``tether``: the ``ctx.map`` job (threads; what the target is judged on); ``tether_async``:
+    the same calls from an ``async def`` job (``ctx.acall``), runs interleaved with it."""
+    runs: dict[str, list] = {"calls": [], "acalls": []}
     for r in range(env.runs):
-        env.log(f"W4 {backend} tether run {r + 1}/{env.runs}")
-        runs.append(tether_once(backend, sz))
-        env.log(f"   -> {runs[-1]}")
+        for job_type, got in runs.items():
+            env.log(f"W4 {backend} tether {job_type} run {r + 1}/{env.runs}")
+            got.append(tether_once(backend, sz, job_type))
+            env.log(f"   -> {got[-1]}")
     bare = provider_rate(min(sz.calls, 2_000), sz.call_concurrency)
-    out = {"tether": summarize(runs), "provider_alone_calls_per_s": bare}
-    return out
+    return {"tether": summarize(runs["calls"]), "tether_async": summarize(runs["acalls"]),
+            "provider_alone_calls_per_s": bare}
