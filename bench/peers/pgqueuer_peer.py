@@ -7,7 +7,6 @@ deleted from the queue table, so ``done`` = jobs enqueued - rows left."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 

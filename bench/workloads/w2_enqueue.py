@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import time
 
-from tether import Tether
-
 from ..apps import make_app
 
 from ..backends import TetherDB

@@ -6,8 +6,6 @@ on LISTEN/NOTIFY. Peers run the same with their defaults."""
 
 from __future__ import annotations
 
-from tether import Tether
-
 from ..apps import make_app
 
 from ..backends import SCRATCH, TetherDB, stop, tether_worker, wait_for

@@ -12,10 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from tether import Tether
-
 from ..apps import make_app
-
 from ..backends import SCRATCH, TetherDB, stop, tether_worker, wait_for
 from ..stats import summarize
 

@@ -9,8 +9,6 @@ import os
 import signal
 import time
 
-from tether import Tether
-
 from ..apps import make_app
 
 from ..backends import SCRATCH, TetherDB, stop, tether_worker, wait_for

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import time
 
-from tether import Tether
-
 from ..apps import make_app
 
 from ..backends import TetherDB, rss_kb, stop, tether_worker, wait_for

@@ -172,7 +172,7 @@ def test_concurrent_reservations_never_cross_job_or_project_limits(app):
             try:
                 reserve(app, job, tok, f"t{n}-{i}")
                 got = "ok"
-            except BudgetExhausted as exc:
+            except BudgetExhausted:
                 got = "refused"
             with lock:
                 outcomes.append(got)
