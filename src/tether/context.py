@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from .core.states import JobState
@@ -24,10 +23,6 @@ R = TypeVar("R")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app import Tether
-
-
-class _NotStarted(Exception):
-    """An item of ``JobContext.map`` skipped because another item had already failed."""
 
 
 class Lease:
@@ -190,30 +185,35 @@ class JobContext:
         items = list(items)
         if not items:
             return []
+        results: list[Any] = [None] * len(items)
+        errors: list[BaseException | None] = [None] * len(items)
+        order = iter(range(len(items)))
+        taking = threading.Lock()
         failed = threading.Event()
 
-        def run(item: T) -> R:
-            if failed.is_set():
-                raise _NotStarted()
-            try:
-                return fn(item)
-            except BaseException:
-                failed.set()
-                raise
+        def work() -> None:  # each thread takes the next item until none is left or one failed
+            while not failed.is_set():
+                with taking:
+                    i = next(order, None)
+                if i is None:
+                    return
+                try:
+                    results[i] = fn(items[i])
+                except BaseException as exc:  # noqa: BLE001 - re-raised below, in order
+                    errors[i] = exc
+                    failed.set()
 
-        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(items))),
-                                thread_name_prefix=f"tether-map-{self.id}") as pool:
-            futures = [pool.submit(run, item) for item in items]
-            wait(futures)  # one wake-up at the end, not one per item
-            outcomes = []
-            for f in futures:
-                exc = f.exception()
-                outcomes.append((None, exc) if exc is not None else (f.result(), None))
-        errors = [e for _, e in outcomes if e is not None and not isinstance(e, _NotStarted)]
-        if errors:
-            signals = [e for e in errors if isinstance(e, ControlSignal)]
-            raise (signals or errors)[0]
-        return [v for v, _ in outcomes]
+        threads = [threading.Thread(target=work, name=f"tether-map-{self.id}-{k}", daemon=True)
+                   for k in range(max(1, min(concurrency, len(items))))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        raised = [e for e in errors if e is not None]
+        if raised:
+            signals = [e for e in raised if isinstance(e, ControlSignal)]
+            raise (signals or raised)[0]
+        return results
 
     def add_examples(self, n: int = 1) -> int:
         """Count produced examples against ``max_examples``; returns the job's total."""

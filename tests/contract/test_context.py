@@ -108,6 +108,35 @@ def test_map_runs_concurrently_and_reports_stats(app):
     assert app.events(job.id)[-1].data["stats"]["calls_made"] == 16
 
 
+def test_map_returns_results_in_item_order(app):
+    @app.job("ordered")
+    def ordered(ctx, payload):
+        return ctx.map(lambda i: sim_call(ctx, f"k{i}")["k"], range(24), concurrency=8)
+    app.submit("ordered", {})
+    assert claim_and_run(app).result == [f"k{i}" for i in range(24)]
+
+
+def test_map_stops_starting_items_after_one_fails_and_raises_a_signal_first(app):
+    """A failing item stops the items not yet started; the error raised is a control signal
+    if any item raised one, though a plain error came from an earlier item."""
+    started, barrier = [], threading.Barrier(2)
+
+    @app.job("mixed", max_attempts=1)
+    def mixed(ctx, payload):
+        def one(i):
+            started.append(i)
+            barrier.wait(5)  # items 0 and 1 run at once, then both fail
+            if i == 0:
+                raise ValueError("item 0 broke")
+            raise BudgetExhausted("item 1 hit the limit", limit="max_calls", scope="job")
+        return ctx.map(one, range(40), concurrency=2)
+
+    app.submit("mixed", {})
+    j = claim_and_run(app)
+    assert j.state == JobState.PAUSED and j.error_code == "budget_exhausted"
+    assert sorted(started) == [0, 1], "no item started after the failures"
+
+
 def test_concurrent_calls_share_writes_and_never_cross_the_budget(app):
     """ctx.map's calls are journaled through shared transactions (fewer writes than two per
     call), and the reservations in one write still respect the job's limit together."""
