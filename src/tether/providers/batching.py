@@ -2,9 +2,11 @@
 
 Every ``ctx.call`` writes twice — the reservation before the provider is asked, the settlement
 after — and each write must be durable before the call goes on. When ``ctx.map`` runs calls on
-eight threads, those writes arrive together; ``CallBatcher`` hands them to ``Store.account``
-as one list, so one transaction (one durable commit, one read and one write of the budget rows)
-carries every reservation and settlement that arrived while the previous one was written.
+eight threads (or an async job awaits eight ``ctx.acall``s: coroutines queue their writes with
+``asubmit``, without blocking their loop), those writes arrive together; ``CallBatcher`` hands
+them to ``Store.account`` as one list, so one transaction (one durable commit, one read and one
+write of the budget rows) carries every reservation and settlement that arrived while the
+previous one was written.
 
 It is a ``core.combining.Combiner`` (no batching thread: a caller leads each write) with one
 addition: before writing, a leader waits until every other call of the job that is in progress
