@@ -163,14 +163,20 @@ async def spin_until(predicate, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def held_write(b, flush, op, what):
+    """Start ``b.asubmit(op)`` and wait until its write is in ``flush`` (held by its gate)."""
+    task = asyncio.ensure_future(b.asubmit(op))
+    await spin_until(flush.entered.is_set, what)
+    return task
+
+
 def test_a_lone_coroutine_writes_on_a_thread_and_its_loop_keeps_running():
     flush = Recorder(hold_first=True)
     b = CallBatcher(flush, linger_s=0)
     ticks = []
 
     async def main():
-        task = asyncio.ensure_future(b.asubmit("a"))
-        await spin_until(flush.entered.is_set, "the write to start")
+        task = await held_write(b, flush, "a", "the write to start")
         for i in range(3):  # the write is held: the loop still runs other coroutines
             ticks.append(i)
             await asyncio.sleep(0)
@@ -187,8 +193,7 @@ def test_coroutines_queued_during_a_write_share_the_next_one():
     b = CallBatcher(flush, linger_s=0)
 
     async def main():
-        first = asyncio.ensure_future(b.asubmit("first"))
-        await spin_until(flush.entered.is_set, "the first write")
+        first = await held_write(b, flush, "first", "the first write")
         rest = [asyncio.ensure_future(b.asubmit(n)) for n in ("x", "y", "z")]
         await spin_until(lambda: len(b._pending) == 3, "three queued")
         flush.gate.set()
@@ -224,8 +229,7 @@ def test_a_thread_queued_behind_a_coroutine_write_is_handed_the_lead():
     out = {}
 
     async def main():
-        task = asyncio.ensure_future(b.asubmit("coro"))
-        await spin_until(flush.entered.is_set, "the coroutine's write")
+        task = await held_write(b, flush, "coro", "the coroutine's write")
         t = run(lambda: out.setdefault("thread", b.submit("thread")))
         await spin_until(lambda: len(b._pending) == 1, "the thread queued")
         flush.gate.set()
@@ -243,8 +247,7 @@ def test_a_cancelled_coroutine_leaves_no_one_stranded_and_its_write_stands():
     b = CallBatcher(flush, linger_s=0)
 
     async def main():
-        first = asyncio.ensure_future(b.asubmit("first"))
-        await spin_until(flush.entered.is_set, "the first write")
+        first = await held_write(b, flush, "first", "the first write")
         doomed = asyncio.ensure_future(b.asubmit("doomed"))
         after = asyncio.ensure_future(b.asubmit("after"))
         await spin_until(lambda: len(b._pending) == 2, "two queued")

@@ -32,16 +32,25 @@ import threading
 from typing import Any, Sequence
 
 
-class Slot:
-    """One thread's submitted operation and, once written, its outcome."""
+class _Pending:
+    """One submitted operation and, once written, its outcome."""
 
-    __slots__ = ("op", "done", "value", "error", "_lock")
+    __slots__ = ("op", "done", "value", "error")
 
     def __init__(self, op: Any) -> None:
         self.op = op
         self.done = False
         self.value: Any = None
         self.error: BaseException | None = None
+
+
+class Slot(_Pending):
+    """A thread's operation: its caller sleeps on a lock of its own."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, op: Any) -> None:
+        super().__init__(op)
         self._lock = threading.Lock()
         self._lock.acquire()  # released once: written, or handed the lead
 
@@ -52,16 +61,13 @@ class Slot:
         self._lock.release()
 
 
-class AsyncSlot(Slot):
+class AsyncSlot(_Pending):
     """A coroutine's operation: its future is resolved on its loop once it is written."""
 
     __slots__ = ("loop", "future")
 
-    def __init__(self, op: Any, loop: asyncio.AbstractEventLoop) -> None:  # noqa: D107
-        self.op = op
-        self.done = False
-        self.value = None
-        self.error = None
+    def __init__(self, op: Any, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(op)
         self.loop = loop
         self.future: asyncio.Future = loop.create_future()
 
@@ -80,7 +86,7 @@ class Combiner:
     def __init__(self, *, max_batch: int) -> None:
         self.max_batch = max_batch
         self._mutex = threading.Lock()
-        self._pending: list[Slot] = []
+        self._pending: list[Slot | AsyncSlot] = []
         self._leading = False
         self.flushes = 0
         self.ops = 0
@@ -106,7 +112,7 @@ class Combiner:
             raise slot.error
         return slot.value
 
-    def _enqueue(self, slot: Slot) -> bool:
+    def _enqueue(self, slot: Slot | AsyncSlot) -> bool:
         """Queue ``slot``; True if its caller leads (no write was in progress)."""
         with self._mutex:
             self._pending.append(slot)
@@ -116,12 +122,12 @@ class Combiner:
                 self._queued()
         return lead
 
-    def _lead(self, slot: Slot) -> None:
+    def _lead(self, slot: Slot | AsyncSlot | None) -> None:
         """Write ``slot``'s batch, and the next ones while a coroutine's op is first in line;
         a thread's op first in line is handed the lead."""
         while slot is not None:
             successor = self._write(self._gather(slot))
-            if successor is not None and not isinstance(successor, AsyncSlot):
+            if isinstance(successor, Slot):
                 successor.wake()
                 return
             slot = successor
@@ -129,7 +135,7 @@ class Combiner:
     def _queued(self) -> None:
         """(mutex held) A follower has queued an operation."""
 
-    def _take(self, own: Slot) -> list[Slot]:
+    def _take(self, own: Any) -> list[Any]:
         """(mutex held) Up to ``max_batch`` queued ops in arrival order, ``own`` among them."""
         batch = self._pending[:self.max_batch]
         rest = self._pending[self.max_batch:]
@@ -139,14 +145,14 @@ class Combiner:
         self._pending = rest
         return batch
 
-    def _gather(self, own: Slot) -> list[Slot]:
+    def _gather(self, own: Any) -> list[Any]:
         with self._mutex:
             return self._take(own)
 
     def _flush(self, ops: Sequence[Any]) -> list[tuple[Any, BaseException | None]]:
         raise NotImplementedError
 
-    def _write(self, batch: list[Slot]) -> Slot | None:
+    def _write(self, batch: list[Any]) -> Slot | AsyncSlot | None:
         """Write ``batch``, wake its callers; returns the slot that leads next, if any."""
         try:
             outcomes = self._flush([s.op for s in batch])

@@ -23,7 +23,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
-from ..core.combining import Combiner, Slot
+from ..core.combining import Combiner
 
 Flush = Callable[[Sequence[Any]], list[tuple[Any, BaseException | None]]]
 
@@ -71,7 +71,7 @@ class CallBatcher(Combiner):
             self._lingering = False
             self._arrived.release()
 
-    def _gather(self, own: Slot) -> list[Slot]:
+    def _gather(self, own: Any) -> list[Any]:
         """Wait, up to ``linger_s``, until every call in progress has queued; then take up
         to ``max_batch`` ops, our own among them."""
         deadline = None

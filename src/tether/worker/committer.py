@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from ..core.combining import Combiner, Slot
+from ..core.combining import Combiner
 
 log = logging.getLogger("tether.committer")
 
@@ -57,7 +57,7 @@ class GroupCommitter(Combiner):
             return fn(*args, **kwargs)
         return self.submit((fn, args, kwargs))
 
-    def _gather(self, own: Slot) -> list[Slot]:
+    def _gather(self, own: Any) -> list[Any]:
         if self.max_delay > 0:
             time.sleep(self.max_delay)
         return super()._gather(own)

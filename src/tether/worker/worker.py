@@ -223,7 +223,7 @@ class Worker:
                     break
                 if stop_when_idle and claimed == 0 and self.busy == 0 and self._idle():
                     break
-                if claimed == 0 or self._drained or self.prefetch.want(self.busy) <= 0:
+                if self._drained or self.prefetch.want(self.busy) <= 0:
                     self._idle_wait()
         finally:
             self._drain()
