@@ -47,7 +47,9 @@ def _anthropic(body, refusal=False):
             "content": [] if refusal else [{"type": "text", "text": "a fine answer"}],
             "stop_reason": "refusal" if refusal else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": 40, "output_tokens": 25, "cache_read_input_tokens": 2000,
-                      "cache_creation_input_tokens": 60}}
+                      "cache_creation_input_tokens": 60,
+                      "cache_creation": {"ephemeral_5m_input_tokens": 45,
+                                         "ephemeral_1h_input_tokens": 15}}}
 
 
 ERRORS = {

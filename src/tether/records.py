@@ -158,7 +158,10 @@ class JournalEntry:
 class LedgerEntry:
     """One settled call: what was paid, at which unit prices, from which price profile.
     ``confirmed`` is False when a crash left the outcome unknown and the reservation was
-    counted as spent."""
+    counted as spent. ``cache_write_tokens`` (of which ``cache_write_1h_tokens`` with a 1-hour
+    lifetime) are input tokens written to the provider's prompt cache, billed at
+    ``cache_write_per_mtok`` / ``cache_write_1h_per_mtok`` (None: the profile lists no such
+    rate, so they were billed as input)."""
 
     id: int
     job_id: int
@@ -181,6 +184,10 @@ class LedgerEntry:
     confirmed: bool
     overrun: bool
     created_at: datetime
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    cache_write_per_mtok: Decimal | None = None
+    cache_write_1h_per_mtok: Decimal | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

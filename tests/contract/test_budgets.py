@@ -31,6 +31,31 @@ def test_reserve_then_settle_moves_reserved_to_spent(app):
     assert app.project_budget("default").used.spent_usd == expected
 
 
+def test_cache_writes_are_billed_at_their_rates_and_kept_in_the_ledger(app):
+    from dataclasses import replace
+    price = replace(PRICE, cache_write_per_mtok=Decimal("0.625"),
+                    cache_write_1h_per_mtok=Decimal("1.00"))
+    job, tok = running_job(app)
+    reserve(app, job, tok, "k")
+    usage = Usage(input_tokens=100, output_tokens=10, cached_input_tokens=20,
+                  cache_write_tokens=50, cache_write_1h_tokens=10)
+    entry = app.store.settle(job.id, tok, key="k", usage=usage, price=price, profile_id="p",
+                             result_json='"ok"')
+    expected = (30 * Decimal("0.50") + 20 * Decimal("0.25") + 40 * Decimal("0.625")
+                + 10 * Decimal("1.00") + 10 * Decimal("1.50")) / 10**6
+    (row,) = app.ledger(job.id)
+    assert entry.cost_usd == row.cost_usd == expected
+    assert (row.cache_write_tokens, row.cache_write_1h_tokens) == (50, 10)
+    assert (row.cache_write_per_mtok, row.cache_write_1h_per_mtok) == (Decimal("0.625"),
+                                                                       Decimal("1.00"))
+    assert app.store.journal(job.id, "k")[0].usage["cache_write_tokens"] == 50
+    reserve(app, job, tok, "plain")
+    app.store.settle(job.id, tok, key="plain", usage=Usage(1, 1), price=PRICE, profile_id="p",
+                     result_json='"ok"')
+    plain = app.ledger(job.id)[1]
+    assert plain.cache_write_tokens == 0 and plain.cache_write_per_mtok is None
+
+
 def test_a_done_key_is_returned_not_reserved_again(app):
     job, tok = running_job(app)
     reserve(app, job, tok, "k")

@@ -24,7 +24,8 @@ EXPECTED = {
     "cost_ledger": {"id", "job_id", "project", "stage", "key", "attempt", "provider", "model",
                     "input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens",
                     "input_per_mtok", "output_per_mtok", "cached_input_per_mtok",
-                    "price_profile", "cost_usd", "reserved_usd", "confirmed", "overrun",
+                    "cache_write_tokens", "cache_write_1h_tokens", "cache_write_per_mtok",
+                    "cache_write_1h_per_mtok", "price_profile", "cost_usd", "reserved_usd", "confirmed", "overrun",
                     "created_at"},
     "checkpoints": {"job_id", "stage", "position", "blob", "size", "attempt", "created_at"},
     "blobs": {"sha256", "data", "size", "created_at"},
@@ -65,7 +66,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == EXPECTED
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 4
+    assert store.schema_version() == 5
 
 
 def test_migrating_again_changes_nothing(store, backend):

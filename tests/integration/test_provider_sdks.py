@@ -83,7 +83,10 @@ def test_anthropic_usage_counts_cache_reads_and_writes(sdk_app):
     assert job.state == JobState.SUCCEEDED
     (row,) = sdk_app.ledger(job.id)
     assert (row.input_tokens, row.cached_input_tokens, row.output_tokens) == (2100, 2000, 25)
-    expected = (100 * Decimal("1.00") + 2000 * Decimal("0.10") + 25 * Decimal("5.00")) / 10**6
+    assert (row.cache_write_tokens, row.cache_write_1h_tokens) == (60, 15)
+    # claude-haiku-4-5: input 1.00, cache read 0.10, 5-minute write 1.25, 1-hour write 2.00
+    expected = (40 * Decimal("1.00") + 2000 * Decimal("0.10") + 45 * Decimal("1.25")
+                + 15 * Decimal("2.00") + 25 * Decimal("5.00")) / 10**6
     assert row.cost_usd == expected
 
 

@@ -27,9 +27,19 @@ def test_openai_responses_shape():
 def test_anthropic_shape_counts_cache_reads_and_writes_as_input():
     u = NS(input_tokens=10, output_tokens=7, cache_read_input_tokens=30,
            cache_creation_input_tokens=5)
-    assert usage_from(u) == Usage(45, 7, 30, 0)
+    assert usage_from(u) == Usage(45, 7, 30, 0, cache_write_tokens=5)
     assert usage_from(NS(input_tokens=10, output_tokens=7, cache_read_input_tokens=None,
                          cache_creation_input_tokens=None)) == Usage(10, 7)
+
+
+def test_anthropic_cache_writes_keep_their_one_hour_part():
+    u = {"input_tokens": 10, "output_tokens": 7, "cache_read_input_tokens": 0,
+         "cache_creation_input_tokens": 50,
+         "cache_creation": {"ephemeral_5m_input_tokens": 30, "ephemeral_1h_input_tokens": 20}}
+    assert usage_from(u) == Usage(60, 7, 0, 0, cache_write_tokens=50, cache_write_1h_tokens=20)
+    u = NS(input_tokens=1, output_tokens=1, cache_read_input_tokens=None,
+           cache_creation_input_tokens=4, cache_creation=NS(ephemeral_1h_input_tokens=None))
+    assert usage_from(u) == Usage(5, 1, cache_write_tokens=4)
 
 
 def test_sdk_objects_are_stored_as_json():

@@ -1,6 +1,8 @@
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tether import Estimate, Usage
 from tether.core.estimate import CallEstimate, estimate_cost
@@ -52,6 +54,58 @@ def test_cost_uses_cached_rate_for_cached_tokens_only():
                             cached_input_tokens=400_000))
     assert cost == Decimal("0.09") + Decimal("0.030") + Decimal("0.60")
     assert price.worst_case(1_000_000, 1_000_000) == Decimal("0.75")
+
+
+def test_anthropic_cache_writes_cost_more_than_input_and_reads_less():
+    price = load_profile().price("anthropic", "claude-sonnet-4-5")
+    assert (price.cache_write_per_mtok, price.cache_write_1h_per_mtok) == (Decimal("3.75"),
+                                                                           Decimal("6.00"))
+    # 1M input: 100k read, 300k written (100k of them for an hour), 600k fresh; 10k out.
+    usage = Usage(input_tokens=1_000_000, output_tokens=10_000, cached_input_tokens=100_000,
+                  cache_write_tokens=300_000, cache_write_1h_tokens=100_000)
+    assert price.cost(usage) == (Decimal("0.03") + Decimal("0.75") + Decimal("0.60")
+                                 + Decimal("1.80") + Decimal("0.15"))
+    # the worst case prices every input token at the dearest input-side rate (1-hour write)
+    assert price.worst_case(1_000_000, 10_000) == Decimal("6.00") + Decimal("0.15")
+
+
+def test_missing_cache_write_rates_fall_back_up_the_chain(tmp_path):
+    f = tmp_path / "mine.toml"
+    f.write_text('name = "acme"\neffective_date = "2026-11-01"\nreplace_default = true\n'
+                 '[[models]]\nprovider = "p"\nmodel = "plain"\n'
+                 'input_per_mtok = "2"\noutput_per_mtok = "4"\n'
+                 '[[models]]\nprovider = "p"\nmodel = "five"\n'
+                 'input_per_mtok = "2"\noutput_per_mtok = "4"\ncache_write_per_mtok = "2.5"\n')
+    p = load_profile(f)
+    writes = Usage(input_tokens=1_000_000, cache_write_tokens=1_000_000,
+                   cache_write_1h_tokens=400_000)
+    assert p.price("p", "plain").cost(writes) == Decimal(2)  # no surcharge: billed as input
+    assert p.price("p", "five").cost(writes) == Decimal("2.5")  # 1-hour falls back to 5-minute
+    assert p.price("p", "five").to_dict()["cache_write_per_mtok"] == "2.5"
+    assert "cache_write_1h_per_mtok" not in p.price("p", "five").to_dict()
+
+
+@given(st.sampled_from(sorted(load_profile().models)), st.integers(0, 10**6),
+       st.integers(0, 10**5), st.data())
+def test_no_usage_within_the_estimate_costs_more_than_its_worst_case(key, tin, tout, data):
+    """The reservation promise: whatever mix of fresh, cached and cache-written input a call
+    reports, if its token counts are within the estimate its cost is within the worst case."""
+    price = load_profile().models[key]
+    used_in = data.draw(st.integers(0, tin))
+    cached = data.draw(st.integers(0, used_in))
+    written = data.draw(st.integers(0, used_in - cached))
+    hour = data.draw(st.integers(0, written))
+    usage = Usage(input_tokens=used_in, output_tokens=data.draw(st.integers(0, tout)),
+                  cached_input_tokens=cached, cache_write_tokens=written,
+                  cache_write_1h_tokens=hour)
+    assert price.cost(usage) <= price.worst_case(tin, tout)
+
+
+def test_usage_parts_cannot_exceed_their_whole():
+    with pytest.raises(InvalidPayload):
+        Usage(input_tokens=10, cached_input_tokens=6, cache_write_tokens=5)
+    with pytest.raises(InvalidPayload):
+        Usage(input_tokens=10, cache_write_tokens=2, cache_write_1h_tokens=3)
 
 
 def test_estimate_byte_length_is_the_input_upper_bound():

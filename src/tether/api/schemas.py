@@ -222,6 +222,10 @@ class LedgerEntryOut(BaseModel):
     input_per_mtok: str | None = None
     output_per_mtok: str | None = None
     cached_input_per_mtok: str | None = None
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    cache_write_per_mtok: str | None = None
+    cache_write_1h_per_mtok: str | None = None
     price_profile: str | None = None
     cost_usd: str | None = None
     reserved_usd: str | None = None

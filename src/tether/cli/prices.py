@@ -22,17 +22,20 @@ def show(
         help="A TOML profile overriding or adding to the shipped default.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show every priced model with its input, output and cached-input price."""
+    """Show every priced model with its input, output, cached-input and cache-write prices."""
     prof = load_profile(profile or os.environ.get("TETHER_PRICE_PROFILE"))
     if as_json:
         print(json.dumps(dict(prof.to_dict(), id=prof.id), indent=2))
         return
     table = Table(title=f"{prof.name} — effective {prof.effective_date}")
-    for col in ("provider", "model", "input $/Mtok", "output $/Mtok", "cached input $/Mtok"):
+    for col in ("provider", "model", "input $/Mtok", "output $/Mtok", "cached input $/Mtok",
+                "cache write $/Mtok", "1h cache write $/Mtok"):
         table.add_column(col, justify="right" if "$" in col else "left")
     for m in prof.to_dict()["models"]:
         table.add_row(m["provider"], m["model"], m["input_per_mtok"], m["output_per_mtok"],
-                      m.get("cached_input_per_mtok", "—"))
+                      *(m.get(name, "—") for name in ("cached_input_per_mtok",
+                                                      "cache_write_per_mtok",
+                                                      "cache_write_1h_per_mtok")))
     out().print(table)
 
 

@@ -1,8 +1,9 @@
 """Dated price profiles: USD per million tokens, per provider and model (DESIGN §4).
 
 A profile is a TOML file (``name``, ``effective_date``, ``[[models]]`` with ``provider``,
-``model``, ``input_per_mtok``, ``output_per_mtok``, optional ``cached_input_per_mtok``). A user
-file overrides or adds models on top of the shipped default. Prices are strings in the file
+``model``, ``input_per_mtok``, ``output_per_mtok``, optional ``cached_input_per_mtok``,
+``cache_write_per_mtok`` and ``cache_write_1h_per_mtok``). A user file overrides or adds models
+on top of the shipped default. Prices are strings in the file
 so they become exact ``Decimal``s. An unpriced model is an error, never $0.
 """
 
@@ -22,6 +23,7 @@ from .budget import to_decimal
 from .usage import Usage
 
 MTOK = Decimal(1_000_000)
+_OPTIONAL_RATES = ("cached_input_per_mtok", "cache_write_per_mtok", "cache_write_1h_per_mtok")
 DEFAULT_PROFILE = Path(__file__).resolve().parent.parent / "providers" / "prices" / "default.toml"
 
 
@@ -32,24 +34,49 @@ class ModelPrice:
     input_per_mtok: Decimal
     output_per_mtok: Decimal
     cached_input_per_mtok: Decimal | None = None
+    cache_write_per_mtok: Decimal | None = None
+    cache_write_1h_per_mtok: Decimal | None = None
+
+    @property
+    def write_rates(self) -> tuple[Decimal, Decimal]:
+        """(5-minute, 1-hour) cache-write rates. A rate the profile does not list falls back to
+        the next one up the chain (1-hour -> 5-minute -> input): a provider without a
+        surcharge bills writes as input, and a missing 1-hour rate never prices them at $0."""
+        five = self.cache_write_per_mtok if self.cache_write_per_mtok is not None \
+            else self.input_per_mtok
+        hour = self.cache_write_1h_per_mtok if self.cache_write_1h_per_mtok is not None else five
+        return five, hour
 
     def cost(self, usage: Usage) -> Decimal:
         cached = usage.cached_input_tokens if self.cached_input_per_mtok is not None else 0
         fresh = usage.input_tokens - cached
-        total = (fresh * self.input_per_mtok + cached * (self.cached_input_per_mtok or 0)
-                 + usage.output_tokens * self.output_per_mtok)
-        return total / MTOK
+        total = cached * (self.cached_input_per_mtok or 0) + usage.output_tokens * \
+            self.output_per_mtok
+        if usage.cache_write_tokens:
+            five, hour = self.write_rates
+            hour_tokens = usage.cache_write_1h_tokens
+            total += (usage.cache_write_tokens - hour_tokens) * five + hour_tokens * hour
+            fresh -= usage.cache_write_tokens
+        return (total + fresh * self.input_per_mtok) / MTOK
 
     def worst_case(self, input_tokens: int, output_tokens: int) -> Decimal:
-        """No cache discount: the most these token counts can cost."""
-        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / MTOK
+        """The most these token counts can cost: no cache discount, and every input token at
+        the dearest input-side rate (a request may write its whole prompt to the cache, which
+        Anthropic bills at up to 2x input), so a settled cost never exceeds its reservation."""
+        return (input_tokens * self._dearest_input + output_tokens * self.output_per_mtok) / MTOK
+
+    @cached_property
+    def _dearest_input(self) -> Decimal:
+        return max(self.input_per_mtok, *self.write_rates)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"provider": self.provider, "model": self.model,
                "input_per_mtok": str(self.input_per_mtok),
                "output_per_mtok": str(self.output_per_mtok)}
-        if self.cached_input_per_mtok is not None:
-            out["cached_input_per_mtok"] = str(self.cached_input_per_mtok)
+        for name in _OPTIONAL_RATES:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = str(value)
         return out
 
 
@@ -91,10 +118,8 @@ class PriceProfile:
                     provider=str(entry["provider"]), model=str(entry["model"]),
                     input_per_mtok=to_decimal(entry["input_per_mtok"], "input_per_mtok"),
                     output_per_mtok=to_decimal(entry["output_per_mtok"], "output_per_mtok"),
-                    cached_input_per_mtok=(to_decimal(entry["cached_input_per_mtok"],
-                                                      "cached_input_per_mtok")
-                                           if entry.get("cached_input_per_mtok") is not None
-                                           else None))
+                    **{name: to_decimal(entry[name], name) for name in _OPTIONAL_RATES
+                       if entry.get(name) is not None})
             except KeyError as exc:
                 raise ConfigurationError(f"price profile model entry lacks {exc}") from None
             models[(price.provider, price.model)] = price

@@ -1,8 +1,12 @@
 """What a provider call is expected to use (``Estimate``) and did use (``Usage``).
 
-Token conventions, whatever the provider: ``input_tokens`` counts every prompt token including
-cached ones (``cached_input_tokens`` is the subset billed at the cached rate); ``output_tokens``
-counts every generated token including reasoning (``reasoning_tokens`` is the subset).
+Token conventions, whatever the provider: ``input_tokens`` counts every prompt token, including
+those read from and written to a prompt cache. Two disjoint subsets of it are priced apart:
+``cached_input_tokens`` (read from the cache, billed at the cached rate) and
+``cache_write_tokens`` (written to it, billed at the cache-write rate where the provider charges
+one: Anthropic's 1.25x input for a 5-minute entry); ``cache_write_1h_tokens`` is the part of
+the writes made with a 1-hour lifetime (2x input at Anthropic). ``output_tokens`` counts every
+generated token including reasoning (``reasoning_tokens`` is the subset).
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from typing import Any
 from ..errors import InvalidPayload
 
 
-_USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens",
+                 "cache_write_tokens", "cache_write_1h_tokens")
 
 
 @dataclass(frozen=True)
@@ -22,14 +27,19 @@ class Usage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     def __post_init__(self) -> None:
         for name in _USAGE_FIELDS:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise InvalidPayload(f"Usage.{name} must be a non-negative integer, got {value!r}")
-        if self.cached_input_tokens > self.input_tokens:
-            raise InvalidPayload("cached_input_tokens cannot exceed input_tokens")
+        if self.cached_input_tokens + self.cache_write_tokens > self.input_tokens:
+            raise InvalidPayload("cached_input_tokens + cache_write_tokens cannot exceed "
+                                 "input_tokens (both are parts of the input)")
+        if self.cache_write_1h_tokens > self.cache_write_tokens:
+            raise InvalidPayload("cache_write_1h_tokens cannot exceed cache_write_tokens")
 
     def to_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in _USAGE_FIELDS}

@@ -44,9 +44,12 @@ def usage_from(usage: Any) -> Usage | None:
                 usage, "input_tokens_details") is None and _get(usage, "total_tokens") is None:
             # Anthropic: input_tokens excludes cache reads and writes; tether counts all input.
             fresh = _int(_get(usage, "input_tokens"))
-            return Usage(input_tokens=fresh + _int(cache_read) + _int(cache_write),
+            writes = _int(cache_write)
+            return Usage(input_tokens=fresh + _int(cache_read) + writes,
                          output_tokens=_int(_get(usage, "output_tokens")),
-                         cached_input_tokens=_int(cache_read))
+                         cached_input_tokens=_int(cache_read), cache_write_tokens=writes,
+                         cache_write_1h_tokens=min(writes, _int(_get(
+                             _get(usage, "cache_creation"), "ephemeral_1h_input_tokens"))))
         details = _get(usage, "input_tokens_details")  # OpenAI responses API
         out_details = _get(usage, "output_tokens_details")
         return Usage(input_tokens=_int(_get(usage, "input_tokens")),

@@ -162,9 +162,13 @@ class AccountingMixin:
                 "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                 "cached_input_tokens": usage.cached_input_tokens,
                 "reasoning_tokens": usage.reasoning_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+                "cache_write_1h_tokens": usage.cache_write_1h_tokens,
                 "input_per_mtok": money(price.input_per_mtok),
                 "output_per_mtok": money(price.output_per_mtok),
                 "cached_input_per_mtok": money(price.cached_input_per_mtok),
+                "cache_write_per_mtok": money(price.cache_write_per_mtok),
+                "cache_write_1h_per_mtok": money(price.cache_write_1h_per_mtok),
                 "price_profile": profile_id, "cost_usd": money(cost),
                 "reserved_usd": money(_dec(entry["reserved_usd"])), "confirmed": confirmed,
                 "overrun": overrun, "now": self._time_param(now)}
@@ -265,6 +269,8 @@ def _usage_dict(usage: Usage) -> dict[str, int]:
     """``usage.to_dict()`` without ``dataclasses.asdict`` (which deep-copies: ~20 us)."""
     return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "cached_input_tokens": usage.cached_input_tokens,
-            "reasoning_tokens": usage.reasoning_tokens}
+            "reasoning_tokens": usage.reasoning_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "cache_write_1h_tokens": usage.cache_write_1h_tokens}
 
 

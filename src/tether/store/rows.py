@@ -47,6 +47,12 @@ def _dec(value: Any) -> Decimal:
     return _D0 if value is None else Decimal(str(value))
 
 
+def _rate(row: dict[str, Any], name: str) -> Decimal | None:
+    """An optional price column: None where the profile listed no such rate."""
+    value = row.get(name)
+    return None if value is None else Decimal(str(value))
+
+
 _ZERO = Counters()
 _NO_LIMITS = Budget()
 _UNLIMITED = BudgetStatus(_NO_LIMITS, _ZERO)
@@ -142,9 +148,12 @@ class RowsMixin:
             input_tokens=int(r["input_tokens"]), output_tokens=int(r["output_tokens"]),
             cached_input_tokens=int(r["cached_input_tokens"]),
             reasoning_tokens=int(r["reasoning_tokens"]),
+            cache_write_tokens=int(r["cache_write_tokens"]),
+            cache_write_1h_tokens=int(r["cache_write_1h_tokens"]),
             input_per_mtok=_dec(r["input_per_mtok"]), output_per_mtok=_dec(r["output_per_mtok"]),
-            cached_input_per_mtok=(None if r.get("cached_input_per_mtok") is None
-                                   else _dec(r["cached_input_per_mtok"])),
+            cached_input_per_mtok=_rate(r, "cached_input_per_mtok"),
+            cache_write_per_mtok=_rate(r, "cache_write_per_mtok"),
+            cache_write_1h_per_mtok=_rate(r, "cache_write_1h_per_mtok"),
             price_profile=r["price_profile"], cost_usd=_dec(r["cost_usd"]),
             reserved_usd=_dec(r["reserved_usd"]), confirmed=bool(r["confirmed"]),
             overrun=bool(r["overrun"]), created_at=_dt(r["created_at"]))

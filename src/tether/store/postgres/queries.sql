@@ -286,13 +286,17 @@ LIMIT 1;
 
 -- name: insert_ledger
 INSERT INTO cost_ledger (job_id, project, stage, key, attempt, provider, model, input_tokens,
-                         output_tokens, cached_input_tokens, reasoning_tokens, input_per_mtok,
-                         output_per_mtok, cached_input_per_mtok, price_profile, cost_usd,
-                         reserved_usd, confirmed, overrun, created_at)
+                         output_tokens, cached_input_tokens, reasoning_tokens,
+                         cache_write_tokens, cache_write_1h_tokens, input_per_mtok,
+                         output_per_mtok, cached_input_per_mtok, cache_write_per_mtok,
+                         cache_write_1h_per_mtok, price_profile, cost_usd, reserved_usd,
+                         confirmed, overrun, created_at)
 VALUES (%(job_id)s, %(project)s, %(stage)s, %(key)s, %(attempt)s, %(provider)s, %(model)s,
         %(input_tokens)s, %(output_tokens)s, %(cached_input_tokens)s, %(reasoning_tokens)s,
+        %(cache_write_tokens)s, %(cache_write_1h_tokens)s,
         %(input_per_mtok)s::numeric, %(output_per_mtok)s::numeric,
-        %(cached_input_per_mtok)s::numeric, %(price_profile)s, %(cost_usd)s::numeric,
+        %(cached_input_per_mtok)s::numeric, %(cache_write_per_mtok)s::numeric,
+        %(cache_write_1h_per_mtok)s::numeric, %(price_profile)s, %(cost_usd)s::numeric,
         %(reserved_usd)s::numeric, %(confirmed)s, %(overrun)s, %(now)s);
 
 -- ---- calls: reserve and settle, many at once (store/calls.py) --------------------------------

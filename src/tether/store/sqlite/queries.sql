@@ -221,13 +221,16 @@ LIMIT 1;
 
 -- name: insert_ledger
 INSERT INTO cost_ledger (job_id, project, stage, key, attempt, provider, model, input_tokens,
-                         output_tokens, cached_input_tokens, reasoning_tokens, input_per_mtok,
-                         output_per_mtok, cached_input_per_mtok, price_profile, cost_usd,
-                         reserved_usd, confirmed, overrun, created_at)
+                         output_tokens, cached_input_tokens, reasoning_tokens,
+                         cache_write_tokens, cache_write_1h_tokens, input_per_mtok,
+                         output_per_mtok, cached_input_per_mtok, cache_write_per_mtok,
+                         cache_write_1h_per_mtok, price_profile, cost_usd, reserved_usd,
+                         confirmed, overrun, created_at)
 VALUES (:job_id, :project, :stage, :key, :attempt, :provider, :model, :input_tokens,
-        :output_tokens, :cached_input_tokens, :reasoning_tokens, :input_per_mtok,
-        :output_per_mtok, :cached_input_per_mtok, :price_profile, :cost_usd, :reserved_usd,
-        :confirmed, :overrun, :now);
+        :output_tokens, :cached_input_tokens, :reasoning_tokens, :cache_write_tokens,
+        :cache_write_1h_tokens, :input_per_mtok, :output_per_mtok, :cached_input_per_mtok,
+        :cache_write_per_mtok, :cache_write_1h_per_mtok, :price_profile, :cost_usd,
+        :reserved_usd, :confirmed, :overrun, :now);
 
 
 -- ---- calls: reserve and settle, many at once (store/calls.py) --------------------------------
