@@ -157,11 +157,13 @@ def spawn(cmd: list[str], *, name: str, env: dict[str, str] | None = None) -> su
 
 
 def tether_worker(url: str, *, concurrency: int, lease_ttl: float = 30.0,
-                  poll_interval: float = 0.5, name: str = "tether-worker") -> subprocess.Popen:
+                  poll_interval: float = 0.5, name: str = "tether-worker",
+                  extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+    env = python_env(**extra_env) if extra_env else None
     return spawn([sys.executable, "-m", "tether.worker", "--app", "bench.apps:app",
                   "--database-url", url, "--concurrency", str(concurrency),
                   "--lease-ttl", str(lease_ttl), "--poll-interval", str(poll_interval)],
-                 name=name)
+                 name=name, env=env)
 
 
 def stop(procs: list[subprocess.Popen], *, timeout: float = 15.0) -> None:

@@ -138,6 +138,11 @@ def rows(res: dict) -> list[list[str]]:
         t = _get(w, "W4", b, "tether_async", "calls_per_s")
         row += [_n(t) + ceil_note(b, t) if t else "-", ""]
     out.append(row)
+    row = ["W4", "journaled calls, commits not flushed (diagnostic)"]
+    for b in ("sqlite", "postgres"):
+        t = _get(w, "W4", b, "tether_nodurable", "calls_per_s")
+        row += [_n(t) + ceil_note(b, t) if t else "-", "not durable: never a target"]
+    out.append(row)
     for name, label in (("queued_small", "claim, small queue (ms)"),
                         ("queued_big", "claim, big queue (ms)"),
                         ("finished_big", "claim, small queue + big finished (ms)")):

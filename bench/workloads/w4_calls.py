@@ -5,7 +5,12 @@ like a real provider's record; not fsynced by default, as a completed write alre
 SIGKILL) and a settlement; the reservations and settlements of calls running at once share
 transactions (``Store.account``). The bare provider rate (8 threads, no tether) is measured
 alongside as the reference. The same calls made from an ``async def`` job (``ctx.acall``, a
-semaphore of ``concurrency``) are measured too, interleaved run by run."""
+semaphore of ``concurrency``) are measured too, interleaved run by run.
+
+A third, diagnostic variant (``tether_nodurable``, never a target) runs the ``ctx.map`` job
+with the worker's commits not flushed to disk (SQLite ``synchronous=OFF``, PostgreSQL
+``synchronous_commit=off``): how fast the same calls go when no commit waits for the disk,
+which tells whether W4 is bound by durable commits or by the work of a call itself."""
 
 from __future__ import annotations
 
@@ -48,7 +53,10 @@ def provider_rate(n: int, threads: int) -> float:
     return rate
 
 
-def tether_once(backend: str, sz, job_type: str = "calls") -> dict:
+NOT_DURABLE = {"TETHER_SQLITE_SYNCHRONOUS": "OFF", "PGOPTIONS": "-c synchronous_commit=off"}
+
+
+def tether_once(backend: str, sz, job_type: str = "calls", durable: bool = True) -> dict:
     db = TetherDB(backend, "w4")
     app = make_app(db.url)
     bill = SCRATCH / f"w4-{db.label}.bill"
@@ -57,7 +65,7 @@ def tether_once(backend: str, sz, job_type: str = "calls") -> dict:
         job = app.submit(job_type, {"n": sz.calls, "bill": str(bill),
                                    "concurrency": sz.call_concurrency})
         proc = tether_worker(db.url, concurrency=1, poll_interval=sz.poll_interval,
-                             name=f"w4-{backend}")
+                             name=f"w4-{backend}", extra_env=None if durable else NOT_DURABLE)
         done = wait_for(lambda: app.get(job.id).state.value in ("succeeded", "failed",
                                                                "paused", "cancelled"),
                         timeout=sz.calls_timeout_s, interval=0.1)
@@ -87,12 +95,14 @@ def tether_once(backend: str, sz, job_type: str = "calls") -> dict:
 def run(backend: str, sz, env) -> dict:
     """``tether``: the ``ctx.map`` job (threads; what the target is judged on); ``tether_async``:
     the same calls from an ``async def`` job (``ctx.acall``), runs interleaved with it."""
-    runs: dict[str, list] = {"calls": [], "acalls": []}
+    variants = {"tether": ("calls", True), "tether_async": ("acalls", True),
+                "tether_nodurable": ("calls", False)}
+    runs: dict[str, list] = {name: [] for name in variants}
     for r in range(env.runs):
-        for job_type, got in runs.items():
-            env.log(f"W4 {backend} tether {job_type} run {r + 1}/{env.runs}")
-            got.append(tether_once(backend, sz, job_type))
-            env.log(f"   -> {got[-1]}")
+        for name, (job_type, durable) in variants.items():
+            env.log(f"W4 {backend} {name} run {r + 1}/{env.runs}")
+            runs[name].append(tether_once(backend, sz, job_type, durable))
+            env.log(f"   -> {runs[name][-1]}")
     bare = provider_rate(min(sz.calls, 2_000), sz.call_concurrency)
-    return {"tether": summarize(runs["calls"]), "tether_async": summarize(runs["acalls"]),
-            "provider_alone_calls_per_s": bare}
+    return dict({name: summarize(got) for name, got in runs.items()},
+                provider_alone_calls_per_s=bare)

@@ -35,6 +35,7 @@ def test_quick_mode_writes_every_workload(tmp_path):
         assert res["workloads"]["W1"][b]["tether"]["p1"]["jobs_per_s"] > 0
         assert res["workloads"]["W3"][b]["tether"]["p50_ms"] is not None
         assert res["workloads"]["W5"][b]["ratio_queued_big"] is not None
-        for variant in ("tether", "tether_async"):  # the ctx.map job and the async def job
+        # the ctx.map job, the async def job, and the ctx.map job with commits not flushed
+        for variant in ("tether", "tether_async", "tether_nodurable"):
             assert res["workloads"]["W4"][b][variant]["calls_per_s"] > 0, variant
     assert {t["target"] for t in res["targets"]}, "targets are evaluated"

@@ -1,5 +1,8 @@
 """The migrations produce the expected schema, the same tables and columns on every backend."""
 
+from datetime import datetime, timezone
+from decimal import Decimal
+
 EXPECTED = {
     "schema_migrations": {"version", "name", "applied_at"},
     "queues": {"name", "paused", "updated_at"},
@@ -73,3 +76,40 @@ def test_migrating_again_changes_nothing(store, backend):
     before = _schema(store, backend)
     assert store.migrate() == []
     assert _schema(store, backend) == before
+
+
+def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypatch):
+    """A database written by the previous release (schema 4) migrates to the current one and
+    its ledger rows read back whole: the new cache-write columns take their defaults."""
+    import tether.store.postgres.store as pg_store
+    import tether.store.sqlite.store as sqlite_store
+    from tether import Tether
+    from tether.store.migrate import discover
+
+    module = sqlite_store if backend == "sqlite" else pg_store
+    monkeypatch.setattr(module, "discover", lambda folder: discover(folder)[:4])
+    old = Tether(database_url)
+    job = old.submit("anything", {})
+    assert old.store.schema_version() == 4
+    mark = "?" if backend == "sqlite" else "%s"
+    with old.store._write() as tx:
+        tx.conn.execute(
+            "INSERT INTO cost_ledger (job_id, project, stage, key, attempt, provider, model, "
+            "input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, input_per_mtok, "
+            "output_per_mtok, cached_input_per_mtok, price_profile, cost_usd, reserved_usd, "
+            f"confirmed, overrun, created_at) VALUES ({', '.join([mark] * 20)})",
+            (job.id, "default", None, "k", 1, "anthropic", "claude-haiku-4-5", 100, 10, 20, 0,
+             "1.00", "5.00", "0.10", "old@1", "0.000132", "0.0006", True, False,
+             1.7e9 if backend == "sqlite" else datetime.fromtimestamp(1.7e9, timezone.utc)))
+    old.close()
+    monkeypatch.undo()
+    new = Tether(database_url)
+    try:
+        assert new.store.schema_version() == 5
+        (row,) = new.ledger(job.id)
+        assert (row.input_tokens, row.cached_input_tokens, row.cost_usd) == (100, 20,
+                                                                             Decimal("0.000132"))
+        assert (row.cache_write_tokens, row.cache_write_1h_tokens) == (0, 0)
+        assert row.cache_write_per_mtok is None and row.cache_write_1h_per_mtok is None
+    finally:
+        new.close()
