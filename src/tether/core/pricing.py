@@ -3,8 +3,8 @@
 A profile is a TOML file (``name``, ``effective_date``, ``[[models]]`` with ``provider``,
 ``model``, ``input_per_mtok``, ``output_per_mtok``, optional ``cached_input_per_mtok``,
 ``cache_write_per_mtok`` and ``cache_write_1h_per_mtok``). A user file overrides or adds models
-on top of the shipped default. Prices are strings in the file
-so they become exact ``Decimal``s. An unpriced model is an error, never $0.
+on top of the shipped default. Prices are strings in the file so they become exact
+``Decimal``s. An unpriced model is an error, never $0.
 """
 
 from __future__ import annotations
