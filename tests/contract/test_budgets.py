@@ -1,5 +1,6 @@
 """Reserve, settle, release, orphans and limits — the money path, on every backend."""
 
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -32,7 +33,6 @@ def test_reserve_then_settle_moves_reserved_to_spent(app):
 
 
 def test_cache_writes_are_billed_at_their_rates_and_kept_in_the_ledger(app):
-    from dataclasses import replace
     price = replace(PRICE, cache_write_per_mtok=Decimal("0.625"),
                     cache_write_1h_per_mtok=Decimal("1.00"))
     job, tok = running_job(app)

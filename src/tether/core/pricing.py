@@ -37,7 +37,7 @@ class ModelPrice:
     cache_write_per_mtok: Decimal | None = None
     cache_write_1h_per_mtok: Decimal | None = None
 
-    @property
+    @cached_property
     def write_rates(self) -> tuple[Decimal, Decimal]:
         """(5-minute, 1-hour) cache-write rates. A rate the profile does not list falls back to
         the next one up the chain (1-hour -> 5-minute -> input): a provider without a

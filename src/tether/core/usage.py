@@ -42,7 +42,12 @@ class Usage:
             raise InvalidPayload("cache_write_1h_tokens cannot exceed cache_write_tokens")
 
     def to_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in _USAGE_FIELDS}
+        """Spelled out (no loop, no ``dataclasses.asdict``): every settlement journals one."""
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cached_input_tokens": self.cached_input_tokens,
+                "reasoning_tokens": self.reasoning_tokens,
+                "cache_write_tokens": self.cache_write_tokens,
+                "cache_write_1h_tokens": self.cache_write_1h_tokens}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Usage":

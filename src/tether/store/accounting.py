@@ -225,7 +225,7 @@ class AccountingMixin:
             self._held(tx, job_id, token)
             tx.run("journal_record_cached", job_id=job_id, key=key, stage=stage, attempt=token,
                    provider=provider, model=model, request_hash=request_hash,
-                   result=result_json, usage=self._json_param(_usage_dict(usage)),
+                   result=result_json, usage=self._json_param(usage.to_dict()),
                    now=self._time_param(now))
 
     def ledger(self, job_id: int) -> list[LedgerEntry]:
@@ -263,14 +263,3 @@ class AccountingMixin:
 @lru_cache(maxsize=1024)
 def _limits_of(text: str) -> Budget:
     return Budget.from_dict(json.loads(text) or {})
-
-
-def _usage_dict(usage: Usage) -> dict[str, int]:
-    """``usage.to_dict()`` without ``dataclasses.asdict`` (which deep-copies: ~20 us)."""
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "cached_input_tokens": usage.cached_input_tokens,
-            "reasoning_tokens": usage.reasoning_tokens,
-            "cache_write_tokens": usage.cache_write_tokens,
-            "cache_write_1h_tokens": usage.cache_write_1h_tokens}
-
-

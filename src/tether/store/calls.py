@@ -24,7 +24,6 @@ from ..core.states import JobState
 from ..core.usage import Usage
 from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
 from ..records import JournalEntry, LedgerEntry
-from .accounting import _usage_dict
 from .base import CallReserve, CallSettle
 from .rows import _dec, _ts
 
@@ -276,7 +275,7 @@ class _Book:
                   input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
         store = self.store
         status = "failed" if op.refused else "done"
-        usage_json = store._json_param(_usage_dict(usage))
+        usage_json = store._json_param(usage.to_dict())
         money = store._money_param(cost)
         self.finishes.append({
             "job_id": self.job_id, "key": op.key, "attempt": token, "status": status,
