@@ -40,7 +40,8 @@ EXPECTED = {
 
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
 EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "jobs_leases",
-                    "jobs_lease_owner", "call_journal_open", "rate_limit_events_scope"}
+                    "jobs_lease_owner", "call_journal_open", "call_journal_cache",
+                    "rate_limit_events_scope"}
 
 
 def _schema(store, backend):
@@ -69,7 +70,32 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == EXPECTED
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 5
+    assert store.schema_version() == 6
+
+
+def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
+                                                                               backend):
+    """Done calls without a request hash (every call not made with cache=True) stay out of
+    the cache index: each would cost a page write per settled batch and never be found."""
+    if backend == "sqlite":
+        conn = store._conn()
+        (definition,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = "
+                                     "'call_journal_cache'").fetchone()
+        from tether.store.sqlite.store import _BOUND
+        sql, bind = _BOUND["journal_cached"]
+        plan = " ".join(str(r[-1]) for r in conn.execute(
+            "EXPLAIN QUERY PLAN " + sql, bind({"project": "p", "request_hash": "h"})))
+    else:
+        from tether.store.postgres.store import QUERIES
+        with store._read() as tx:
+            definition = tx.conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = "
+                                         "'call_journal_cache' AND schemaname = "
+                                         "current_schema()").fetchone()["indexdef"]
+            tx.conn.execute("SET LOCAL enable_seqscan = off")
+            plan = " ".join(r["QUERY PLAN"] for r in tx.conn.execute(
+                "EXPLAIN " + QUERIES["journal_cached"], {"project": "p", "request_hash": "h"}))
+    assert "request_hash IS NOT NULL" in definition
+    assert "call_journal_cache" in plan, plan
 
 
 def test_migrating_again_changes_nothing(store, backend):
@@ -105,7 +131,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 5
+        assert new.store.schema_version() == 6
         (row,) = new.ledger(job.id)
         assert (row.input_tokens, row.cached_input_tokens, row.cost_usd) == (100, 20,
                                                                              Decimal("0.000132"))

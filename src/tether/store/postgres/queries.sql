@@ -281,7 +281,8 @@ SELECT * FROM call_journal WHERE job_id = %(job_id)s AND status = 'reserved';
 
 -- name: journal_cached
 SELECT j.result AS result, j.usage AS usage FROM call_journal j JOIN jobs o ON o.id = j.job_id
-WHERE j.request_hash = %(request_hash)s AND j.status = 'done' AND o.project = %(project)s
+WHERE j.request_hash = %(request_hash)s AND j.request_hash IS NOT NULL AND j.status = 'done'
+  AND o.project = %(project)s
 LIMIT 1;
 
 -- name: insert_ledger

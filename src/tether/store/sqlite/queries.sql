@@ -216,7 +216,8 @@ SELECT * FROM call_journal WHERE job_id = :job_id AND status = 'reserved';
 
 -- name: journal_cached
 SELECT j.result AS result, j.usage AS usage FROM call_journal j JOIN jobs o ON o.id = j.job_id
-WHERE j.request_hash = :request_hash AND j.status = 'done' AND o.project = :project
+WHERE j.request_hash = :request_hash AND j.request_hash IS NOT NULL AND j.status = 'done'
+  AND o.project = :project
 LIMIT 1;
 
 -- name: insert_ledger
