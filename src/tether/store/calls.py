@@ -5,7 +5,7 @@ ONE transaction: the job row (its lease and limits), the job's and the project's
 and the journal rows of every key are read and locked once, each operation is applied in order
 to that in-memory book exactly as it would be alone (a reservation sees the ones before it, so
 eight concurrent reservations can never overshoot a limit together), and the results are
-written once: both accumulators in one statement, the journal and ledger rows in one batch
+written once: the two accumulator rows, the journal rows and the ledger rows in one batch
 each. An operation that fails (``BudgetExhausted``, a lost lease, a cancel, a duplicate key)
 changes nothing and is reported in its own slot; the others still commit.
 
@@ -133,14 +133,15 @@ class CallsMixin:
         locked by ``lock_calls`` in this transaction, so their update cannot miss."""
         with tx.batch():
             if book.changed:
-                params: dict[str, Any] = {"job_key": str(book.job_id),
-                                          "project": book.job["project"],
-                                          "now": self._time_param(now)}
-                for prefix, acc in (("j_", book.acc[0]), ("p_", book.acc[1])):
-                    for name, value in acc.items():
-                        params[prefix + name] = (self._money_param(value) if name in _USD
-                                                 else value)
-                tx.run("update_call_budgets", **params)
+                t = self._time_param(now)
+                rows = []
+                for scope, key, acc in (("job", str(book.job_id), book.acc[0]),
+                                        ("project", book.job["project"], book.acc[1])):
+                    row = {name: (self._money_param(value) if name in _USD else value)
+                           for name, value in acc.items()}
+                    row.update(scope=scope, key=key, now=t)
+                    rows.append(row)
+                tx.many("update_budget_row", rows)
             if book.finishes:
                 tx.many("journal_finish", book.finishes)
             if book.reserves:

@@ -361,6 +361,16 @@ SET
     updated_at = %(now)s
 WHERE (scope = 'job' AND key = %(job_key)s) OR (scope = 'project' AND key = %(project)s);
 
+-- One accumulator row of a call batch (the job's and the project's, both locked by lock_calls).
+-- name: update_budget_row
+UPDATE budgets
+SET spent_usd = %(spent_usd)s::numeric, reserved_usd = %(reserved_usd)s::numeric,
+    calls = %(calls)s, reserved_calls = %(reserved_calls)s, input_tokens = %(input_tokens)s,
+    output_tokens = %(output_tokens)s, reserved_input_tokens = %(reserved_input_tokens)s,
+    reserved_output_tokens = %(reserved_output_tokens)s, examples = %(examples)s,
+    updated_at = %(now)s
+WHERE scope = %(scope)s AND key = %(key)s;
+
 -- name: list_ledger
 SELECT * FROM cost_ledger WHERE job_id = %(job_id)s ORDER BY id;
 

@@ -286,6 +286,16 @@ SET
     updated_at = :now
 WHERE (scope = 'job' AND key = :job_key) OR (scope = 'project' AND key = :project);
 
+-- One accumulator row of a call batch (the job's and the project's, both locked by lock_calls):
+-- two primary-key updates cost less here than update_call_budgets' CASE over both.
+-- name: update_budget_row
+UPDATE budgets
+SET spent_usd = :spent_usd, reserved_usd = :reserved_usd, calls = :calls,
+    reserved_calls = :reserved_calls, input_tokens = :input_tokens,
+    output_tokens = :output_tokens, reserved_input_tokens = :reserved_input_tokens,
+    reserved_output_tokens = :reserved_output_tokens, examples = :examples, updated_at = :now
+WHERE scope = :scope AND key = :key;
+
 -- name: list_ledger
 SELECT * FROM cost_ledger WHERE job_id = :job_id ORDER BY id;
 
