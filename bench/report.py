@@ -138,6 +138,13 @@ def rows(res: dict) -> list[list[str]]:
         t = _get(w, "W4", b, "tether_async", "calls_per_s")
         row += [_n(t) + ceil_note(b, t) if t else "-", ""]
     out.append(row)
+    cb = _get(w, "W4", "sqlite", "commit_bound") or {}
+    out.append(["W4", "bound set by durable commits alone (calls/s)",
+                (f"{_n(cb['bound_calls_per_s'])}{ceil_note('sqlite', cb['bound_calls_per_s'])}: "
+                 f"{_n(cb['concurrency'])} calls = 1 commit of {_n(cb['reserve_pages'], 0)} "
+                 f"pages ({_n(cb['reserve_commit_us'] / 1000, 2)} ms) + 1 of "
+                 f"{_n(cb['settle_pages'], 0)} ({_n(cb['settle_commit_us'] / 1000, 2)} ms)")
+                if cb else "-", "an upper limit: no CPU counted", "-", ""])
     row = ["W4", "journaled calls, commits not flushed (diagnostic)"]
     for b in ("sqlite", "postgres"):
         t = _get(w, "W4", b, "tether_nodurable", "calls_per_s")

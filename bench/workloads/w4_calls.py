@@ -10,13 +10,17 @@ semaphore of ``concurrency``) are measured too, interleaved run by run.
 A third, diagnostic variant (``tether_nodurable``, never a target) runs the ``ctx.map`` job
 with the worker's commits not flushed to disk (SQLite ``synchronous=OFF``, PostgreSQL
 ``synchronous_commit=off``): how fast the same calls go when no commit waits for the disk,
-which tells whether W4 is bound by durable commits or by the work of a call itself."""
+which tells whether W4 is bound by durable commits or by the work of a call itself. On SQLite
+the bound set by the durable commits alone is measured too (``commit_bound``, see
+``bench/commit_cost.py``): the pages a batch of reservations and one of settlements write,
+and what commits of that many pages cost on this disk."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+from .. import commit_cost
 from ..apps import make_app
 from ..backends import SCRATCH, TetherDB, stop, tether_worker, wait_for
 from ..stats import summarize
@@ -104,5 +108,10 @@ def run(backend: str, sz, env) -> dict:
             runs[name].append(tether_once(backend, sz, job_type, durable))
             env.log(f"   -> {runs[name][-1]}")
     bare = provider_rate(min(sz.calls, 2_000), sz.call_concurrency)
-    return dict({name: summarize(got) for name, got in runs.items()},
-                provider_alone_calls_per_s=bare)
+    out = dict({name: summarize(got) for name, got in runs.items()},
+               provider_alone_calls_per_s=bare)
+    if backend == "sqlite":
+        quick = sz.calls < 1_000
+        out["commit_bound"] = commit_cost.measure(sz.call_concurrency, batches=5 if quick else 50,
+                                                  commits=20 if quick else 300)
+    return out

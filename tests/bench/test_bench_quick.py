@@ -38,4 +38,9 @@ def test_quick_mode_writes_every_workload(tmp_path):
         # the ctx.map job, the async def job, and the ctx.map job with commits not flushed
         for variant in ("tether", "tether_async", "tether_nodurable"):
             assert res["workloads"]["W4"][b][variant]["calls_per_s"] > 0, variant
+    bound = res["workloads"]["W4"]["sqlite"]["commit_bound"]
+    # one batch of 8 reservations and one of settlements each write pages, timed exactly
+    assert bound["reserve_pages"] >= 1 and bound["settle_pages"] > bound["reserve_pages"]
+    assert bound["reserve_commit_frames"] == round(bound["reserve_pages"])
+    assert bound["bound_calls_per_s"] > 0
     assert {t["target"] for t in res["targets"]}, "targets are evaluated"
