@@ -23,6 +23,11 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
 
 
+# One encoder for every call (json.dumps with options builds a new one each time).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                              default=_default, allow_nan=False)
+
+
 def _check_finite(value: Any, path: str = "$") -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidPayload(f"{path} is {value}; JSON has no NaN or Infinity", path=path)
@@ -40,14 +45,13 @@ def dumps(value: Any, *, what: str = "payload", limit: int = MAX_PAYLOAD_BYTES) 
     """Canonical JSON text, or ``InvalidPayload`` that names what is wrong."""
     try:
         _check_finite(value)
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          default=_default, allow_nan=False)
+        text = _CANONICAL.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidPayload(f"{what} is not JSON-serialisable: {exc}") from None
     except RecursionError:
         raise InvalidPayload(f"{what} is nested too deeply (or contains itself)") from None
     try:
-        size = len(text.encode())
+        size = len(text) if text.isascii() else len(text.encode())
     except UnicodeEncodeError:
         raise InvalidPayload(f"{what} is not valid Unicode text (lone surrogates cannot be "
                              "stored)") from None

@@ -33,6 +33,7 @@ from ..errors import PolicyBlock, TransientError
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
          "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee "
          "zulu").split()
+_WORD_OF_BYTE = tuple(WORDS[b % len(WORDS)] for b in range(256))
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ def _after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork)
+
+
+_quoted = json.encoder.encode_basestring_ascii  # a JSON string literal, as json.dumps writes
 
 
 def _unit(seed: int, *parts: object) -> float:
@@ -104,10 +108,13 @@ class SimulatedProvider:
     def _bill(self, key: str, job_id: int | None, model: str, usage: Usage, status: str) -> None:
         cost = self.prices.price("simulated", model).cost(usage) if status != "refused_unbilled" \
             else Decimal(0)
-        line = json.dumps({"ts": time.time(), "key": key, "job_id": job_id, "model": model,
-                           "input_tokens": usage.input_tokens,
-                           "output_tokens": usage.output_tokens, "cost_usd": str(cost),
-                           "status": status, "pid": _pid}) + "\n"
+        # The same line json.dumps of the dict would write, formatted directly (a third of
+        # the cost of a zero-latency call went into billing it).
+        line = (f'{{"ts": {time.time()!r}, "key": {_quoted(key)}, '
+                f'"job_id": {"null" if job_id is None else int(job_id)}, '
+                f'"model": {_quoted(model)}, "input_tokens": {usage.input_tokens}, '
+                f'"output_tokens": {usage.output_tokens}, "cost_usd": "{cost}", '
+                f'"status": {_quoted(status)}, "pid": {_pid}}}\n')
         fd = self._bill_fd()
         os.write(fd, line.encode())
         if self.fsync:
@@ -143,7 +150,7 @@ class SimulatedProvider:
         engine rather than the simulator (a seeded ``random.Random`` per call cost 10 us)."""
         h = hashlib.blake2b(f"{self.seed}:{model}:{prompt}:answer".encode()).digest()
         n = max(1, min(max_tokens, 8 + h[0] * 40 // 256))
-        return " ".join([WORDS[b % len(WORDS)] for b in h[1:1 + n]]), n
+        return " ".join(map(_WORD_OF_BYTE.__getitem__, h[1:1 + n])), n
 
     def complete(self, prompt: str, *, key: str, max_tokens: int = 256, model: str | None = None,
                  job_id: int | None = None) -> Metered:
