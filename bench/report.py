@@ -206,6 +206,7 @@ def print_table(res: dict) -> None:
     tg = targets(res)
     try:
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
     except ImportError:  # pragma: no cover - rich ships with tether
         for r in [headers] + body:
@@ -218,16 +219,16 @@ def print_table(res: dict) -> None:
                         f"{res['meta']['runs']} runs, {res['meta']['date']})")
     for h in headers:
         table.add_column(h, overflow="fold")
-    for r in body:
-        table.add_row(*r)
+    for r in body:  # cells are text: "[x1.58 of DB commits/s]" is not markup
+        table.add_row(*(escape(cell) for cell in r))
     console.print(table)
     t2 = Table(title="issue 8 targets")
     for h in ("target", "value", "limit", "met", "figures"):
         t2.add_column(h, overflow="fold")
     for t in tg:
         met = {True: "[green]met[/]", False: "[red]missed[/]", None: "n/a"}[t["met"]]
-        t2.add_row(t["target"], _n(t["value"], 2) if isinstance(t["value"], float) else
-                   _n(t["value"]), _n(t["limit"], 1), met, t["note"])
+        t2.add_row(escape(t["target"]), _n(t["value"], 2) if isinstance(t["value"], float) else
+                   _n(t["value"]), _n(t["limit"], 1), met, escape(t["note"]))
     console.print(t2)
 
 
