@@ -137,3 +137,38 @@ def test_many_stores_starting_together_apply_each_migration_once(pg_url):
     finally:
         for s in stores:
             s.close()
+
+
+def test_a_batch_reads_its_journal_rows_with_a_fresh_plan_every_time(pg_url):
+    """psycopg prepares a statement after its fifth run and the server keeps the plan it made
+    then; for the journal read of a call batch that plan, made while the journal was nearly
+    empty, scanned the job's whole journal ever after. It is never prepared; the others are."""
+    from decimal import Decimal
+
+    from tether import Usage
+    from tether.core.budget import Reservation
+    from tether.core.pricing import ModelPrice
+    from tether.store.base import CallReserve, CallSettle
+
+    app = echo_app(pg_url, min_size=1, max_size=1)  # one connection: its prepared statements
+    try:
+        job = app.submit("echo", {})
+        (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
+        app.store.start(job.id, claim.token)
+        price = ModelPrice("simulated", "sim-small", Decimal("0.5"), Decimal("1.5"))
+        for i in range(8):
+            keys = [f"k{i}-{j}" for j in range(4)]
+            reserve = [CallReserve(k, None, "simulated", "sim-small",
+                                   Reservation(Decimal("0.01"), 10, 10)) for k in keys]
+            settle = [CallSettle(k, Usage(5, 5), price, "p", '{"ok":true}', False)
+                      for k in keys]
+            for ops in (reserve, settle):
+                assert [e for _, e in app.store.account(job.id, claim.token, ops)] == [None] * 4
+        with app.store._read() as tx:
+            prepared = [r["statement"] for r in tx.conn.execute(
+                "SELECT statement FROM pg_prepared_statements").fetchall()]
+        assert not [s for s in prepared if s.startswith(QUERIES["journal_keys"][:40])]
+        assert [s for s in prepared if s.startswith(QUERIES["journal_finish"][:30])]
+        assert len(app.ledger(job.id)) == 32
+    finally:
+        app.close()
