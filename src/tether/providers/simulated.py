@@ -108,8 +108,8 @@ class SimulatedProvider:
     def _bill(self, key: str, job_id: int | None, model: str, usage: Usage, status: str) -> None:
         cost = self.prices.price("simulated", model).cost(usage) if status != "refused_unbilled" \
             else Decimal(0)
-        # The same line json.dumps of the dict would write, formatted directly (a third of
-        # the cost of a zero-latency call went into billing it).
+        # The line json.dumps of the dict would write, formatted directly: through json.dumps
+        # billing took 16 of complete()'s 39 us here.
         line = (f'{{"ts": {time.time()!r}, "key": {_quoted(key)}, '
                 f'"job_id": {"null" if job_id is None else int(job_id)}, '
                 f'"model": {_quoted(model)}, "input_tokens": {usage.input_tokens}, '
