@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus
 from ..core.pricing import ModelPrice, PriceProfile
 from ..core.usage import Usage
-from ..errors import BudgetExhausted, TetherError
+from ..errors import BudgetExhausted
 from ..records import JournalEntry, LedgerEntry
 from .rows import _dec
 
@@ -55,19 +55,22 @@ class AccountingMixin:
         (and not written since), so they are not read again."""
         if rows is None:
             rows = self._budget_pair(tx, job, now)
-        params: dict[str, Any] = {"job_key": str(job["id"]), "project": job["project"],
-                                  "now": self._time_param(now)}
-        for prefix, row in zip(("j_", "p_"), rows):
-            for name in COUNTER_FIELDS:
-                value = row[name]  # unchanged counters are written back as read
-                if name in delta:
-                    if name.endswith("_usd"):
-                        value = self._money_param(_dec(value) + delta[name])
-                    else:
-                        value = int(value) + delta[name]
-                params[prefix + name] = value
-        if tx.run("update_call_budgets", **params) != 2:  # pragma: no cover - rows are locked
-            raise TetherError(f"job {job['id']}: budget rows vanished mid-transaction")
+        counters = [{name: (_dec(row[name]) if name.endswith("_usd") else int(row[name]))
+                     + delta.get(name, 0) for name in COUNTER_FIELDS} for row in rows]
+        self._write_budget_rows(tx, job["id"], job["project"], counters, now)
+
+    def _write_budget_rows(self, tx: Any, job_id: int, project: str,
+                           counters: list[dict[str, Any]], now: float) -> None:
+        """Write the job's and the project's accumulator rows (in that order, both locked in
+        this transaction): ``counters`` holds every ``COUNTER_FIELDS`` value of each, money as
+        ``Decimal``. Two primary-key updates in one batch: cheaper on SQLite than one
+        statement choosing each column's value by scope."""
+        t = self._time_param(now)
+        tx.many("update_budget_row", [
+            dict({name: self._money_param(v) if name.endswith("_usd") else v
+                  for name, v in values.items()}, scope=scope, key=key, now=t)
+            for (scope, key), values in zip((("job", str(job_id)), ("project", project)),
+                                            counters)])
 
     # --- the pinned price profile -------------------------------------------------------------
 

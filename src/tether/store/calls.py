@@ -133,15 +133,8 @@ class CallsMixin:
         locked by ``lock_calls`` in this transaction, so their update cannot miss."""
         with tx.batch():
             if book.changed:
-                t = self._time_param(now)
-                rows = []
-                for scope, key, acc in (("job", str(book.job_id), book.acc[0]),
-                                        ("project", book.job["project"], book.acc[1])):
-                    row = {name: (self._money_param(value) if name in _USD else value)
-                           for name, value in acc.items()}
-                    row.update(scope=scope, key=key, now=t)
-                    rows.append(row)
-                tx.many("update_budget_row", rows)
+                self._write_budget_rows(tx, book.job_id, book.job["project"], list(book.acc),
+                                        now)
             if book.finishes:
                 tx.many("journal_finish", book.finishes)
             if book.reserves:

@@ -345,23 +345,8 @@ WHERE (scope = 'job' AND key = %(job_key)s) OR (scope = 'project' AND key = %(pr
 ORDER BY scope
 FOR UPDATE;
 
--- Both accumulator rows of a job's call at once (both already locked by lock_call).
--- name: update_call_budgets
-UPDATE budgets
-SET
-    spent_usd = CASE scope WHEN 'job' THEN %(j_spent_usd)s::numeric ELSE %(p_spent_usd)s::numeric END,
-    reserved_usd = CASE scope WHEN 'job' THEN %(j_reserved_usd)s::numeric ELSE %(p_reserved_usd)s::numeric END,
-    calls = CASE scope WHEN 'job' THEN %(j_calls)s ELSE %(p_calls)s END,
-    reserved_calls = CASE scope WHEN 'job' THEN %(j_reserved_calls)s ELSE %(p_reserved_calls)s END,
-    input_tokens = CASE scope WHEN 'job' THEN %(j_input_tokens)s ELSE %(p_input_tokens)s END,
-    output_tokens = CASE scope WHEN 'job' THEN %(j_output_tokens)s ELSE %(p_output_tokens)s END,
-    reserved_input_tokens = CASE scope WHEN 'job' THEN %(j_reserved_input_tokens)s ELSE %(p_reserved_input_tokens)s END,
-    reserved_output_tokens = CASE scope WHEN 'job' THEN %(j_reserved_output_tokens)s ELSE %(p_reserved_output_tokens)s END,
-    examples = CASE scope WHEN 'job' THEN %(j_examples)s ELSE %(p_examples)s END,
-    updated_at = %(now)s
-WHERE (scope = 'job' AND key = %(job_key)s) OR (scope = 'project' AND key = %(project)s);
-
--- One accumulator row of a call batch (the job's and the project's, both locked by lock_calls).
+-- One accumulator row (a job's or a project's, locked earlier in the same transaction); the
+-- store writes both rows of a call as two of these in one batch.
 -- name: update_budget_row
 UPDATE budgets
 SET spent_usd = %(spent_usd)s::numeric, reserved_usd = %(reserved_usd)s::numeric,

@@ -270,24 +270,8 @@ SELECT * FROM budgets WHERE scope = 'job' AND key = :job_key
 UNION ALL
 SELECT * FROM budgets WHERE scope = 'project' AND key = :project;
 
--- Both accumulator rows of a job's call at once (values computed in Decimal by the store).
--- name: update_call_budgets
-UPDATE budgets
-SET
-    spent_usd = CASE scope WHEN 'job' THEN :j_spent_usd ELSE :p_spent_usd END,
-    reserved_usd = CASE scope WHEN 'job' THEN :j_reserved_usd ELSE :p_reserved_usd END,
-    calls = CASE scope WHEN 'job' THEN :j_calls ELSE :p_calls END,
-    reserved_calls = CASE scope WHEN 'job' THEN :j_reserved_calls ELSE :p_reserved_calls END,
-    input_tokens = CASE scope WHEN 'job' THEN :j_input_tokens ELSE :p_input_tokens END,
-    output_tokens = CASE scope WHEN 'job' THEN :j_output_tokens ELSE :p_output_tokens END,
-    reserved_input_tokens = CASE scope WHEN 'job' THEN :j_reserved_input_tokens ELSE :p_reserved_input_tokens END,
-    reserved_output_tokens = CASE scope WHEN 'job' THEN :j_reserved_output_tokens ELSE :p_reserved_output_tokens END,
-    examples = CASE scope WHEN 'job' THEN :j_examples ELSE :p_examples END,
-    updated_at = :now
-WHERE (scope = 'job' AND key = :job_key) OR (scope = 'project' AND key = :project);
-
--- One accumulator row of a call batch (the job's and the project's, both locked by lock_calls):
--- two primary-key updates cost less here than update_call_budgets' CASE over both.
+-- One accumulator row (a job's or a project's, locked earlier in the same transaction); the
+-- store writes both rows of a call as two of these in one batch.
 -- name: update_budget_row
 UPDATE budgets
 SET spent_usd = :spent_usd, reserved_usd = :reserved_usd, calls = :calls,
