@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ def start_worker(database_url: str, *, app: str = "tests.apps.basic:app", concur
            "--poll-interval", str(poll)]
     if queues:
         cmd += ["--queues", queues]
-    full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONFAULTHANDLER="1", **(env or {}))
     out = open(log, "ab") if log else subprocess.DEVNULL
     return subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out, stderr=out)
 
@@ -38,10 +39,17 @@ def wait_until(predicate: Callable[[], object], *, timeout: float = 30.0,
 
 
 def stop(proc: subprocess.Popen, *, timeout: float = 15.0) -> int:
+    """SIGTERM, then the exit code. A process still running after ``timeout`` gets SIGABRT
+    first, so faulthandler (``PYTHONFAULTHANDLER``) writes every thread's stack to its log —
+    a hung shutdown leaves evidence — and SIGKILL only if even that does not end it."""
     if proc.poll() is None:
         proc.terminate()
     try:
         return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+    try:
+        return proc.wait(5)
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.wait(5)

@@ -24,6 +24,7 @@ from ..clock import utc
 from ..context import Lease
 from ..errors import StoreCorrupt, StoreError, WorkerShutdown
 from ..records import WorkerInfo
+from ..wakeup import Wakeup
 from .committer import CommittingStore, GroupCommitter
 from .completer import Completer
 from .executor import execute
@@ -82,8 +83,9 @@ class Worker:
         self._running: dict[int, tuple[Lease, Future]] = {}
         self._active = 0
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
+        self._wake = Wakeup()       # new work or a free slot
+        self._halt = Wakeup()       # stop() only: cuts short a backoff that _wake must not
+        self._stop_requested = False
         self.heartbeat = Heartbeat(self.store, self.id, lease_ttl=self.lease_ttl,
                                    leases=self.leases, clock=self.clock,
                                    interval=heartbeat_interval)
@@ -133,7 +135,7 @@ class Worker:
 
     @property
     def stopping(self) -> bool:
-        return self._stopping.is_set()
+        return self._stop_requested
 
     def _register(self) -> None:
         if not self._registered:
@@ -216,7 +218,7 @@ class Worker:
                     backoff = self.poll_interval
                 except StoreError as exc:
                     log.warning("store unavailable (%s); retrying in %.1fs", exc, backoff)
-                    self._stopping.wait(backoff)  # not _wake: a job ending must not cut it short
+                    self._halt.wait(backoff)
                     backoff = min(backoff * 2, 30.0)
                     continue
                 if max_jobs is not None and self.completed >= max_jobs:
@@ -243,12 +245,13 @@ class Worker:
             state="retry_wait", limit=1)
 
     def stop(self) -> None:
-        """Begin a graceful drain (safe to call from a signal handler)."""
-        self._stopping.set()
+        """Begin a graceful drain. Safe from a signal handler: it takes no lock (``Wakeup``)."""
+        self._stop_requested = True
+        self._halt.set()
         self._wake.set()
 
     def _drain(self) -> None:
-        self._stopping.set()
+        self._stop_requested = True
         for lease in self.leases():
             lease.signal(WorkerShutdown("worker is shutting down"))
         self._pool.shutdown(wait=True)

@@ -20,6 +20,8 @@ import time
 import psycopg
 from psycopg import sql
 
+from ...wakeup import Wakeup
+
 log = logging.getLogger("tether.store.postgres.notify")
 
 _CHANNEL = """
@@ -47,7 +49,7 @@ class Listener:
 
     # --- the waiting side -------------------------------------------------------------------------
 
-    def wait(self, timeout: float, wake: threading.Event | None = None) -> bool:
+    def wait(self, timeout: float, wake: threading.Event | Wakeup | None = None) -> bool:
         """Return True as soon as a notification arrived since the last wait (or arrives
         now); False when ``wake`` was set or ``timeout`` passed without one."""
         self._start()

@@ -35,6 +35,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...clock import Clock
 from ...errors import ConfigurationError, StoreError
+from ...wakeup import Wakeup
 from ...core.states import JobState, check_transition
 from ...records import Job
 from ..base import Claim, NewJob, Outcome
@@ -344,7 +345,7 @@ class PostgresStore(SQLStore):
 
     # --- wake-up ----------------------------------------------------------------------------------
 
-    def wait_for_work(self, timeout: float, wake: threading.Event | None = None) -> bool:
+    def wait_for_work(self, timeout: float, wake: threading.Event | Wakeup | None = None) -> bool:
         """Block until a job may have become claimable (a NOTIFY, or the listen connection
         was re-established), ``wake`` is set, or ``timeout`` passes. True: notified."""
         with self._lock:

@@ -27,6 +27,7 @@ from typing import Any, Iterator, Sequence
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ConfigurationError, StorageFull, StoreCorrupt, StoreError
+from ...wakeup import Wakeup
 from ..migrate import discover
 from ..queries import load_queries, positional
 from ..sql import SQLStore
@@ -288,7 +289,7 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise _translate(exc) from exc
 
-    def wait_for_work(self, timeout: float, wake: threading.Event | None = None) -> bool:
+    def wait_for_work(self, timeout: float, wake: threading.Event | Wakeup | None = None) -> bool:
         """Block until another connection commits (a job may have become claimable), ``wake``
         is set, or ``timeout`` passes. True: something committed. Watches ``PRAGMA
         data_version``, which costs no disk I/O, every ``wake_poll_s``; the version seen last
