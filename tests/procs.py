@@ -21,7 +21,7 @@ def start_worker(database_url: str, *, app: str = "tests.apps.basic:app", concur
            "--poll-interval", str(poll)]
     if queues:
         cmd += ["--queues", queues]
-    full_env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONFAULTHANDLER="1", **(env or {}))
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1", **(env or {})}
     out = open(log, "ab") if log else subprocess.DEVNULL
     return subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out, stderr=out)
 
