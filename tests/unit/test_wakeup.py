@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The main thread waits and clears in a tight loop while another process floods it with signals
 # whose handler sets the same flag. With threading.Event in place of Wakeup the handler soon
-# lands while the main thread holds the event's lock (inside Condition.wait) and blocks on it:
-# in 5 runs of 20,000 signals, 4 hung. A watchdog turns a hang into exit code 3.
+# lands while the main thread holds the event's lock (inside Condition.wait) and blocks on it.
+# A lone SIGTERM there blocks for good; under the flood the next signals re-enter the blocked
+# handler until RecursionError ends the process: 4 of 5 runs of 20,000 signals died so. A
+# watchdog turns a plain hang into exit code 3.
 FLOOD = """
 import os, signal, subprocess, sys, threading, time
 from tether.wakeup import Wakeup
