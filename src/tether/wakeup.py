@@ -39,11 +39,12 @@ class Wakeup:
             pass
 
     def wait(self, timeout: float | None = None) -> bool:
-        """True once set (at once if it already is), False when ``timeout`` passed first."""
+        """True once set (at once if it already is), False when ``timeout`` passed first (a
+        negative timeout is zero, as for an ``Event``)."""
         if self._flag:
             return True
         try:
-            self._tokens.get(timeout=timeout)
+            self._tokens.get(timeout=None if timeout is None else max(timeout, 0.0))
         except Empty:
             return self._flag
         return True

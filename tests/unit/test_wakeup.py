@@ -56,6 +56,7 @@ def test_set_wait_clear_behave_like_an_event():
     assert w.is_set() and w.wait(0) is True and w.wait(0) is True  # stays set until cleared
     w.clear()
     assert not w.is_set() and w.wait(0.01) is False  # both tokens gone with the clear
+    assert w.wait(-1) is False
 
 
 def test_a_set_from_another_thread_ends_a_wait_early():
