@@ -25,7 +25,7 @@ from .admin import AdminMixin
 from .base import Claim, NewJob, Outcome
 from .checkpoints import CheckpointMixin
 from .ratelimits import RateLimitMixin
-from .rows import RowsMixin, _dt, _json, _ts  # noqa: F401 - re-exported for backends
+from .rows import RowsMixin, _json, _ts
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
 
