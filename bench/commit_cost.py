@@ -44,7 +44,6 @@ def batch_pages(concurrency: int, batches: int) -> dict:
     """Median WAL frames per batch of ``concurrency`` reservations and of their settlements,
     with answers, usage and prices as W4's simulated calls have them."""
     from tether import Tether
-    from tether.core.budget import Reservation
     from tether.core.serialize import dumps
     from tether.core.usage import Estimate
     from tether.providers.simulated import SimulatedProvider
@@ -73,9 +72,8 @@ def batch_pages(concurrency: int, batches: int) -> dict:
             ops = []
             for key in keys:
                 est = Estimate(input_text=f"item {key}", max_output_tokens=64)
-                ops.append(CallReserve(key, None, "simulated", "sim-small", Reservation(
-                    cost_usd=price.worst_case(est.input_upper_bound, est.max_output_tokens),
-                    input_tokens=est.input_upper_bound, output_tokens=est.max_output_tokens)))
+                ops.append(CallReserve(key, None, "simulated", "sim-small",
+                                       price.reservation(est)))
             before = frames()
             _ok(store.account(job.id, token, ops))
             middle = frames()

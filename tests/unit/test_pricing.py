@@ -101,6 +101,15 @@ def test_no_usage_within_the_estimate_costs_more_than_its_worst_case(key, tin, t
     assert price.cost(usage) <= price.worst_case(tin, tout)
 
 
+def test_a_calls_reservation_is_its_estimates_worst_case():
+    price = load_profile().price("anthropic", "claude-sonnet-4-5")
+    est = Estimate(input_tokens=12_000, max_output_tokens=800)
+    r = price.reservation(est)
+    assert (r.input_tokens, r.output_tokens, r.calls) == (12_000, 800, 1)
+    assert r.cost_usd == price.worst_case(12_000, 800) > price.cost(
+        Usage(input_tokens=12_000, output_tokens=800))  # cache writes may bill above input
+
+
 def test_usage_parts_cannot_exceed_their_whole():
     with pytest.raises(InvalidPayload):
         Usage(input_tokens=10, cached_input_tokens=6, cache_write_tokens=5)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, UnpricedModel
-from .budget import to_decimal
-from .usage import Usage
+from .budget import Reservation, to_decimal
+from .usage import Estimate, Usage
 
 MTOK = Decimal(1_000_000)
 _OPTIONAL_RATES = ("cached_input_per_mtok", "cache_write_per_mtok", "cache_write_1h_per_mtok")
@@ -64,6 +64,12 @@ class ModelPrice:
         the dearest input-side rate (a request may write its whole prompt to the cache, which
         Anthropic bills at up to 2x input), so a settled cost never exceeds its reservation."""
         return (input_tokens * self._dearest_input + output_tokens * self.output_per_mtok) / MTOK
+
+    def reservation(self, estimate: Estimate) -> Reservation:
+        """What one call with ``estimate`` is reserved before it is made: its worst case."""
+        return Reservation(
+            cost_usd=self.worst_case(estimate.input_upper_bound, estimate.max_output_tokens),
+            input_tokens=estimate.input_upper_bound, output_tokens=estimate.max_output_tokens)
 
     @cached_property
     def _dearest_input(self) -> Decimal:

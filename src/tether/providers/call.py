@@ -47,9 +47,7 @@ def _prepare(ctx: "JobContext", key: str, provider: str, model: str, estimate: E
         raise InvalidPayload("ctx.call needs estimate=Estimate(...)")
     profile = ctx.app.profile_for(ctx.job)
     price = profile.price(provider, model)
-    reservation = Reservation(
-        cost_usd=price.worst_case(estimate.input_upper_bound, estimate.max_output_tokens),
-        input_tokens=estimate.input_upper_bound, output_tokens=estimate.max_output_tokens)
+    reservation = price.reservation(estimate)
     rhash = request_hash(provider, model, request) if request is not None else None
     return profile, reservation, rhash, price
 
