@@ -84,8 +84,7 @@ class Worker:
         self._active = 0
         self._lock = threading.Lock()
         self._wake = Wakeup()       # new work or a free slot
-        self._halt = Wakeup()       # stop() only: cuts short a backoff that _wake must not
-        self._stop_requested = False
+        self._halt = Wakeup()       # set once, by stop(); cuts short a backoff _wake must not
         self.heartbeat = Heartbeat(self.store, self.id, lease_ttl=self.lease_ttl,
                                    leases=self.leases, clock=self.clock,
                                    interval=heartbeat_interval)
@@ -135,7 +134,7 @@ class Worker:
 
     @property
     def stopping(self) -> bool:
-        return self._stop_requested
+        return self._halt.is_set()
 
     def _register(self) -> None:
         if not self._registered:
@@ -246,12 +245,11 @@ class Worker:
 
     def stop(self) -> None:
         """Begin a graceful drain. Safe from a signal handler: it takes no lock (``Wakeup``)."""
-        self._stop_requested = True
         self._halt.set()
         self._wake.set()
 
     def _drain(self) -> None:
-        self._stop_requested = True
+        self._halt.set()
         for lease in self.leases():
             lease.signal(WorkerShutdown("worker is shutting down"))
         self._pool.shutdown(wait=True)

@@ -35,9 +35,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...clock import Clock
 from ...errors import ConfigurationError, StoreError
-from ...wakeup import Wakeup
 from ...core.states import JobState, check_transition
 from ...records import Job
+from ...wakeup import Wakeup
 from ..base import Claim, NewJob, Outcome
 from ..migrate import discover
 from ..queries import load_queries
