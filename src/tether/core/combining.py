@@ -16,13 +16,19 @@ arrived while the previous one was written.
 Each waiting thread sleeps on a lock of its own, released exactly once (a shared condition
 would wake every follower to re-check: every needless wake-up is a thread switch).
 
-Coroutines submit with ``await asubmit(op)``. A coroutine never blocks its event loop: when it
-leads, the write runs on an executor thread; when it follows, it awaits a future that the
-writing thread resolves (one ``call_soon_threadsafe`` per loop per batch). The lead is never
-handed to a coroutine: whichever thread wrote the last batch writes the next one too while a
-coroutine's operation is first in the queue, so a stream of coroutine writes keeps one
-thread writing back to back and no coroutine has to wake just to start a thread — nor can a
-cancelled coroutine leave the queue without a leader.
+Coroutines submit with ``await asubmit(op)``, and never block their event loop. A loop's
+operations are handed over once per turn of the loop: the first ``asubmit`` of a turn schedules
+the hand-off (``call_soon``), so it runs after every coroutine made ready in that turn has run
+up to its own ``asubmit``. Eight coroutines woken together by one write queue their next eight
+operations as one group: one mutex round, and at most one thread started to write them. The
+writing thread resolves the futures of a batch with one ``call_soon_threadsafe`` per loop.
+Measured on this 2-core machine (a zero-latency provider, eight coroutines, a no-op store):
+a hand-off per operation, each leader writing through ``asyncio.to_thread``, left 9,400
+calls/s; not batching at all, 26,000. The lead is never handed to a coroutine: whichever
+thread wrote the last batch writes the next one too while a coroutine's operation is first in
+the queue, so a stream of coroutine writes keeps one thread writing back to back and no
+coroutine has to wake just to start a thread — nor can a cancelled coroutine leave the queue
+without a leader.
 """
 
 from __future__ import annotations
@@ -88,6 +94,7 @@ class Combiner:
         self._mutex = threading.Lock()
         self._pending: list[Slot | AsyncSlot] = []
         self._leading = False
+        self._turns: dict[asyncio.AbstractEventLoop, list[AsyncSlot]] = {}
         self.flushes = 0
         self.ops = 0
 
@@ -103,14 +110,42 @@ class Combiner:
 
     async def asubmit(self, op: Any) -> Any:
         """``submit`` for coroutines: the event loop keeps running while ``op`` is written."""
-        slot = AsyncSlot(op, asyncio.get_running_loop())
-        if self._enqueue(slot):
-            await asyncio.to_thread(self._lead, slot)
-        else:
-            await slot.future
+        loop = asyncio.get_running_loop()
+        slot = AsyncSlot(op, loop)
+        turn = self._turns.get(loop)
+        if turn is None:
+            turn = self._turns[loop] = []
+            loop.call_soon(self._hand_off, loop)
+        turn.append(slot)
+        await slot.future
         if slot.error is not None:
             raise slot.error
         return slot.value
+
+    def _hand_off(self, loop: asyncio.AbstractEventLoop) -> None:
+        """(on ``loop``, after its turn) Queue the turn's operations; if no write is in
+        progress, a thread of the loop's executor writes them."""
+        slots = self._turns.pop(loop)
+        with self._mutex:
+            self._pending.extend(slots)
+            lead = not self._leading
+            self._leading = True
+            if not lead:
+                self._queued()
+        if lead:
+            loop.run_in_executor(None, self._lead_for, slots)
+
+    def _lead_for(self, slots: list["AsyncSlot"]) -> None:
+        try:
+            self._lead(slots[0])
+        except BaseException as exc:  # noqa: BLE001 - never strand a coroutine on its future
+            with self._mutex:
+                self._leading = False
+            for s in slots:
+                if not s.done:
+                    s.error, s.done = exc, True
+                    s.loop.call_soon_threadsafe(_resolve, [s.future])
+            raise
 
     def _enqueue(self, slot: Slot | AsyncSlot) -> bool:
         """Queue ``slot``; True if its caller leads (no write was in progress)."""
