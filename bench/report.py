@@ -145,6 +145,12 @@ def rows(res: dict) -> list[list[str]]:
                  f"pages ({_n(cb['reserve_commit_us'] / 1000, 2)} ms) + 1 of "
                  f"{_n(cb['settle_pages'], 0)} ({_n(cb['settle_commit_us'] / 1000, 2)} ms)")
                 if cb else "-", "an upper limit: no CPU counted", "-", ""])
+    for variant, label, note in (
+            ("durable", "floor: a bare implementation (calls/s)", "the least work a call can do"),
+            ("settle_behind", "floor, settlement not awaited (calls/s)",
+             "a weaker promise: never tether's")):
+        t = _get(w, "W4", "sqlite", "floor", variant, "calls_per_s")
+        out.append(["W4", label, _n(t) + ceil_note("sqlite", t) if t else "-", note, "-", ""])
     row = ["W4", "journaled calls, commits not flushed (diagnostic)"]
     for b in ("sqlite", "postgres"):
         t = _get(w, "W4", b, "tether_nodurable", "calls_per_s")

@@ -13,14 +13,16 @@ with the worker's commits not flushed to disk (SQLite ``synchronous=OFF``, Postg
 which tells whether W4 is bound by durable commits or by the work of a call itself. On SQLite
 the bound set by the durable commits alone is measured too (``commit_bound``, see
 ``bench/commit_cost.py``): the pages a batch of reservations and one of settlements write,
-and what commits of that many pages cost on this disk."""
+and what commits of that many pages cost on this disk; and the floor (``floor``, see
+``bench/call_floor.py``): the same calls made by a bare implementation that keeps only the
+two durable writes a call must make, in tether's tables, with its SQL."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from .. import commit_cost
+from .. import call_floor, commit_cost
 from ..apps import make_app
 from ..backends import SCRATCH, TetherDB, stop, tether_worker, wait_for
 from ..stats import summarize
@@ -114,4 +116,7 @@ def run(backend: str, sz, env) -> dict:
         quick = sz.calls < 1_000
         out["commit_bound"] = commit_cost.measure(sz.call_concurrency, batches=5 if quick else 50,
                                                   commits=20 if quick else 300)
+        env.log("W4 sqlite floor (bench/call_floor.py)")
+        floor = call_floor.measure(sz.call_concurrency, sz.calls, runs=env.runs)
+        out["floor"] = {name: summarize(got) for name, got in floor.items()}
     return out

@@ -1,0 +1,219 @@
+"""W4's floor: the same journaled calls with the least work a call can do, on SQLite.
+
+``commit_cost.py`` bounds W4 by its durable commits alone, as if a call cost no CPU. This
+measures the other side: a bare implementation of W4 that keeps the two promises a journaled
+call makes, and nothing else tether does, so W4's tether figures can be read against what
+CPython and this disk allow at all:
+
+- each call's reservation (a journal row, both accumulators) is durable before the simulated
+  provider is asked, and its settlement (the journal row finished, a ledger row, both
+  accumulators) is durable before the call returns;
+- the calls in flight share transactions: ``concurrency`` coroutines on one event loop queue
+  their writes, and one thread writes everything queued during a turn of the loop in ONE
+  transaction (the lock read, then ``executemany`` per statement) — tether's own batching
+  (``core/combining.py``) without its layers.
+
+The rows are tether's, written with tether's own SQL (``queries.sql``) into a database its
+migrations made, so every commit writes the pages tether's commits write. Left out, which
+tether must do: limit checks, lease and cancel checks, the canonical JSON and size checks of
+a result, usage validation, error classification, rate limits, stats, the group committer's
+savepoints, and every layer between ``ctx.call`` and the store.
+
+A second variant (``settle_behind``, what a weaker promise would buy, never tether's) does not
+wait for a settlement: the call returns as soon as its settlement is queued, so it commits with
+the next calls' reservations — one commit per ``concurrency`` calls instead of two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sqlite3
+import threading
+import time
+import uuid
+
+from .backends import SCRATCH
+from .commit_cost import _running_job
+
+
+class _Writer:
+    """Writes what coroutines queue, one transaction per turn of the loop, on one thread."""
+
+    def __init__(self, write) -> None:
+        self._write = write
+        self._mutex = threading.Lock()
+        self._queued: list = []
+        self._turn: list = []
+        self._writing = False
+        self.commits = 0
+
+    def submit(self, loop: asyncio.AbstractEventLoop, op) -> asyncio.Future:
+        future = loop.create_future()
+        if not self._turn:
+            loop.call_soon(self._hand_off, loop)
+        self._turn.append((op, future))
+        return future
+
+    def _hand_off(self, loop) -> None:
+        turn, self._turn = self._turn, []
+        with self._mutex:
+            self._queued.extend(turn)
+            start, self._writing = not self._writing, True
+        if start:
+            loop.run_in_executor(None, self._drain, loop)
+
+    def _drain(self, loop) -> None:
+        while True:
+            with self._mutex:
+                batch, self._queued = self._queued, []
+                if not batch:
+                    self._writing = False
+                    return
+            self._write([op for op, _ in batch])
+            self.commits += 1
+            loop.call_soon_threadsafe(_resolve, [f for _, f in batch])
+
+
+def _resolve(futures) -> None:
+    for f in futures:
+        f.set_result(None)
+
+
+def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency: int,
+           bill: str, settle_behind: bool) -> dict:
+    from tether.core.usage import Estimate
+    from tether.providers.simulated import SimulatedProvider
+    from tether.store.queries import positional
+    from tether.store.sqlite.store import QUERIES
+
+    sql = {name: positional(QUERIES[name])
+           for name in ("lock_calls", "journal_reserve", "journal_finish", "insert_ledger",
+                        "update_budget_row")}
+    conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA synchronous = FULL")
+    provider = SimulatedProvider(bill, latency_s=0)
+    money = str
+    rates = {"input_per_mtok": money(price.input_per_mtok),
+             "output_per_mtok": money(price.output_per_mtok),
+             "cached_input_per_mtok": None, "cache_write_per_mtok": None,
+             "cache_write_1h_per_mtok": None}
+    totals = {"spent_usd": 0, "reserved_usd": 0, "calls": 0, "reserved_calls": 0,
+              "input_tokens": 0, "output_tokens": 0, "reserved_input_tokens": 0,
+              "reserved_output_tokens": 0, "examples": 0}
+
+    def run(name: str, rows: list[dict]) -> None:
+        text, bind = sql[name]
+        conn.executemany(text, [bind(r) for r in rows])
+
+    def write(ops: list[tuple]) -> None:
+        now = time.time()
+        conn.execute("BEGIN IMMEDIATE")
+        text, bind = sql["lock_calls"]
+        conn.execute(text, bind({"job_id": job.id, "job_key": str(job.id)})).fetchall()
+        reserves, finishes, ledger = [], [], []
+        for op in ops:
+            if op[0] == "reserve":
+                _, key, want = op
+                totals["reserved_usd"] += want.cost_usd
+                totals["reserved_calls"] += 1
+                reserves.append({
+                    "job_id": job.id, "key": key, "stage": None, "attempt": token,
+                    "provider": "simulated", "model": "sim-small", "request_hash": None,
+                    "reserved_usd": money(want.cost_usd),
+                    "reserved_input_tokens": want.input_tokens,
+                    "reserved_output_tokens": want.output_tokens, "now": now})
+            else:
+                _, key, want, usage, result = op
+                cost = price.cost(usage)
+                totals["reserved_usd"] -= want.cost_usd
+                totals["reserved_calls"] -= 1
+                totals["spent_usd"] += cost
+                totals["calls"] += 1
+                finishes.append({
+                    "job_id": job.id, "key": key, "attempt": token, "status": "done",
+                    "result": result, "usage": json.dumps(usage.to_dict()),
+                    "cost_usd": money(cost), "error_code": None, "error_summary": None,
+                    "now": now})
+                ledger.append(dict(
+                    rates, job_id=job.id, project=job.project, stage=None, key=key,
+                    attempt=token, provider="simulated", model="sim-small",
+                    input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                    cached_input_tokens=0, reasoning_tokens=0, cache_write_tokens=0,
+                    cache_write_1h_tokens=0, price_profile=profile_id,
+                    cost_usd=money(cost), reserved_usd=money(want.cost_usd), confirmed=True,
+                    overrun=False, now=now))
+        run("update_budget_row", [
+            dict(totals, spent_usd=money(totals["spent_usd"]),
+                 reserved_usd=money(totals["reserved_usd"]), scope=scope, key=key, now=now)
+            for scope, key in (("job", str(job.id)), ("project", job.project))])
+        if finishes:
+            run("journal_finish", finishes)
+        if reserves:
+            run("journal_reserve", reserves)
+        if ledger:
+            run("insert_ledger", ledger)
+        conn.execute("COMMIT")
+
+    writer = _Writer(write)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(i: int):
+            key, prompt = f"c{i}", f"item {i}"
+            async with gate:
+                want = price.reservation(Estimate(input_text=prompt, max_output_tokens=64))
+                await writer.submit(loop, ("reserve", key, want))
+                answer = provider.complete(prompt, key=key, max_tokens=64, job_id=job.id)
+                result = json.dumps(answer.value)
+                settled = writer.submit(loop, ("settle", key, want, answer.usage, result))
+                if not settle_behind:
+                    await settled
+                return json.loads(result)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - started
+
+    try:
+        elapsed = asyncio.run(main())
+        done, = conn.execute("SELECT count(*) FROM call_journal WHERE job_id = ? AND status = "
+                             "'done'", (job.id,)).fetchone()
+        paid, = conn.execute("SELECT count(*) FROM cost_ledger WHERE job_id = ?",
+                             (job.id,)).fetchone()
+    finally:
+        conn.close()
+        provider.close()
+    return {"calls_per_s": n / elapsed, "commits": writer.commits, "journaled": done,
+            "ledger_rows": paid}
+
+
+def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
+    """Both variants, ``runs`` times each, interleaved; each run on a fresh database."""
+    from tether import Tether
+
+    out: dict[str, list] = {"durable": [], "settle_behind": []}
+    for _ in range(runs):
+        for variant in out:
+            folder = SCRATCH / f"call-floor-{uuid.uuid4().hex[:8]}"
+            folder.mkdir(parents=True, exist_ok=True)
+            app = Tether(database_url=f"sqlite:///{folder}/tether.db")
+            try:
+                job, token = _running_job(app)
+                profile = app.profile_for(job)
+                price = profile.price("simulated", "sim-small")
+                app.close()
+                out[variant].append(_calls(str(folder / "tether.db"), job, token, price,
+                                           profile.id, calls, concurrency,
+                                           str(folder / "bill"), variant == "settle_behind"))
+            finally:
+                app.close()
+                shutil.rmtree(folder)
+    return out
+
+
+if __name__ == "__main__":  # python -m bench.call_floor
+    print(json.dumps(measure(8, 5_000, runs=3), indent=2))
