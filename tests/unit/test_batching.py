@@ -270,3 +270,30 @@ def test_a_coroutine_gets_its_own_error():
         return await b.asubmit("ok")
 
     assert asyncio.run(main()) == "OK"
+
+
+def test_a_leader_that_fails_outside_the_write_fails_its_turn_and_strands_no_one():
+    """Should leading itself raise (not the write: that error is each op's own), the turn's
+    coroutines get the error, their ops are never written later, and the next write leads."""
+    flush = Recorder()
+
+    class Flaky(CallBatcher):
+        fail = True
+
+        def _gather(self, own):
+            if self.fail:
+                self.fail = False
+                raise RuntimeError("leading failed")
+            return super()._gather(own)
+
+    b = Flaky(flush, linger_s=0)
+
+    async def main():
+        turn = [asyncio.ensure_future(b.asubmit(n)) for n in ("p", "q")]
+        got = await asyncio.gather(*turn, return_exceptions=True)
+        return got, await b.asubmit("next")
+
+    got, after = asyncio.run(main())
+    assert [type(e) for e in got] == [RuntimeError, RuntimeError]
+    assert after == "NEXT" and flush.batches == [["next"]]
+    assert not b._leading and not b._pending

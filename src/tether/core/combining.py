@@ -139,7 +139,8 @@ class Combiner:
         try:
             self._lead(slots[0])
         except BaseException as exc:  # noqa: BLE001 - never strand a coroutine on its future
-            with self._mutex:
+            with self._mutex:  # failed below, so never written by a later leader either
+                self._pending = [s for s in self._pending if s not in slots]
                 self._leading = False
             for s in slots:
                 if not s.done:
