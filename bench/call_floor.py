@@ -19,15 +19,20 @@ tether must do: limit checks, lease and cancel checks, the canonical JSON and si
 a result, usage validation, error classification, rate limits, stats, the group committer's
 savepoints, and every layer between ``ctx.call`` and the store.
 
-A second variant (``settle_behind``, what a weaker promise would buy, never tether's) does not
-wait for a settlement: the call returns as soon as its settlement is queued, so it commits with
-the next calls' reservations — one commit per ``concurrency`` calls instead of two.
+Two more variants tell where the floor's time goes. ``settle_behind`` (what a weaker promise
+would buy, never tether's) does not wait for a settlement: the call returns as soon as its
+settlement is queued, so it commits with the next calls' reservations — one commit per
+``concurrency`` calls instead of two. ``writer_process`` keeps both promises but writes in a
+process of its own, so the rows are built and bound under another GIL, on the other core, and
+only the batches and their acknowledgements cross a pipe.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import multiprocessing
 import shutil
 import sqlite3
 import threading
@@ -81,10 +86,9 @@ def _resolve(futures) -> None:
         f.set_result(None)
 
 
-def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency: int,
-           bill: str, settle_behind: bool) -> dict:
-    from tether.core.usage import Estimate
-    from tether.providers.simulated import SimulatedProvider
+def _open_writer(db: str, job, token: int, price, profile_id: str):
+    """``write(ops)``: one transaction writing a batch of reservations and settlements, as
+    tether's rows, on a connection of its own; and ``close()``."""
     from tether.store.queries import positional
     from tether.store.sqlite.store import QUERIES
 
@@ -93,7 +97,6 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
                         "update_budget_row")}
     conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA synchronous = FULL")
-    provider = SimulatedProvider(bill, latency_s=0)
     money = str
     rates = {"input_per_mtok": money(price.input_per_mtok),
              "output_per_mtok": money(price.output_per_mtok),
@@ -156,6 +159,47 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
             run("insert_ledger", ledger)
         conn.execute("COMMIT")
 
+    return write, conn.close
+
+
+def _serve(pipe, open_writer) -> None:
+    """(in the writer process) Write each batch received; answer once it has committed."""
+    write, close = open_writer()
+    try:
+        while (ops := pipe.recv()) is not None:
+            write(ops)
+            pipe.send(None)
+    finally:
+        close()
+
+
+def _in_process(open_writer):
+    """The writer in a process of its own (its own GIL, on the other core): batches go out
+    and acknowledgements come back over a pipe."""
+    ctx = multiprocessing.get_context("fork")
+    ours, theirs = ctx.Pipe()
+    child = ctx.Process(target=_serve, args=(theirs, open_writer), daemon=True)
+    child.start()
+
+    def write(ops: list[tuple]) -> None:
+        ours.send(ops)
+        ours.recv()
+
+    def close() -> None:
+        ours.send(None)
+        child.join(10)
+
+    return write, close
+
+
+def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency: int,
+           bill: str, settle_behind: bool = False, writer_process: bool = False) -> dict:
+    from tether.core.usage import Estimate
+    from tether.providers.simulated import SimulatedProvider
+
+    provider = SimulatedProvider(bill, latency_s=0)
+    open_writer = functools.partial(_open_writer, db, job, token, price, profile_id)
+    write, close = _in_process(open_writer) if writer_process else open_writer()
     writer = _Writer(write)
 
     async def main() -> float:
@@ -180,13 +224,14 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
 
     try:
         elapsed = asyncio.run(main())
+    finally:
+        close()
+        provider.close()
+    with sqlite3.connect(db) as conn:
         done, = conn.execute("SELECT count(*) FROM call_journal WHERE job_id = ? AND status = "
                              "'done'", (job.id,)).fetchone()
         paid, = conn.execute("SELECT count(*) FROM cost_ledger WHERE job_id = ?",
                              (job.id,)).fetchone()
-    finally:
-        conn.close()
-        provider.close()
     return {"calls_per_s": n / elapsed, "commits": writer.commits, "journaled": done,
             "ledger_rows": paid}
 
@@ -195,7 +240,9 @@ def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
     """Both variants, ``runs`` times each, interleaved; each run on a fresh database."""
     from tether import Tether
 
-    out: dict[str, list] = {"durable": [], "settle_behind": []}
+    variants = {"durable": {}, "settle_behind": {"settle_behind": True},
+                "writer_process": {"writer_process": True}}
+    out: dict[str, list] = {name: [] for name in variants}
     for _ in range(runs):
         for variant in out:
             folder = SCRATCH / f"call-floor-{uuid.uuid4().hex[:8]}"
@@ -208,7 +255,7 @@ def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
                 app.close()
                 out[variant].append(_calls(str(folder / "tether.db"), job, token, price,
                                            profile.id, calls, concurrency,
-                                           str(folder / "bill"), variant == "settle_behind"))
+                                           str(folder / "bill"), **variants[variant]))
             finally:
                 app.close()
                 shutil.rmtree(folder)

@@ -148,7 +148,9 @@ def rows(res: dict) -> list[list[str]]:
     for variant, label, note in (
             ("durable", "floor: a bare implementation (calls/s)", "the least work a call can do"),
             ("settle_behind", "floor, settlement not awaited (calls/s)",
-             "a weaker promise: never tether's")):
+             "a weaker promise: never tether's"),
+            ("writer_process", "floor, rows written by a process of their own (calls/s)",
+             "both promises; batches cross a pipe")):
         t = _get(w, "W4", "sqlite", "floor", variant, "calls_per_s")
         out.append(["W4", label, _n(t) + ceil_note("sqlite", t) if t else "-", note, "-", ""])
     row = ["W4", "journaled calls, commits not flushed (diagnostic)"]
