@@ -24,7 +24,12 @@ would buy, never tether's) does not wait for a settlement: the call returns as s
 settlement is queued, so it commits with the next calls' reservations — one commit per
 ``concurrency`` calls instead of two. ``writer_process`` keeps both promises but writes in a
 process of its own, so the rows are built and bound under another GIL, on the other core, and
-only the batches and their acknowledgements cross a pipe.
+only the batches and their acknowledgements cross a pipe. ``loop_writes`` writes on the event
+loop's own thread, which blocks for every commit (tether never blocks an async job's loop on
+the store): what the hand-off to the writing thread and back costs. ``in_turns`` keeps both promises and
+the same batches but runs no calls at once: one thread writes ``concurrency`` reservations,
+asks the provider for each in turn and writes their settlements — what the calls cost with no
+machinery to overlap them, which a real provider's latency makes indispensable.
 """
 
 from __future__ import annotations
@@ -46,8 +51,9 @@ from .commit_cost import _running_job
 class _Writer:
     """Writes what coroutines queue, one transaction per turn of the loop, on one thread."""
 
-    def __init__(self, write) -> None:
+    def __init__(self, write, *, on_loop: bool = False) -> None:
         self._write = write
+        self._on_loop = on_loop
         self._mutex = threading.Lock()
         self._queued: list = []
         self._turn: list = []
@@ -63,6 +69,11 @@ class _Writer:
 
     def _hand_off(self, loop) -> None:
         turn, self._turn = self._turn, []
+        if self._on_loop:  # the loop itself writes, and blocks meanwhile
+            self._write([op for op, _ in turn])
+            self.commits += 1
+            _resolve([f for _, f in turn])
+            return
         with self._mutex:
             self._queued.extend(turn)
             start, self._writing = not self._writing, True
@@ -193,14 +204,15 @@ def _in_process(open_writer):
 
 
 def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency: int,
-           bill: str, settle_behind: bool = False, writer_process: bool = False) -> dict:
+           bill: str, settle_behind: bool = False, writer_process: bool = False,
+           in_turns_only: bool = False, loop_writes: bool = False) -> dict:
     from tether.core.usage import Estimate
     from tether.providers.simulated import SimulatedProvider
 
     provider = SimulatedProvider(bill, latency_s=0)
     open_writer = functools.partial(_open_writer, db, job, token, price, profile_id)
     write, close = _in_process(open_writer) if writer_process else open_writer()
-    writer = _Writer(write)
+    writer = _Writer(write, on_loop=loop_writes)
 
     async def main() -> float:
         loop = asyncio.get_running_loop()
@@ -222,8 +234,28 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
         await asyncio.gather(*(one(i) for i in range(n)))
         return time.perf_counter() - started
 
+    def in_turns() -> float:
+        """``concurrency`` calls at a time with no machinery to overlap them: this thread
+        writes their reservations, asks the provider for each in turn, writes their
+        settlements."""
+        started = time.perf_counter()
+        for first in range(0, n, concurrency):
+            calls = [(f"c{i}", f"item {i}") for i in range(first, min(n, first + concurrency))]
+            wants = [price.reservation(Estimate(input_text=prompt, max_output_tokens=64))
+                     for _, prompt in calls]
+            write([("reserve", key, want) for (key, _), want in zip(calls, wants)])
+            writer.commits += 1
+            settles = []
+            for (key, prompt), want in zip(calls, wants):
+                answer = provider.complete(prompt, key=key, max_tokens=64, job_id=job.id)
+                settles.append(("settle", key, want, answer.usage, json.dumps(answer.value)))
+            write(settles)
+            writer.commits += 1
+            [json.loads(op[4]) for op in settles]
+        return time.perf_counter() - started
+
     try:
-        elapsed = asyncio.run(main())
+        elapsed = in_turns() if in_turns_only else asyncio.run(main())
     finally:
         close()
         provider.close()
@@ -241,7 +273,8 @@ def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
     from tether import Tether
 
     variants = {"durable": {}, "settle_behind": {"settle_behind": True},
-                "writer_process": {"writer_process": True}}
+                "writer_process": {"writer_process": True},
+                "loop_writes": {"loop_writes": True}, "in_turns": {"in_turns_only": True}}
     out: dict[str, list] = {name: [] for name in variants}
     for _ in range(runs):
         for variant in out:

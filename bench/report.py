@@ -150,7 +150,11 @@ def rows(res: dict) -> list[list[str]]:
             ("settle_behind", "floor, settlement not awaited (calls/s)",
              "a weaker promise: never tether's"),
             ("writer_process", "floor, rows written by a process of their own (calls/s)",
-             "both promises; batches cross a pipe")):
+             "both promises; batches cross a pipe"),
+            ("loop_writes", "floor, rows written on the event loop (calls/s)",
+             "the loop blocks on every commit"),
+            ("in_turns", "floor, no calls at once (calls/s)",
+             "8 calls in turn between two commits")):
         t = _get(w, "W4", "sqlite", "floor", variant, "calls_per_s")
         out.append(["W4", label, _n(t) + ceil_note("sqlite", t) if t else "-", note, "-", ""])
     row = ["W4", "journaled calls, commits not flushed (diagnostic)"]
