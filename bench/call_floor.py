@@ -184,7 +184,7 @@ def _serve(pipe, open_writer) -> None:
         close()
 
 
-def _in_process(open_writer):
+def _writer_process(open_writer):
     """The writer in a process of its own (its own GIL, on the other core): batches go out
     and acknowledgements come back over a pipe."""
     ctx = multiprocessing.get_context("fork")
@@ -211,7 +211,7 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
 
     provider = SimulatedProvider(bill, latency_s=0)
     open_writer = functools.partial(_open_writer, db, job, token, price, profile_id)
-    write, close = _in_process(open_writer) if writer_process else open_writer()
+    write, close = _writer_process(open_writer) if writer_process else open_writer()
     writer = _Writer(write, on_loop=loop_writes)
 
     async def main() -> float:
@@ -251,7 +251,8 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
                 settles.append(("settle", key, want, answer.usage, json.dumps(answer.value)))
             write(settles)
             writer.commits += 1
-            [json.loads(op[4]) for op in settles]
+            results = [json.loads(op[4]) for op in settles]  # what the calls return
+            assert len(results) == len(calls)
         return time.perf_counter() - started
 
     try:
@@ -259,23 +260,28 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
     finally:
         close()
         provider.close()
-    with sqlite3.connect(db) as conn:
+    conn = sqlite3.connect(db)
+    try:
         done, = conn.execute("SELECT count(*) FROM call_journal WHERE job_id = ? AND status = "
                              "'done'", (job.id,)).fetchone()
         paid, = conn.execute("SELECT count(*) FROM cost_ledger WHERE job_id = ?",
                              (job.id,)).fetchone()
+    finally:
+        conn.close()
     return {"calls_per_s": n / elapsed, "commits": writer.commits, "journaled": done,
             "ledger_rows": paid}
 
 
+VARIANTS = {"durable": {}, "settle_behind": {"settle_behind": True},
+            "writer_process": {"writer_process": True}, "loop_writes": {"loop_writes": True},
+            "in_turns": {"in_turns_only": True}}
+
+
 def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
-    """Both variants, ``runs`` times each, interleaved; each run on a fresh database."""
+    """Every variant, ``runs`` times each, interleaved; each run on a fresh database."""
     from tether import Tether
 
-    variants = {"durable": {}, "settle_behind": {"settle_behind": True},
-                "writer_process": {"writer_process": True},
-                "loop_writes": {"loop_writes": True}, "in_turns": {"in_turns_only": True}}
-    out: dict[str, list] = {name: [] for name in variants}
+    out: dict[str, list] = {name: [] for name in VARIANTS}
     for _ in range(runs):
         for variant in out:
             folder = SCRATCH / f"call-floor-{uuid.uuid4().hex[:8]}"
@@ -288,7 +294,7 @@ def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
                 app.close()
                 out[variant].append(_calls(str(folder / "tether.db"), job, token, price,
                                            profile.id, calls, concurrency,
-                                           str(folder / "bill"), **variants[variant]))
+                                           str(folder / "bill"), **VARIANTS[variant]))
             finally:
                 app.close()
                 shutil.rmtree(folder)
