@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from .core.serialize import dumps, loads
+from .core.serialize import dumps_back, loads
 from .errors import StorageFull, StoreError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,9 +107,10 @@ def run_stage(ctx: "JobContext", name: str, fn: Callable[[], Any]) -> Any:
     ctx.set_stage(name)
     value = fn()
     ctx.check()
-    data = dumps(value, what=f"output of stage {name!r}").encode()
+    text, output = dumps_back(value, what=f"output of stage {name!r}")
+    data = text.encode()
     sha = ctx.app.blobs.put(data)
     store.save_checkpoint(ctx.id, ctx.attempt, stage=name, position=position, blob=sha,
                           size=len(data))
     ctx.stats["stages_run"] += 1
-    return loads(data)
+    return output

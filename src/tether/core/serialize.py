@@ -29,6 +29,7 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 
 
 def _check_finite(value: Any, path: str = "$") -> None:
+    """Raise ``InvalidPayload`` naming the first NaN, infinity or non-string key in ``value``."""
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidPayload(f"{path} is {value}; JSON has no NaN or Infinity", path=path)
     if isinstance(value, dict):
@@ -41,13 +42,30 @@ def _check_finite(value: Any, path: str = "$") -> None:
             _check_finite(v, f"{path}[{i}]")
 
 
-def dumps(value: Any, *, what: str = "payload", limit: int = MAX_PAYLOAD_BYTES) -> str:
-    """Canonical JSON text, or ``InvalidPayload`` that names what is wrong."""
+def _explain(value: Any, what: str, exc: Exception) -> InvalidPayload:
+    """The precise error for ``value`` if the walk finds one (it names the path), else ``exc``."""
     try:
         _check_finite(value)
+    except InvalidPayload as precise:
+        return precise
+    except RecursionError:
+        return InvalidPayload(f"{what} is nested too deeply (or contains itself)")
+    return InvalidPayload(f"{what} is not JSON-serialisable: {exc}")
+
+
+def dumps_back(value: Any, *, what: str = "payload",
+               limit: int = MAX_PAYLOAD_BYTES) -> tuple[str, Any]:
+    """Canonical JSON text of ``value`` and the value that text reads back as (what a later
+    read of the stored text returns), or ``InvalidPayload`` that names what is wrong.
+
+    The encoder itself refuses NaN, infinities, cycles and unknown types, but turns a
+    non-string key into a string silently; a value that reads back unequal is walked for one
+    (a tuple reads back as a list, which is fine). All in C for a valid value: a walk in Python
+    of every result and payload cost more than encoding it."""
+    try:
         text = _CANONICAL.encode(value)
     except (TypeError, ValueError) as exc:
-        raise InvalidPayload(f"{what} is not JSON-serialisable: {exc}") from None
+        raise _explain(value, what, exc) from None
     except RecursionError:
         raise InvalidPayload(f"{what} is nested too deeply (or contains itself)") from None
     try:
@@ -58,7 +76,24 @@ def dumps(value: Any, *, what: str = "payload", limit: int = MAX_PAYLOAD_BYTES) 
     if size > limit:
         raise InvalidPayload(f"{what} is {size} bytes; the limit is {limit}",
                              size=size, limit=limit)
-    return text
+    try:
+        back = json.loads(text)
+        same = back == value
+    except RecursionError:
+        raise InvalidPayload(f"{what} is nested too deeply (or contains itself)") from None
+    except Exception:  # noqa: BLE001 - an object whose == raises: walk it like any unequal one
+        same = False
+    if not same:
+        try:
+            _check_finite(value)
+        except RecursionError:
+            raise InvalidPayload(f"{what} is nested too deeply (or contains itself)") from None
+    return text, back
+
+
+def dumps(value: Any, *, what: str = "payload", limit: int = MAX_PAYLOAD_BYTES) -> str:
+    """Canonical JSON text, or ``InvalidPayload`` that names what is wrong."""
+    return dumps_back(value, what=what, limit=limit)[0]
 
 
 def loads(text: str | bytes | None) -> Any:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.budget import Reservation
 from ..core.retry import error_code_of, summarize
-from ..core.serialize import dumps, loads
+from ..core.serialize import dumps, dumps_back
 from ..core.usage import Estimate
 from ..errors import BudgetExhausted, ControlSignal, InvalidPayload, PolicyBlock
 from ..store.base import CallReserve, CallSettle
@@ -79,30 +79,32 @@ def _signalled(ctx: "JobContext", sig: ControlSignal) -> None:
     ctx.raised = ctx.raised or sig
 
 
-def _settle_op(key: str, raw: Any, price: Any, profile: Any) -> tuple[CallSettle, str, Any]:
+def _settle_op(key: str, raw: Any, price: Any, profile: Any) -> tuple[CallSettle, Any, Any]:
+    """The settlement of a call that returned ``raw``; the result as the journal will give it
+    back (what a resumed job gets for this key, so the first run gets the same); a refusal."""
     value, usage = extract(raw)
-    result_json = dumps(value, what=f"result of call {key!r}")
+    result_json, result = dumps_back(value, what=f"result of call {key!r}")
     refusal = refusal_in(value)
     return (CallSettle(key, usage, price, profile.id, result_json, refusal is not None),
-            result_json, refusal)
+            result, refusal)
 
 
-def _settled(ctx: "JobContext", op: CallSettle, result_json: str, refusal: Any) -> Any:
+def _settled(ctx: "JobContext", op: CallSettle, result: Any, refusal: Any) -> Any:
     """What follows a written settlement: the stats, a refusal raised, the result."""
     ctx.stats["calls_made"] += 1
     if refusal is not None:
         ctx.stats["calls_refused"] += 1
         raise PolicyBlock(f"provider refused call {op.key!r}: {refusal[:200]}", billed=True)
-    return loads(result_json)
+    return result
 
 
 def _settle(ctx: "JobContext", key: str, raw: Any, price: Any, profile: Any,
             limited: bool) -> Any:
-    op, result_json, refusal = _settle_op(key, raw, price, profile)
+    op, result, refusal = _settle_op(key, raw, price, profile)
     ctx._batcher.submit(op)
     if limited:
         _settle_rate(ctx, op)
-    return _settled(ctx, op, result_json, refusal)
+    return _settled(ctx, op, result, refusal)
 
 
 def _settle_rate(ctx: "JobContext", op: CallSettle) -> None:
@@ -258,8 +260,8 @@ async def _acall(ctx: "JobContext", key: str, provider: str, model: str, estimat
     except BaseException as exc:
         await asyncio.to_thread(_release, ctx, key, exc)
         _raise_classified(ctx, exc)
-    op, result_json, refusal = _settle_op(key, raw, price, profile)
+    op, result, refusal = _settle_op(key, raw, price, profile)
     await ctx._batcher.asubmit(op)
     if limited:
         await asyncio.to_thread(_settle_rate, ctx, op)
-    return _settled(ctx, op, result_json, refusal)
+    return _settled(ctx, op, result, refusal)
