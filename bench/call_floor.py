@@ -29,7 +29,9 @@ loop's own thread, which blocks for every commit (tether never blocks an async j
 the store): what the hand-off to the writing thread and back costs. ``in_turns`` keeps both promises and
 the same batches but runs no calls at once: one thread writes ``concurrency`` reservations,
 asks the provider for each in turn and writes their settlements — what the calls cost with no
-machinery to overlap them, which a real provider's latency makes indispensable.
+machinery to overlap them, which a real provider's latency makes indispensable. ``threads``
+runs the calls as ``ctx.map`` does, on ``concurrency`` threads whose writes a leader among them
+gathers, instead of as coroutines.
 """
 
 from __future__ import annotations
@@ -90,6 +92,59 @@ class _Writer:
             self._write([op for op, _ in batch])
             self.commits += 1
             loop.call_soon_threadsafe(_resolve, [f for _, f in batch])
+
+
+class _ThreadWriter:
+    """Writes what threads submit: the first caller finding no write in progress leads it,
+    waiting (at most 1 ms) until every thread still making calls has queued, writes the batch
+    in one transaction and wakes its callers; a caller queued meanwhile leads the next one —
+    tether's combining (``core/combining.py``, ``providers/batching.py``) without its layers."""
+
+    def __init__(self, write, threads: int) -> None:
+        self._write = write
+        self._mutex = threading.Lock()
+        self._full = threading.Condition(self._mutex)
+        self._pending: list[list] = []
+        self._leading = False
+        self._active = threads
+        self.commits = 0
+
+    def submit(self, op) -> None:
+        slot = [op, threading.Lock(), False]  # the op, its caller's lock, "you lead next"
+        slot[1].acquire()
+        with self._mutex:
+            self._pending.append(slot)
+            follow = self._leading
+            self._leading = True
+            if follow and len(self._pending) >= self._active:
+                self._full.notify()
+        if follow:
+            slot[1].acquire()
+            if not slot[2]:
+                return
+        self._lead()
+
+    def leave(self) -> None:
+        with self._mutex:
+            self._active -= 1
+            self._full.notify()
+
+    def _lead(self) -> None:
+        with self._mutex:
+            deadline = time.monotonic() + 0.001
+            while len(self._pending) < self._active and time.monotonic() < deadline:
+                self._full.wait(deadline - time.monotonic())
+            batch, self._pending = self._pending, []
+        self._write([slot[0] for slot in batch])
+        self.commits += 1
+        with self._mutex:
+            successor = self._pending[0] if self._pending else None
+            self._leading = successor is not None
+        for slot in batch:
+            slot[1].release()
+        if successor is not None:
+            successor[2] = True
+            successor[1].release()
 
 
 def _resolve(futures) -> None:
@@ -205,7 +260,8 @@ def _writer_process(open_writer):
 
 def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency: int,
            bill: str, settle_behind: bool = False, writer_process: bool = False,
-           in_turns_only: bool = False, loop_writes: bool = False) -> dict:
+           in_turns_only: bool = False, loop_writes: bool = False,
+           threads: bool = False) -> dict:
     from tether.core.usage import Estimate
     from tether.providers.simulated import SimulatedProvider
 
@@ -255,8 +311,40 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
             assert len(results) == len(calls)
         return time.perf_counter() - started
 
+    def on_threads() -> float:
+        """``concurrency`` threads, each taking the next call until none is left, as
+        ``ctx.map`` runs a job's items."""
+        combined = _ThreadWriter(write, concurrency)
+        numbers = iter(range(n))
+        taking = threading.Lock()
+
+        def work() -> None:
+            while True:
+                with taking:
+                    i = next(numbers, None)
+                if i is None:
+                    combined.leave()
+                    return
+                key, prompt = f"c{i}", f"item {i}"
+                want = price.reservation(Estimate(input_text=prompt, max_output_tokens=64))
+                combined.submit(("reserve", key, want))
+                answer = provider.complete(prompt, key=key, max_tokens=64, job_id=job.id)
+                result = json.dumps(answer.value)
+                combined.submit(("settle", key, want, answer.usage, result))
+                json.loads(result)
+
+        started = time.perf_counter()
+        pool = [threading.Thread(target=work) for _ in range(concurrency)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        writer.commits = combined.commits
+        return time.perf_counter() - started
+
     try:
-        elapsed = in_turns() if in_turns_only else asyncio.run(main())
+        elapsed = (in_turns() if in_turns_only else on_threads() if threads
+                   else asyncio.run(main()))
     finally:
         close()
         provider.close()
@@ -274,7 +362,7 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
 
 VARIANTS = {"durable": {}, "settle_behind": {"settle_behind": True},
             "writer_process": {"writer_process": True}, "loop_writes": {"loop_writes": True},
-            "in_turns": {"in_turns_only": True}}
+            "in_turns": {"in_turns_only": True}, "threads": {"threads": True}}
 
 
 def measure(concurrency: int, calls: int, runs: int = 1) -> dict:

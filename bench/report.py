@@ -154,7 +154,9 @@ def rows(res: dict) -> list[list[str]]:
             ("loop_writes", "floor, rows written on the event loop (calls/s)",
              "the loop blocks on every commit"),
             ("in_turns", "floor, no calls at once (calls/s)",
-             "8 calls in turn between two commits")):
+             "8 calls in turn between two commits"),
+            ("threads", "floor, calls on 8 threads as ctx.map runs them (calls/s)",
+             "the mechanism of the judged job")):
         t = _get(w, "W4", "sqlite", "floor", variant, "calls_per_s")
         out.append(["W4", label, _n(t) + ceil_note("sqlite", t) if t else "-", note, "-", ""])
     row = ["W4", "journaled calls, commits not flushed (diagnostic)"]

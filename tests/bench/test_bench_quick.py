@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from bench import call_floor
 from tests.conftest import ROOT
 
 WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7")
@@ -45,7 +46,7 @@ def test_quick_mode_writes_every_workload(tmp_path):
     assert bound["bound_calls_per_s"] > 0
     # the bare floor journals and pays every call it makes, in both of its variants
     floor = res["workloads"]["W4"]["sqlite"]["floor"]
-    for variant in ("durable", "settle_behind", "writer_process", "loop_writes", "in_turns"):
+    for variant in call_floor.VARIANTS:
         for run in floor[variant]["runs"]:
             assert run["journaled"] == run["ledger_rows"] == res["meta"]["sizes"]["calls"]
         assert floor[variant]["calls_per_s"] > 0
