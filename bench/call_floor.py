@@ -26,8 +26,8 @@ settlement is queued, so it commits with the next calls' reservations — one co
 process of its own, so the rows are built and bound under another GIL, on the other core, and
 only the batches and their acknowledgements cross a pipe. ``loop_writes`` writes on the event
 loop's own thread, which blocks for every commit (tether never blocks an async job's loop on
-the store): what the hand-off to the writing thread and back costs. ``in_turns`` keeps both promises and
-the same batches but runs no calls at once: one thread writes ``concurrency`` reservations,
+the store): what the hand-off to the writing thread and back costs. ``in_turns`` keeps both
+promises and the same batches but runs no calls at once: one thread writes ``concurrency`` reservations,
 asks the provider for each in turn and writes their settlements — what the calls cost with no
 machinery to overlap them, which a real provider's latency makes indispensable. ``threads``
 runs the calls as ``ctx.map`` does, on ``concurrency`` threads whose writes a leader among them
@@ -45,6 +45,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from typing import Callable, NamedTuple
 
 from .backends import SCRATCH
 from .commit_cost import _running_job
@@ -60,7 +61,6 @@ class _Writer:
         self._queued: list = []
         self._turn: list = []
         self._writing = False
-        self.commits = 0
 
     def submit(self, loop: asyncio.AbstractEventLoop, op) -> asyncio.Future:
         future = loop.create_future()
@@ -73,7 +73,6 @@ class _Writer:
         turn, self._turn = self._turn, []
         if self._on_loop:  # the loop itself writes, and blocks meanwhile
             self._write([op for op, _ in turn])
-            self.commits += 1
             _resolve([f for _, f in turn])
             return
         with self._mutex:
@@ -90,7 +89,6 @@ class _Writer:
                     self._writing = False
                     return
             self._write([op for op, _ in batch])
-            self.commits += 1
             loop.call_soon_threadsafe(_resolve, [f for _, f in batch])
 
 
@@ -107,7 +105,6 @@ class _ThreadWriter:
         self._pending: list[list] = []
         self._leading = False
         self._active = threads
-        self.commits = 0
 
     def submit(self, op) -> None:
         slot = [op, threading.Lock(), False]  # the op, its caller's lock, "you lead next"
@@ -136,7 +133,6 @@ class _ThreadWriter:
                 self._full.wait(deadline - time.monotonic())
             batch, self._pending = self._pending, []
         self._write([slot[0] for slot in batch])
-        self.commits += 1
         with self._mutex:
             successor = self._pending[0] if self._pending else None
             self._leading = successor is not None
@@ -163,7 +159,7 @@ def _open_writer(db: str, job, token: int, price, profile_id: str):
                         "update_budget_row")}
     conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA synchronous = FULL")
-    money = str
+    money = str  # as the SQLite store binds Decimal amounts
     rates = {"input_per_mtok": money(price.input_per_mtok),
              "output_per_mtok": money(price.output_per_mtok),
              "cached_input_per_mtok": None, "cache_write_per_mtok": None,
@@ -258,93 +254,141 @@ def _writer_process(open_writer):
     return write, close
 
 
+class _Calls:
+    """What every variant shares: W4's calls (key, prompt, reservation, the provider's answer,
+    the settlement) and the write that commits a batch of them, which counts its commits."""
+
+    def __init__(self, job, price, provider, write, n: int, concurrency: int) -> None:
+        self.job, self.price, self.provider = job, price, provider
+        self._write = write
+        self.n, self.concurrency = n, concurrency
+        self.commits = 0
+
+    def write(self, ops: list[tuple]) -> None:
+        self._write(ops)
+        self.commits += 1
+
+    def reserve(self, i: int) -> tuple:
+        """Call ``i``'s reservation: its worst case priced from its prompt."""
+        from tether.core.usage import Estimate
+        return ("reserve", f"c{i}", self.price.reservation(
+            Estimate(input_text=f"item {i}", max_output_tokens=64)))
+
+    def settle(self, i: int, reserved: tuple) -> tuple:
+        """Ask the provider; the settlement carries the result as the journal keeps it."""
+        _, key, want = reserved
+        answer = self.provider.complete(f"item {i}", key=key, max_tokens=64,
+                                        job_id=self.job.id)
+        return ("settle", key, want, answer.usage, json.dumps(answer.value))
+
+
+def _coroutines(calls: _Calls, *, settle_behind: bool = False, on_loop: bool = False) -> float:
+    """``concurrency`` coroutines (a semaphore), their writes handed over once per turn."""
+    writer = _Writer(calls.write, on_loop=on_loop)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        gate = asyncio.Semaphore(calls.concurrency)
+
+        async def one(i: int):
+            async with gate:
+                reserved = calls.reserve(i)
+                await writer.submit(loop, reserved)
+                settled = calls.settle(i, reserved)
+                written = writer.submit(loop, settled)
+                if not settle_behind:
+                    await written
+                return json.loads(settled[4])
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(calls.n)))
+        return time.perf_counter() - started
+
+    return asyncio.run(main())
+
+
+def _in_turns(calls: _Calls) -> float:
+    """``concurrency`` calls at a time with no machinery to overlap them: this thread writes
+    their reservations, asks the provider for each in turn, writes their settlements."""
+    started = time.perf_counter()
+    for first in range(0, calls.n, calls.concurrency):
+        turn = range(first, min(calls.n, first + calls.concurrency))
+        reserved = [calls.reserve(i) for i in turn]
+        calls.write(reserved)
+        settled = [calls.settle(i, op) for i, op in zip(turn, reserved)]
+        calls.write(settled)
+        for op in settled:
+            json.loads(op[4])  # what the call returns
+    return time.perf_counter() - started
+
+
+def _on_threads(calls: _Calls) -> float:
+    """``concurrency`` threads, each taking the next call until none is left, as ``ctx.map``
+    runs a job's items."""
+    combined = _ThreadWriter(calls.write, calls.concurrency)
+    numbers = iter(range(calls.n))
+    taking = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with taking:
+                i = next(numbers, None)
+            if i is None:
+                combined.leave()
+                return
+            reserved = calls.reserve(i)
+            combined.submit(reserved)
+            settled = calls.settle(i, reserved)
+            combined.submit(settled)
+            json.loads(settled[4])
+
+    started = time.perf_counter()
+    pool = [threading.Thread(target=work) for _ in range(calls.concurrency)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return time.perf_counter() - started
+
+
+class Variant(NamedTuple):
+    run: Callable[..., float]
+    options: dict
+    label: str  # how bench/report.py names it
+    note: str
+    writer_process: bool = False
+
+
+VARIANTS = {
+    "durable": Variant(_coroutines, {}, "floor: a bare implementation (calls/s)",
+                       "the least work a call can do"),
+    "settle_behind": Variant(_coroutines, {"settle_behind": True},
+                             "floor, settlement not awaited (calls/s)",
+                             "a weaker promise: never tether's"),
+    "writer_process": Variant(_coroutines, {},
+                              "floor, rows written by a process of their own (calls/s)",
+                              "both promises; batches cross a pipe", writer_process=True),
+    "loop_writes": Variant(_coroutines, {"on_loop": True},
+                           "floor, rows written on the event loop (calls/s)",
+                           "the loop blocks on every commit"),
+    "in_turns": Variant(_in_turns, {}, "floor, no calls at once (calls/s)",
+                        "8 calls in turn between two commits"),
+    "threads": Variant(_on_threads, {},
+                       "floor, calls on 8 threads as ctx.map runs them (calls/s)",
+                       "the mechanism of the judged job"),
+}
+
+
 def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency: int,
-           bill: str, settle_behind: bool = False, writer_process: bool = False,
-           in_turns_only: bool = False, loop_writes: bool = False,
-           threads: bool = False) -> dict:
-    from tether.core.usage import Estimate
+           bill: str, variant: Variant) -> dict:
     from tether.providers.simulated import SimulatedProvider
 
     provider = SimulatedProvider(bill, latency_s=0)
     open_writer = functools.partial(_open_writer, db, job, token, price, profile_id)
-    write, close = _writer_process(open_writer) if writer_process else open_writer()
-    writer = _Writer(write, on_loop=loop_writes)
-
-    async def main() -> float:
-        loop = asyncio.get_running_loop()
-        gate = asyncio.Semaphore(concurrency)
-
-        async def one(i: int):
-            key, prompt = f"c{i}", f"item {i}"
-            async with gate:
-                want = price.reservation(Estimate(input_text=prompt, max_output_tokens=64))
-                await writer.submit(loop, ("reserve", key, want))
-                answer = provider.complete(prompt, key=key, max_tokens=64, job_id=job.id)
-                result = json.dumps(answer.value)
-                settled = writer.submit(loop, ("settle", key, want, answer.usage, result))
-                if not settle_behind:
-                    await settled
-                return json.loads(result)
-
-        started = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in range(n)))
-        return time.perf_counter() - started
-
-    def in_turns() -> float:
-        """``concurrency`` calls at a time with no machinery to overlap them: this thread
-        writes their reservations, asks the provider for each in turn, writes their
-        settlements."""
-        started = time.perf_counter()
-        for first in range(0, n, concurrency):
-            calls = [(f"c{i}", f"item {i}") for i in range(first, min(n, first + concurrency))]
-            wants = [price.reservation(Estimate(input_text=prompt, max_output_tokens=64))
-                     for _, prompt in calls]
-            write([("reserve", key, want) for (key, _), want in zip(calls, wants)])
-            writer.commits += 1
-            settles = []
-            for (key, prompt), want in zip(calls, wants):
-                answer = provider.complete(prompt, key=key, max_tokens=64, job_id=job.id)
-                settles.append(("settle", key, want, answer.usage, json.dumps(answer.value)))
-            write(settles)
-            writer.commits += 1
-            results = [json.loads(op[4]) for op in settles]  # what the calls return
-            assert len(results) == len(calls)
-        return time.perf_counter() - started
-
-    def on_threads() -> float:
-        """``concurrency`` threads, each taking the next call until none is left, as
-        ``ctx.map`` runs a job's items."""
-        combined = _ThreadWriter(write, concurrency)
-        numbers = iter(range(n))
-        taking = threading.Lock()
-
-        def work() -> None:
-            while True:
-                with taking:
-                    i = next(numbers, None)
-                if i is None:
-                    combined.leave()
-                    return
-                key, prompt = f"c{i}", f"item {i}"
-                want = price.reservation(Estimate(input_text=prompt, max_output_tokens=64))
-                combined.submit(("reserve", key, want))
-                answer = provider.complete(prompt, key=key, max_tokens=64, job_id=job.id)
-                result = json.dumps(answer.value)
-                combined.submit(("settle", key, want, answer.usage, result))
-                json.loads(result)
-
-        started = time.perf_counter()
-        pool = [threading.Thread(target=work) for _ in range(concurrency)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        writer.commits = combined.commits
-        return time.perf_counter() - started
-
+    write, close = _writer_process(open_writer) if variant.writer_process else open_writer()
+    calls = _Calls(job, price, provider, write, n, concurrency)
     try:
-        elapsed = (in_turns() if in_turns_only else on_threads() if threads
-                   else asyncio.run(main()))
+        elapsed = variant.run(calls, **variant.options)
     finally:
         close()
         provider.close()
@@ -356,13 +400,8 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
                              (job.id,)).fetchone()
     finally:
         conn.close()
-    return {"calls_per_s": n / elapsed, "commits": writer.commits, "journaled": done,
+    return {"calls_per_s": n / elapsed, "commits": calls.commits, "journaled": done,
             "ledger_rows": paid}
-
-
-VARIANTS = {"durable": {}, "settle_behind": {"settle_behind": True},
-            "writer_process": {"writer_process": True}, "loop_writes": {"loop_writes": True},
-            "in_turns": {"in_turns_only": True}, "threads": {"threads": True}}
 
 
 def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
@@ -371,7 +410,7 @@ def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
 
     out: dict[str, list] = {name: [] for name in VARIANTS}
     for _ in range(runs):
-        for variant in out:
+        for name, variant in VARIANTS.items():
             folder = SCRATCH / f"call-floor-{uuid.uuid4().hex[:8]}"
             folder.mkdir(parents=True, exist_ok=True)
             app = Tether(database_url=f"sqlite:///{folder}/tether.db")
@@ -380,9 +419,9 @@ def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
                 profile = app.profile_for(job)
                 price = profile.price("simulated", "sim-small")
                 app.close()
-                out[variant].append(_calls(str(folder / "tether.db"), job, token, price,
-                                           profile.id, calls, concurrency,
-                                           str(folder / "bill"), **VARIANTS[variant]))
+                out[name].append(_calls(str(folder / "tether.db"), job, token, price,
+                                        profile.id, calls, concurrency, str(folder / "bill"),
+                                        variant))
             finally:
                 app.close()
                 shutil.rmtree(folder)

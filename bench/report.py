@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import call_floor
 from .stats import ratio
 
 
@@ -145,20 +146,10 @@ def rows(res: dict) -> list[list[str]]:
                  f"pages ({_n(cb['reserve_commit_us'] / 1000, 2)} ms) + 1 of "
                  f"{_n(cb['settle_pages'], 0)} ({_n(cb['settle_commit_us'] / 1000, 2)} ms)")
                 if cb else "-", "an upper limit: no CPU counted", "-", ""])
-    for variant, label, note in (
-            ("durable", "floor: a bare implementation (calls/s)", "the least work a call can do"),
-            ("settle_behind", "floor, settlement not awaited (calls/s)",
-             "a weaker promise: never tether's"),
-            ("writer_process", "floor, rows written by a process of their own (calls/s)",
-             "both promises; batches cross a pipe"),
-            ("loop_writes", "floor, rows written on the event loop (calls/s)",
-             "the loop blocks on every commit"),
-            ("in_turns", "floor, no calls at once (calls/s)",
-             "8 calls in turn between two commits"),
-            ("threads", "floor, calls on 8 threads as ctx.map runs them (calls/s)",
-             "the mechanism of the judged job")):
-        t = _get(w, "W4", "sqlite", "floor", variant, "calls_per_s")
-        out.append(["W4", label, _n(t) + ceil_note("sqlite", t) if t else "-", note, "-", ""])
+    for name, variant in call_floor.VARIANTS.items():
+        t = _get(w, "W4", "sqlite", "floor", name, "calls_per_s")
+        out.append(["W4", variant.label, _n(t) + ceil_note("sqlite", t) if t else "-",
+                    variant.note, "-", ""])
     row = ["W4", "journaled calls, commits not flushed (diagnostic)"]
     for b in ("sqlite", "postgres"):
         t = _get(w, "W4", b, "tether_nodurable", "calls_per_s")

@@ -44,7 +44,7 @@ def test_quick_mode_writes_every_workload(tmp_path):
     assert bound["reserve_pages"] >= 1 and bound["settle_pages"] > bound["reserve_pages"]
     assert bound["reserve_commit_frames"] == round(bound["reserve_pages"])
     assert bound["bound_calls_per_s"] > 0
-    # the bare floor journals and pays every call it makes, in both of its variants
+    # the bare floor journals and pays every call it makes, in each of its variants
     floor = res["workloads"]["W4"]["sqlite"]["floor"]
     for variant in call_floor.VARIANTS:
         for run in floor[variant]["runs"]:

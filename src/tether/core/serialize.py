@@ -42,15 +42,16 @@ def _check_finite(value: Any, path: str = "$") -> None:
             _check_finite(v, f"{path}[{i}]")
 
 
-def _explain(value: Any, what: str, exc: Exception) -> InvalidPayload:
-    """The precise error for ``value`` if the walk finds one (it names the path), else ``exc``."""
+def _too_deep(what: str) -> InvalidPayload:
+    return InvalidPayload(f"{what} is nested too deeply (or contains itself)")
+
+
+def _walk(value: Any, what: str) -> None:
+    """``_check_finite`` with a value too deep to walk refused as such."""
     try:
         _check_finite(value)
-    except InvalidPayload as precise:
-        return precise
     except RecursionError:
-        return InvalidPayload(f"{what} is nested too deeply (or contains itself)")
-    return InvalidPayload(f"{what} is not JSON-serialisable: {exc}")
+        raise _too_deep(what) from None
 
 
 def dumps_back(value: Any, *, what: str = "payload",
@@ -65,9 +66,10 @@ def dumps_back(value: Any, *, what: str = "payload",
     try:
         text = _CANONICAL.encode(value)
     except (TypeError, ValueError) as exc:
-        raise _explain(value, what, exc) from None
+        _walk(value, what)  # names the path where it can
+        raise InvalidPayload(f"{what} is not JSON-serialisable: {exc}") from None
     except RecursionError:
-        raise InvalidPayload(f"{what} is nested too deeply (or contains itself)") from None
+        raise _too_deep(what) from None
     try:
         size = len(text) if text.isascii() else len(text.encode())
     except UnicodeEncodeError:
@@ -80,14 +82,11 @@ def dumps_back(value: Any, *, what: str = "payload",
         back = json.loads(text)
         same = back == value
     except RecursionError:
-        raise InvalidPayload(f"{what} is nested too deeply (or contains itself)") from None
+        raise _too_deep(what) from None
     except Exception:  # noqa: BLE001 - an object whose == raises: walk it like any unequal one
         same = False
     if not same:
-        try:
-            _check_finite(value)
-        except RecursionError:
-            raise InvalidPayload(f"{what} is nested too deeply (or contains itself)") from None
+        _walk(value, what)
     return text, back
 
 
