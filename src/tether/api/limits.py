@@ -11,7 +11,7 @@ import json
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .problems import MEDIA_TYPE, TYPE_PREFIX
+from ..wire.problems import MEDIA_TYPE, TYPE_PREFIX
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .problems import MEDIA_TYPE, TITLES
-from .schemas import ProblemOut
+from ..wire.problems import MEDIA_TYPE, TITLES
+from ..wire.models import ProblemOut
 
 PROBLEM_REF = {"$ref": "#/components/schemas/ProblemOut"}
 

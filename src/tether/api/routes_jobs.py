@@ -18,11 +18,11 @@ from fastapi.concurrency import run_in_threadpool
 from ..app import DEFAULT_PROJECT, Tether
 from ..core.states import JobState
 from ..records import Job
-from . import idempotency, pagination
+from ..wire import idempotency, pagination
 from .auth import Principal, principal
 from .openapi import problem_responses as _errors
-from .problems import Problem
-from .schemas import (
+from ..wire.problems import Problem
+from ..wire.models import (
     INT63, AttemptList, AttemptOut, BudgetLimits, CancelRequest, CheckpointList, CheckpointOut,
     EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
 )

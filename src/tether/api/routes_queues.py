@@ -13,7 +13,7 @@ from ..app import Tether
 from .auth import Principal, admin
 from .openapi import problem_responses
 from .routes_jobs import tether
-from .schemas import QueueList, QueueOut, WorkerList, WorkerOut
+from ..wire.models import QueueList, QueueOut, WorkerList, WorkerOut
 
 router = APIRouter(tags=["operators"])
 

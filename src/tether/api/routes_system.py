@@ -9,11 +9,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from .. import __version__
-from .auth import resolve
+from ..wire.principal import resolve
 from .metrics import render
 from .openapi import problem_responses
-from .problems import Problem
-from .schemas import Health
+from ..wire.problems import Problem
+from ..wire.models import Health
 
 router = APIRouter(tags=["system"])
 

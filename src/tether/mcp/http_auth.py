@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..api.auth import Principal, resolve
-from ..api.problems import Problem, problem_response
 from ..app import Tether
+from ..wire.principal import Principal, resolve
+from ..wire.problems import MEDIA_TYPE, Problem, problem_body
 
 SCOPE_KEY = "tether.principal"
 
@@ -35,8 +36,9 @@ class BearerGate:
         try:
             info = await run_in_threadpool(resolve, self.app.store, header)
         except Problem as exc:
-            response = problem_response(exc.status, exc.code, exc.detail,
-                                        instance=scope.get("path"), headers=exc.headers)
+            body = problem_body(exc.status, exc.code, exc.detail, instance=scope.get("path"))
+            response = JSONResponse(body, status_code=exc.status, media_type=MEDIA_TYPE,
+                                    headers=exc.headers)
             await response(scope, receive, send)
             return
         scope[SCOPE_KEY] = Principal(info)

@@ -20,8 +20,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from .. import __version__
-from ..api.auth import Principal
-from ..api.problems import Problem
+from ..wire.principal import Principal
+from ..wire.problems import Problem
 from ..app import Tether, load_app
 from ..errors import ConfigurationError, TetherError
 from .http_auth import BearerGate, principal_from_request

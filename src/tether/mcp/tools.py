@@ -16,10 +16,10 @@ from ..app import DEFAULT_PROJECT, Tether
 from ..core.budget import LIMIT_FIELDS
 from ..core.states import JobState
 from ..errors import TetherError
-from ..api import idempotency, pagination
-from ..api.auth import Principal
-from ..api.problems import Problem
-from ..api.schemas import EventOut, JobOut
+from ..wire import idempotency, pagination
+from ..wire.principal import Principal
+from ..wire.problems import Problem
+from ..wire.models import EventOut, JobOut
 
 MAX_LIST = 200
 MAX_EVENTS = 1000

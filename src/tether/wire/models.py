@@ -1,4 +1,6 @@
-"""The API's wire shapes (pydantic v2). Requests forbid unknown fields; money is a decimal string.
+"""The wire shapes of jobs, events, budgets (pydantic v2).
+
+Requests forbid unknown fields; money is a decimal string.
 
 These models are the public contract of ``/api/v1`` and of the MCP tools: ``JobOut.of(job)``
 is how every interface presents a job.

@@ -1,0 +1,66 @@
+"""Problem codes and their HTTP statuses: the one vocabulary of errors every interface speaks.
+
+A problem's ``type`` is ``urn:tether:problem:<code>`` and its ``code`` member is the bare code.
+Codes come from ``tether.errors`` (``job_not_found``, ``invalid_transition``, ...) or name an
+interface-level problem (``unauthorized``, ``forbidden``, ``validation_error``, ``payload_too_large``,
+``invalid_idempotency_key``, ...). Codes are stable: scripts may branch on them. REST answers
+them as RFC 9457 documents, MCP as tool errors carrying the same code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MEDIA_TYPE = "application/problem+json"
+TYPE_PREFIX = "urn:tether:problem:"
+
+STATUS_BY_CODE: dict[str, int] = {
+    "job_not_found": 404,
+    "invalid_transition": 409,
+    "idempotency_conflict": 422,
+    "invalid_payload": 422,
+    "unknown_job_type": 422,
+    "unpriced_model": 422,
+    "configuration_error": 500,
+    "store_error": 503,
+    "storage_full": 507,
+}
+"""HTTP status for each ``TetherError`` code; any other code is a 500."""
+
+TITLES: dict[int, str] = {
+    400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found",
+    405: "Method not allowed", 409: "Conflict", 413: "Payload too large",
+    415: "Unsupported media type", 422: "Unprocessable content", 500: "Internal server error",
+    503: "Service unavailable", 507: "Insufficient storage",
+}
+
+HTTP_CODES: dict[int, str] = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+    405: "method_not_allowed", 406: "not_acceptable", 409: "conflict",
+    413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
+}
+
+
+class Problem(Exception):
+    """Raise from a route to answer with a problem document."""
+
+    def __init__(self, status: int, code: str, detail: str, *, title: str | None = None,
+                 headers: dict[str, str] | None = None, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.title = title or TITLES.get(status, "Error")
+        self.headers = headers
+        self.extra = extra
+
+
+def problem_body(status: int, code: str, detail: str, *, title: str | None = None,
+                 instance: str | None = None, **extra: Any) -> dict[str, Any]:
+    """One RFC 9457 problem document as a dict."""
+    body: dict[str, Any] = {"type": TYPE_PREFIX + code, "title": title or TITLES.get(status, "Error"),
+                            "status": status, "detail": detail, "code": code}
+    if instance:
+        body["instance"] = instance
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return body
