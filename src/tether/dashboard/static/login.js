@@ -8,10 +8,24 @@
   const error = document.getElementById("login-error");
   const button = document.getElementById("sign-in");
   const $noAuth = document.getElementById("no-auth");
+  const HOME = "/jobs";
 
+  /** Where to go after signing in: `next` only if it resolves to a page of this origin, else
+   *  home. The answer is an absolute URL and its path never starts with `//`, so nothing can
+   *  re-read it as another host (`/.//host` resolves to the path `//host`). */
   function destination() {
-    const next = new URLSearchParams(location.search).get("next") || "";
-    return next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/login") ? next : "/jobs";
+    const next = new URLSearchParams(location.search).get("next");
+    if (!next) return HOME;
+    let url;
+    try {
+      url = new URL(next, location.origin);
+    } catch (err) {
+      return HOME;
+    }
+    const web = url.protocol === "http:" || url.protocol === "https:";
+    if (!web || url.origin !== location.origin) return HOME;
+    if (url.pathname.startsWith("//") || url.pathname === "/login") return HOME;
+    return url.href;
   }
 
   function showError(text) {
