@@ -101,6 +101,8 @@ def _seed(app: Tether) -> tuple[dict[str, str], dict[str, int]]:
     add("later", "long_loop", "gamma", queue="later", run_after=time.time() + 86_400)
     add("tiny-limit", "long_loop", "alpha", queue="tomorrow", run_after=time.time() + 86_400,
         budget=Budget(max_cost_usd="0.00001"))
+    add("long-queue", "long_loop", "gamma", queue="nightly-batch-import-of-the-customer-archive-2026",
+        run_after=time.time() + 86_400)
     return tokens, jobs
 
 

@@ -136,12 +136,15 @@
       const n = num(v);
       return n === null ? "—" : n.toLocaleString("en-US");
     },
+    /** Dollars with at least cents and at least four significant digits, so a small amount
+     *  (a $0.00001 limit) never reads as $0.00. */
     usd(v) {
       const n = num(v);
-      if (n === null) return "—";
+      if (n === null || !isFinite(n)) return "—";
       if (n === 0) return "$0";
-      const most = n < 1 ? 4 : 2;
-      return "$" + n.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: most });
+      const abs = Math.abs(n);
+      const digits = Math.min(20, Math.max(2, 3 - Math.floor(Math.log10(abs))));
+      return (n < 0 ? "-$" : "$") + abs.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: digits });
     },
     bytes(v) {
       const n = num(v);

@@ -47,7 +47,7 @@
     };
     const action = q.paused ? "resume" : "pause";
     return T.el("tr", { dataset: { queue: q.name, paused: q.paused ? "true" : "false" } },
-      T.el("td", { class: "mono" }, q.name),
+      T.el("td", { class: "mono" }, T.el("div", { class: "truncate queue-name", title: q.name }, q.name)),
       T.el("td", {}, T.el("span", { class: "badge " + (q.paused ? "badge-paused" : "badge-active") }, q.paused ? "paused" : "active")),
       T.el("td", { class: "depth-cell" }, total ? depthBar(sums, total) : T.el("span", { class: "muted small" }, "empty")),
       GROUPS.map(([key]) => T.el("td", { class: "num", dataset: { count: key } }, link(key, sums[key]))),
