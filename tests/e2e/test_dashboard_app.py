@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from tether import Estimate, Tether
 from tether.providers.simulated import SimulatedProvider
@@ -35,6 +36,18 @@ def long_loop(ctx, payload):
         ctx.check()
         time.sleep(payload.get("step_s", 0.02))
     return {"steps": payload.get("steps", 100_000)}
+
+
+@app.job("gated_loop")
+def gated_loop(ctx, payload):
+    """Reaches a safe boundary only while the file ``payload["gate"]`` exists, so a test decides
+    when a pause or cancel lands."""
+    gate = Path(payload["gate"])
+    while True:
+        while not gate.exists():
+            time.sleep(0.01)
+        ctx.check()
+        time.sleep(0.01)
 
 
 @app.job("always_fails", max_attempts=1)

@@ -314,15 +314,24 @@
     document.getElementById("live-text").textContent = text;
   }
 
-  /** Run `tick` now and every poll interval while the tab is visible; never two at once. */
+  /** Returned by a poll tick when the page has nothing left to watch: polling ends for good. */
+  T.STOP = Symbol("stop polling");
+
+  /** Run `tick` now and every poll interval while the tab is visible; never two at once.
+   *  A tick that returns T.STOP ends the polling, so a dead page sends no more requests. */
   T.poll = function (tick) {
-    let running = false, timer = null;
+    let running = false, timer = null, stopped = false;
     const run = async () => {
       clearTimeout(timer);
+      if (stopped) return;
       if (!running && !document.hidden) {
         running = true;
         try {
-          await tick();
+          if ((await tick()) === T.STOP) {
+            stopped = true;
+            setLive(false, "Not updating");
+            return;
+          }
           setLive(true, "Live · " + new Date().toLocaleTimeString("en-GB"));
         } catch (err) {
           if (err && err.status === 401) return;

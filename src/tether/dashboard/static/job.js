@@ -9,7 +9,7 @@
   const ACTIVE = ["leased", "running", "pausing", "cancelling"];
   const MAX_EVENTS_SHOWN = 1000;
 
-  const view = { job: null, events: [], lastSeq: 0, signature: "", optional: { ledger: true, checkpoints: true } };
+  const view = { job: null, events: [], unshown: [], lastSeq: 0, signature: "", optional: { ledger: true, checkpoints: true } };
 
   const back = sessionStorage.getItem("tether.jobs.url");
   if (back && back.startsWith("/jobs")) $("back-to-jobs").href = back;
@@ -140,8 +140,9 @@
         summarize(ev.data)));
   }
 
-  /** Fetch events after the last one seen (the log is gap-free, so nothing is missed). */
-  async function loadEvents() {
+  /** Events after the last one seen (the log is gap-free, so nothing is missed). They are
+   *  kept aside until `showEvents`, so the page draws them together with the job they explain. */
+  async function fetchEvents() {
     let more = true;
     while (more) {
       const data = await T.api("GET", base + "/events", { query: { after: view.lastSeq, limit: 500 } });
@@ -149,13 +150,26 @@
       more = Boolean(data && data.has_more) && fresh.length > 0;
       if (!fresh.length) break;
       view.events.push(...fresh);
+      view.unshown.push(...fresh);
       view.lastSeq = fresh[fresh.length - 1].seq;
-      const list = $("job-events");
-      if (list.firstElementChild && list.firstElementChild.classList.contains("muted")) list.replaceChildren();
-      for (const ev of fresh) list.prepend(eventItem(ev));
-      while (list.children.length > MAX_EVENTS_SHOWN) list.lastElementChild.remove();
     }
+  }
+
+  function showEvents() {
+    const list = $("job-events");
+    if (view.unshown.length && list.firstElementChild && list.firstElementChild.classList.contains("muted")) list.replaceChildren();
+    for (const ev of view.unshown) list.prepend(eventItem(ev));
+    view.unshown = [];
+    while (list.children.length > MAX_EVENTS_SHOWN) list.lastElementChild.remove();
     $("events-count").textContent = view.events.length ? String(view.events.length) : "";
+  }
+
+  /** The state the newest state-changing event moved the job to, or null. */
+  function loggedState() {
+    for (let i = view.events.length - 1; i >= 0; i--) {
+      if (view.events[i].to_state) return view.events[i].to_state;
+    }
+    return null;
   }
 
   /** Checkpoints as the log recorded them: each ``stage_completed`` event commits with its
@@ -313,28 +327,54 @@
   });
 
   /* ---- refresh ----------------------------------------------------------------------- */
-  async function refresh() {
-    let job;
+  /** The job, or null when this token cannot see it (404) or the id cannot exist (422). */
+  async function fetchJob() {
     try {
       const data = await T.api("GET", base);
-      job = data && data.job ? data.job : data;
+      return data && data.job ? data.job : data;
     } catch (err) {
-      if (err.status === 404) {
-        $("job-title").textContent = "Job #" + jobId + " not found";
-        T.fill($("job-subtitle"), "It does not exist, or your token may not see its project.");
-        return;
-      }
+      if (err.status === 404 || err.status === 422) return null;
       throw err;
     }
+  }
+
+  function showNotFound() {
+    $("job-title").textContent = "Job #" + jobId + " not found";
+    $("job-state").hidden = true;
+    $("job-subtitle").textContent = "It does not exist, or your token may not see its project.";
+    $("job-actions").hidden = true;
+    $("job-detail").hidden = true;
+    document.title = "Job " + jobId + " not found · tether";
+    return T.STOP;
+  }
+
+  /** Read the job and its new events until they tell the same state. A state change and its
+   *  event commit together, so a job read after an event is at least as new as that event;
+   *  a few rounds settle a job that keeps moving, and the next poll settles the rest. */
+  async function fetchAgreeing() {
+    let job = await fetchJob();
+    if (job === null) return null;
+    await fetchEvents();
+    for (let round = 0; round < 3 && loggedState() && loggedState() !== job.state; round++) {
+      job = await fetchJob();
+      if (job === null) return null;
+      await fetchEvents();
+    }
+    return job;
+  }
+
+  async function refresh() {
+    const job = await fetchAgreeing();
+    if (job === null) return showNotFound();
     view.job = job;
     renderHeader(job);
+    showEvents();
     renderFacts(job);
     renderBudget(job);
     renderButtons(job);
     $("job-payload").textContent = T.fmt.json(job.payload);
     $("result-card").hidden = job.result === null || job.result === undefined;
     $("job-result").textContent = T.fmt.json(job.result);
-    await loadEvents();
     const tick = ACTIVE.includes(job.state) ? Math.floor(Date.now() / 10000) : 0;
     const signature = [job.state, job.stage, job.updated_at, job.attempt_count, view.lastSeq, tick, JSON.stringify(job.budget && job.budget.used)].join("|");
     if (signature === view.signature) return;

@@ -1,0 +1,97 @@
+"""The job page's live view: it stops when there is nothing to watch, and its header never
+contradicts its event log (issue 21, defect 10).
+
+Polling runs on Playwright's fake clock, so "no request after the page gave up" is checked by
+moving the page's time forward, not by waiting.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.dashboard_site import (  # noqa: F401 - fixtures
+    MARKS, browser, confirm, context, expect, signed_in, site, wait_for)
+
+pytestmark = MARKS
+
+POLL_MS = 2000
+
+
+@pytest.mark.parametrize("whose", ["another project's", "a missing"])
+def test_a_job_the_token_cannot_see_shows_not_found_and_stops_polling(context, site, whose):
+    job_id = site.jobs["loop-beta"] if whose == "another project's" else 10**12
+    page = signed_in(context, site, "alpha")
+    api_requests: list[str] = []
+    page.on("request", lambda r: api_requests.append(r.url) if "/api/v1/" in r.url else None)
+    page.clock.install()
+    page.goto(f"/jobs/{job_id}")
+
+    expect(page.locator("#job-title")).to_have_text(f"Job #{job_id} not found")
+    seen = len(api_requests)
+    assert seen == 1, api_requests
+
+    page.clock.run_for(10 * POLL_MS)
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    with page.expect_request("**/healthz"):
+        page.evaluate("fetch('/healthz')")
+    assert api_requests[seen:] == []
+
+    expect(page.locator("#job-detail")).to_have_count(1)
+    expect(page.locator("#job-detail")).to_be_hidden()
+    expect(page.locator("#job-actions")).to_be_hidden()
+    expect(page.locator("#live-text")).to_have_text("Not updating")
+
+
+RECORD_AGREEMENT = """
+window.__seen = [];
+addEventListener("DOMContentLoaded", () => {
+  const record = () => {
+    const head = document.getElementById("job-state");
+    const move = document.querySelector("#job-events .event-move");
+    if (!head || !head.dataset.state || !move) return;
+    const pair = [head.dataset.state, move.lastElementChild.dataset.state];
+    const last = window.__seen[window.__seen.length - 1];
+    if (!last || last[0] !== pair[0] || last[1] !== pair[1]) window.__seen.push(pair);
+  };
+  new MutationObserver(record).observe(document.body,
+    { subtree: true, childList: true, attributes: true, characterData: true });
+});
+"""
+
+
+def test_after_a_pause_the_header_and_the_events_tell_the_same_state(context, site, tmp_path):
+    gate = tmp_path / "gate"
+    job_id = site.app.submit("gated_loop", {"gate": str(gate)}, project="alpha").id
+    wait_for(lambda: site.job(job_id)["state"] == "running", "the gated job to run")
+    page = signed_in(context, site, "alpha")
+    page.add_init_script(RECORD_AGREEMENT)
+    requested = []
+
+    def pause(route):
+        response = route.fetch()
+        requested.append(response.status)
+        route.fulfill(response=response)
+
+    def events(route):
+        # The first event read after the pause request lands after the job row was read:
+        # let the job reach its boundary and pause in between, as a slow network would.
+        if requested and not gate.exists():
+            gate.touch()
+            wait_for(lambda: site.job(job_id)["state"] == "paused", "the job to pause")
+        route.continue_()
+
+    page.route(f"**/api/v1/jobs/{job_id}/pause", pause)
+    page.route(f"**/api/v1/jobs/{job_id}/events*", events)
+    page.goto(f"/jobs/{job_id}")
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "running")
+
+    page.click("#job-actions [data-action=pause]")
+    confirm(page)
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "paused")
+    expect(page.locator("#job-events .event[data-kind='paused']")).to_have_count(1)
+    assert requested == [200] and gate.exists()
+    seen = page.evaluate("window.__seen")
+    assert seen[-1] == ["paused", "paused"]
+    assert [pair for pair in seen if pair[0] != pair[1]] == [], seen
+    with site.api("alpha") as client:
+        assert client.post(f"/jobs/{job_id}/cancel").status_code == 200
