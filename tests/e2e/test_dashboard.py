@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from tests.e2e.dashboard_site import (  # noqa: F401 - fixtures
-    MARKS, Site, browser, confirm, context, expect, shot, signed_in, site, wait_for)
+    MARKS, browser, confirm, context, expect, shot, signed_in, site, wait_for)
 
 pytestmark = MARKS
 
