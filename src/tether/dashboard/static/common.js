@@ -227,17 +227,19 @@
     };
   };
 
-  /** A horizontal bar: spent (solid) then reserved (hatched) against the limit. */
+  /** A horizontal bar: spent (solid) then reserved (hatched) against the limit. A part that
+   *  is not zero is at least 2 px wide, so a small spend never looks like none. */
   T.bar = function (m, compact) {
     const pct = (x) => (m.limit ? Math.min(100, (x / m.limit) * 100) : 0);
     const spentPct = pct(m.spent);
     const reservedPct = Math.min(100 - spentPct, pct(m.reserved));
     const level = m.limit && (m.spent + m.reserved) / m.limit >= 0.9 ? " bar-hot" : "";
+    const width = (x, p) => (x > 0 && m.limit ? "max(2px, " + p + "%)" : p + "%");
     return T.el("div", { class: "bar" + (compact ? " bar-compact" : "") + level,
       role: "img", "aria-label": m.label + ": " + m.fmt(m.spent) + " spent, " + m.fmt(m.reserved) +
         " reserved, limit " + (m.limit === null ? "none" : m.fmt(m.limit)) },
-      T.el("span", { class: "bar-spent", style: "width:" + spentPct + "%" }),
-      T.el("span", { class: "bar-reserved", style: "width:" + reservedPct + "%" }));
+      T.el("span", { class: "bar-spent", style: "width:" + width(m.spent, spentPct) }),
+      T.el("span", { class: "bar-reserved", style: "width:" + width(m.reserved, reservedPct) }));
   };
 
   /* ---- flash, confirm ----------------------------------------------------------------- */
