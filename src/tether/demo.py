@@ -83,12 +83,12 @@ def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
         leftover.unlink()
     bill = folder / "provider-bill.jsonl"
     bill.unlink(missing_ok=True)
-    output = folder / "questions.jsonl"
+    output = folder / "questions.jsonl"  # the workers' TETHER_EXAMPLE_OUTPUT_DIR is folder
     url = f"sqlite:///{db}"
     app = Tether(url)
     app.registry = pipeline_app.registry
     payload = {"text": sample_text(), "questions_per_chunk": 4, "concurrency": 4,
-               "output": str(output)}
+               "output": output.name}
     estimate = app.estimate("qa_pipeline", payload)
     first_limit = (estimate.cost_usd * Decimal("0.3")).quantize(Decimal("0.000001"))
     final_limit = (estimate.cost_usd * Decimal("1.2")).quantize(Decimal("0.000001"))
@@ -99,6 +99,7 @@ def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
     say(steps[-1])
 
     env = dict(os.environ, TETHER_SIM_BILL=str(bill), TETHER_SIM_LATENCY="0.01",
+               TETHER_EXAMPLE_OUTPUT_DIR=str(folder),
                PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
 
     def worker() -> subprocess.Popen:

@@ -218,9 +218,10 @@ def test_run_exit_codes_and_progress(db, worker):
 
 
 def test_run_pauses_on_budget_and_job_budget_lets_it_finish(db, facade, tmp_path):
-    env = {"TETHER_SIM_BILL": str(tmp_path / "bill.jsonl"), "TETHER_SIM_LATENCY": "0"}
+    env = {"TETHER_SIM_BILL": str(tmp_path / "bill.jsonl"), "TETHER_SIM_LATENCY": "0",
+           "TETHER_EXAMPLE_OUTPUT_DIR": str(tmp_path)}
     payload = json.dumps({"text": "word " * 400, "chunk_chars": 200, "questions_per_chunk": 2,
-                          "output": str(tmp_path / "out.jsonl")})
+                          "output": "out.jsonl"})
     paused = tether("run", "qa_pipeline", "--app", "examples.pipeline:app", "--queue", "pipe",
                     "-p", payload, "--max-cost", "0.0005", "--json", db=db, env=env, timeout=60)
     assert paused.code == 1, paused
