@@ -24,8 +24,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tether import CallEstimate, Estimate, JobContext, PolicyBlock, Tether
-from tether.errors import InvalidPayload, TetherError
+from tether import (
+    CallEstimate, Estimate, InvalidPayload, JobContext, PolicyBlock, Tether, TetherError,
+)
 from tether.providers.simulated import SimulatedProvider
 
 app = Tether()
