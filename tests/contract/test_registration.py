@@ -1,17 +1,17 @@
-"""Every documented way to register a job type runs a job to success (real worker, SQLite)."""
+"""Every documented way to register a job type runs a job to success (real in-process worker,
+every backend)."""
 
 import asyncio
 
 import pytest
 
-from tether import JobState, Tether
+from tether import JobState, Tether, stage
 from tether.errors import ConfigurationError
-from tether.registry import stage
 
 
 @pytest.fixture
-def app(sqlite_url):
-    a = Tether(sqlite_url)
+def app(database_url):
+    a = Tether(database_url)
     yield a
     a.close()
 
