@@ -2,8 +2,8 @@
 
 A document is chunked, questions are generated for every chunk with the simulated LLM
 provider (journaled, budgeted calls, several at a time), validated, deduplicated and exported
-to a JSONL file. Every stage is checkpointed, so a worker killed anywhere resumes without
-repeating a paid call.
+to a JSONL file. Every stage is checkpointed and every call journaled, so a worker killed
+anywhere resumes without repaying a completed call.
 
 The payload names its output file relative to the output directory, ``TETHER_EXAMPLE_OUTPUT_DIR``
 (default ``./tether-output``, under the worker's working directory). A path that resolves outside
@@ -81,7 +81,8 @@ def output_path(name: Any, *, refuse: type[TetherError] = PolicyBlock) -> Path:
                      f"got {name!r}")
     path = (base / name).resolve()
     if path == base or not path.is_relative_to(base):
-        raise refuse(f"output {name!r} resolves to {path}, outside {base} ({OUTPUT_DIR_ENV})")
+        raise refuse(f"output {name!r} resolves to {path}, not a file inside {base} "
+                     f"({OUTPUT_DIR_ENV})")
     return path
 
 
