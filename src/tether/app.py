@@ -147,24 +147,29 @@ class Tether:
 
     # --- job types ------------------------------------------------------------------------------
 
-    def job(self, name: str | None = None, *, safe_to_retry: bool = True, max_attempts: int = 3,
-            queue: str = DEFAULT_QUEUE, priority: int = 0, retry_unknown: bool = False,
-            retry_on: tuple[type[BaseException], ...] = (),
+    def job(self, name: str | JobFn | None = None, *, safe_to_retry: bool = True,
+            max_attempts: int = 3, queue: str = DEFAULT_QUEUE, priority: int = 0,
+            retry_unknown: bool = False, retry_on: tuple[type[BaseException], ...] = (),
             budget: Budget | Mapping[str, Any] | None = None,
             estimator: Callable[[Any], Any] | None = None,
-            stages: Sequence[JobFn] | None = None) -> Callable[[JobFn], JobFn]:
-        """Register a job type: ``@app.job("name")`` on ``def f(ctx, payload)`` (or async)."""
+            stages: Sequence[JobFn] | None = None) -> Any:
+        """Register a job type by decorating ``def f(ctx, payload)`` (or ``async def``).
+
+        ``@app.job``, ``@app.job()`` and ``@app.job("name", ...)`` all work; the name defaults
+        to the function's. With ``stages=[a, b]`` the decorated function is the last stage:
+        ``a`` gets the payload, ``b`` a's output, the function b's output, each output
+        checkpointed. The decorated function is returned unchanged.
+        """
+        if callable(name):
+            return self.job()(name)
+
         def register(fn: JobFn) -> JobFn:
-            self.register(name or fn.__name__, fn, safe_to_retry=safe_to_retry,
-                          max_attempts=max_attempts, queue=queue, priority=priority,
-                          retry_unknown=retry_unknown, retry_on=retry_on, budget=budget,
-                          estimator=estimator)
+            listed = [*stages, fn] if stages else None
+            self.register(name or fn.__name__, None if listed else fn, stages=listed,
+                          safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
+                          priority=priority, retry_unknown=retry_unknown, retry_on=retry_on,
+                          budget=budget, estimator=estimator)
             return fn
-        if stages is not None:
-            self.register(name or "pipeline", None, stages=stages, safe_to_retry=safe_to_retry,
-                          max_attempts=max_attempts, queue=queue, priority=priority,
-                          retry_unknown=retry_unknown, retry_on=retry_on, budget=budget,
-                          estimator=estimator)
         return register
 
     def register(self, name: str, fn: JobFn | None, *, stages: Sequence[JobFn] | None = None,

@@ -3,9 +3,10 @@
 The example question-generation pipeline (``examples/pipeline.py``) runs in a real worker
 process on a fresh SQLite file with a deliberately small budget. The demo kills that worker
 with SIGKILL in the middle of the generate stage, starts a fresh one that resumes from the
-journal without repaying a call, lets the job hit its budget and pause, raises the limit, and
-lets it finish. The summary's figures come from tether's store and the simulated provider's
-own bill, so they can be checked against each other.
+journal without repaying a completed call, lets the job hit its budget and pause, raises the
+limit, and lets it finish. The summary's figures come from tether's store and the simulated
+provider's own bill, so they can be checked against each other, and ``verdict`` says whether
+tether's ledger covers the bill and why it is higher.
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ class DemoResult:
     state: str
     output: Path
     questions: int
+    calls_planned: int
     calls_billed: int
     calls_billed_twice: int
     calls_unconfirmed: int
     calls_reused: int
+    journal_answers: int
     spent_usd: Decimal
+    unconfirmed_usd: Decimal
     billed_usd: Decimal
     estimated_usd: Decimal
     first_limit_usd: Decimal
@@ -52,6 +56,26 @@ class DemoResult:
     budget_pauses: int
     seconds: float
     steps: list[str] = field(default_factory=list)
+    verdict: str = ""
+
+
+def verdict(spent: Decimal, billed: Decimal, unconfirmed: int, unconfirmed_usd: Decimal) -> str:
+    """One line: does tether's ledger cover what the provider billed, and why is it higher?
+
+    Promise 3 (DESIGN §1): the ledger never records less than providers could bill. It records
+    more only for calls in flight at a crash: their outcome is unknown, so each stays counted
+    as spent at its worst-case reservation, whether or not the provider billed it.
+    """
+    if spent < billed:
+        return (f"the ledger does NOT cover the provider's bill: ${spent:.6f} recorded < "
+                f"${billed:.6f} billed")
+    if spent == billed:
+        return f"the ledger covers the provider's bill exactly: ${spent:.6f}"
+    why = (f"the {unconfirmed} calls in flight at the kill were never confirmed, so they stay "
+           f"counted as spent at their worst case (${unconfirmed_usd:.6f})" if unconfirmed else
+           "no call was left unconfirmed, so this is a defect")
+    return (f"the ledger covers the provider's bill: ${spent:.6f} recorded >= ${billed:.6f} "
+            f"billed; it is ${spent - billed:.6f} higher because {why}")
 
 
 def _examples_root() -> Path:
@@ -83,12 +107,12 @@ def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
         leftover.unlink()
     bill = folder / "provider-bill.jsonl"
     bill.unlink(missing_ok=True)
-    output = folder / "questions.jsonl"
+    output = folder / "questions.jsonl"  # the workers' TETHER_EXAMPLE_OUTPUT_DIR is folder
     url = f"sqlite:///{db}"
     app = Tether(url)
     app.registry = pipeline_app.registry
     payload = {"text": sample_text(), "questions_per_chunk": 4, "concurrency": 4,
-               "output": str(output)}
+               "output": output.name}
     estimate = app.estimate("qa_pipeline", payload)
     first_limit = (estimate.cost_usd * Decimal("0.3")).quantize(Decimal("0.000001"))
     final_limit = (estimate.cost_usd * Decimal("1.2")).quantize(Decimal("0.000001"))
@@ -99,6 +123,7 @@ def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
     say(steps[-1])
 
     env = dict(os.environ, TETHER_SIM_BILL=str(bill), TETHER_SIM_LATENCY="0.01",
+               TETHER_EXAMPLE_OUTPUT_DIR=str(folder),
                PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
 
     def worker() -> subprocess.Popen:
@@ -144,16 +169,31 @@ def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
     per_key = Counter(e.key for e in entries)
     ledger = app.ledger(job.id)
     events = app.events(job.id)
-    reused = sum((e.data.get("stats") or {}).get("calls_reused", 0) for e in events)
+    answers = sum((e.data.get("stats") or {}).get("calls_reused", 0) for e in events)
+    unconfirmed = [r for r in ledger if not r.confirmed]
+    spent, billed = final.budget.used.spent_usd, bill_total(bill, job_id=job.id)
+    unconfirmed_usd = sum((r.cost_usd for r in unconfirmed), Decimal(0))
     result = DemoResult(
         folder=folder, database_url=url, job_id=job.id, state=str(final.state), output=output,
-        questions=(final.result or {}).get("questions", 0), calls_billed=len(entries),
-        calls_billed_twice=sum(1 for n in per_key.values() if n > 1),
-        calls_unconfirmed=sum(1 for r in ledger if not r.confirmed), calls_reused=reused,
-        spent_usd=final.budget.used.spent_usd, billed_usd=bill_total(bill, job_id=job.id),
+        questions=(final.result or {}).get("questions", 0), calls_planned=estimate.calls,
+        calls_billed=len(entries), calls_billed_twice=sum(1 for n in per_key.values() if n > 1),
+        calls_unconfirmed=len(unconfirmed), calls_reused=_reused_keys(app, job.id),
+        journal_answers=answers, spent_usd=spent, unconfirmed_usd=unconfirmed_usd,
+        billed_usd=billed,
         estimated_usd=estimate.cost_usd, first_limit_usd=first_limit,
         final_limit_usd=final_limit, attempts=final.attempt_count, kills=1,
         budget_pauses=sum(1 for e in events if e.kind == "budget_exhausted"),
-        seconds=time.monotonic() - started, steps=steps)
+        seconds=time.monotonic() - started, steps=steps,
+        verdict=verdict(spent, billed, len(unconfirmed), unconfirmed_usd))
     app.close()
     return result
+
+
+def _reused_keys(app: Tether, job_id: int) -> int:
+    """Distinct calls answered from the journal: the keys done before the attempt that finished
+    the generate stage (that attempt asked for every key). Summing each attempt's journal
+    answers would count a key once per attempt, past the number of planned calls."""
+    finished = {c.stage: c.attempt for c in app.checkpoints(job_id)}.get("generate")
+    if finished is None:
+        return 0
+    return sum(1 for e in app.journal(job_id) if e.status == "done" and e.attempt < finished)

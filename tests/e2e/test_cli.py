@@ -58,6 +58,18 @@ def test_help_reads_well(db):
         assert command in r.out
 
 
+def test_a_help_page_reads_naturally(db):
+    """The pinned typer prints flags and arguments plainly: ``--json``, ``JOB_ID`` (later typer
+    releases print ``--json <bool>`` and ``{JOB_ID}``)."""
+    r = tether("job", "status", "--help", db=db)
+    assert r.code == 0, r
+    lines = [line.strip() for line in r.out.splitlines()]
+    assert "Usage: tether job status [OPTIONS] JOB_ID" in lines
+    assert "<bool>" not in r.out and "{JOB_ID}" not in r.out and "<int>" not in r.out
+    json_row = next(line for line in r.out.splitlines() if "--json" in line)
+    assert json_row.split("--json", 1)[1].split()[:2] == ["Print", "JSON"]
+
+
 def test_submit_and_job_list_as_table_and_json(db):
     r = tether("submit", "echo", "--queue", "held", "--project", "p-list", "-p", '{"a": 1}',
                "--max-cost", "2.5", "--max-calls", "10", "--priority", "3", db=db)
@@ -206,9 +218,10 @@ def test_run_exit_codes_and_progress(db, worker):
 
 
 def test_run_pauses_on_budget_and_job_budget_lets_it_finish(db, facade, tmp_path):
-    env = {"TETHER_SIM_BILL": str(tmp_path / "bill.jsonl"), "TETHER_SIM_LATENCY": "0"}
+    env = {"TETHER_SIM_BILL": str(tmp_path / "bill.jsonl"), "TETHER_SIM_LATENCY": "0",
+           "TETHER_EXAMPLE_OUTPUT_DIR": str(tmp_path)}
     payload = json.dumps({"text": "word " * 400, "chunk_chars": 200, "questions_per_chunk": 2,
-                          "output": str(tmp_path / "out.jsonl")})
+                          "output": "out.jsonl"})
     paused = tether("run", "qa_pipeline", "--app", "examples.pipeline:app", "--queue", "pipe",
                     "-p", payload, "--max-cost", "0.0005", "--json", db=db, env=env, timeout=60)
     assert paused.code == 1, paused

@@ -39,7 +39,8 @@ def test_usage_errors_are_one_line_with_a_help_hint(capsys, db):
     assert r.code == 2
     assert "see 'tether job status --help'" in one_error_line(r, "usage_error")
     r = cli(capsys, db, "job", "list", "--nope")
-    assert r.code == 2 and "No such option: --nope" in one_error_line(r, "usage_error")
+    line = one_error_line(r, "usage_error")
+    assert r.code == 2 and "No such option" in line and "--nope" in line
     r = cli(capsys, db, "job", "list", "--state", "bogus")
     assert r.code == 2 and "unknown state 'bogus'" in one_error_line(r, "usage_error")
     r = cli(capsys, db, "--log-level", "LOUD", "job", "list")

@@ -1,6 +1,7 @@
 """``tether prices show`` and ``tether submit --dry-run`` in a subprocess on a real SQLite file."""
 
 import json
+import os
 import subprocess
 import sys
 from decimal import Decimal
@@ -48,6 +49,20 @@ def test_submit_dry_run_prices_and_enqueues_nothing(tmp_path):
     assert over.returncode == 1 and "EXCEEDS" in over.stdout
     listed = tether("job", "list", "--json", "--database-url", url)
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
+
+
+def test_dry_run_without_app_says_to_name_the_app(tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    env = {k: v for k, v in os.environ.items() if k != "TETHER_APP"}
+    r = tether("submit", "summarize", "--dry-run", "-p", "{}", "--database-url", url, env=env)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith("(unknown_job_type)"), r.stderr
+    assert "'summarize'" in lines[0] and "--app MODULE:APP" in lines[0]
+    assert "TETHER_APP" in lines[0] and "registered: none" not in lines[0]
+    known = tether("submit", "nope", "--dry-run", "--app", "examples.pipeline:app",
+                   "--database-url", url)
+    assert known.returncode == 2 and "registered: qa_pipeline" in known.stderr
 
 
 def test_project_budget_command(tmp_path):

@@ -29,12 +29,12 @@ def client_for(url, module):
 
 def test_killed_pipeline_resumes_without_repaying_and_matches_an_uninterrupted_run(tmp_path):
     from examples.pipeline import sample_text
-    env = {"TETHER_SIM_LATENCY": "0.01"}
+    env = {"TETHER_SIM_LATENCY": "0.01", "TETHER_EXAMPLE_OUTPUT_DIR": str(tmp_path)}
     payload = {"text": sample_text(), "questions_per_chunk": 4, "concurrency": 4}
 
     ref_url = f"sqlite:///{tmp_path}/ref.db"
     ref = client_for(ref_url, "examples.pipeline")
-    ref_job = ref.submit("qa_pipeline", dict(payload, output=str(tmp_path / "ref.jsonl")))
+    ref_job = ref.submit("qa_pipeline", dict(payload, output="ref.jsonl"))
     w = start_worker(ref_url, app="examples.pipeline:app", concurrency=1,
                      env=dict(env, TETHER_SIM_BILL=str(tmp_path / "ref-bill.jsonl")))
     try:
@@ -47,7 +47,7 @@ def test_killed_pipeline_resumes_without_repaying_and_matches_an_uninterrupted_r
     url = f"sqlite:///{tmp_path}/chaos.db"
     bill = tmp_path / "bill.jsonl"
     app = client_for(url, "examples.pipeline")
-    job = app.submit("qa_pipeline", dict(payload, output=str(tmp_path / "out.jsonl")))
+    job = app.submit("qa_pipeline", dict(payload, output="out.jsonl"))
     rng = random.Random(11)
     kills = 0
     for _ in range(4):

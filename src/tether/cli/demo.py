@@ -18,7 +18,7 @@ def demo(
         "--dir", help="Where the demo's SQLite file, provider bill and output go.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Run the example LLM pipeline through a crash and a budget limit (about 20 seconds)."""
+    """Run the example LLM pipeline through a crash and a budget limit (a few seconds)."""
     folder = folder or Path("tether-demo")
     result = run_demo(folder.resolve(), say=lambda s: err().print(f"[dim]demo:[/dim] {s}"))
     if as_json:
@@ -31,7 +31,9 @@ def demo(
         ("provider calls billed (the provider's own bill)", str(result.calls_billed)),
         ("calls billed twice (in flight at the kill: unconfirmed, counted as spent)",
          f"{result.calls_billed_twice} (unconfirmed: {result.calls_unconfirmed})"),
-        ("calls served from the journal instead of the provider", str(result.calls_reused)),
+        ("calls answered from the journal instead of the provider (distinct keys)",
+         f"{result.calls_reused} of {result.calls_planned} planned "
+         f"({result.journal_answers} answers over all attempts)"),
         ("worker processes SIGKILLed mid-stage", str(result.kills)),
         ("budget pauses", str(result.budget_pauses)),
         ("spend recorded by tether", f"${result.spent_usd:.6f}"),
@@ -47,3 +49,4 @@ def demo(
     for what, figure in rows:
         table.add_row(what, figure)
     out().print(table)
+    out().print(f"verdict: {result.verdict}")

@@ -12,6 +12,7 @@ import logging
 import sys
 from typing import Annotated, Optional, Sequence
 
+import click
 import typer
 
 from .. import __version__
@@ -95,7 +96,7 @@ app.command("prune")(db.prune)
 register_plugins(app)
 
 
-def _usage_error(exc: typer.TyperException) -> int:
+def _usage_error(exc: click.ClickException) -> int:
     """Click's parse errors (bad flag, bad value, missing argument) as one line."""
     message = exc.format_message().strip().rstrip(".")
     if message:
@@ -114,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except typer.Abort:
         err().print("aborted")
         return EXIT_INTERRUPTED
-    except typer.TyperException as exc:
+    except click.ClickException as exc:
         return _usage_error(exc)
     except CliError as exc:
         report(exc.message, exc.code)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from decimal import Decimal
 from typing import Annotated, Optional
 
 import typer
@@ -43,8 +44,6 @@ def dry_run(app, spec, *, as_json: bool = False) -> int:  # noqa: ANN001 - Tethe
     """``tether submit --dry-run``: price a submission with the job type's estimator and the
     profile it would pin, compare with its budget, enqueue nothing. Exit 0 when the estimate
     fits the budget's cost limit (or there is none), 1 when it does not."""
-    from decimal import Decimal
-
     est = app.estimate(spec.type, spec.payload)
     limit = spec.budget.get("max_cost_usd") if spec.budget else None
     fits = limit is None or est.cost_usd <= Decimal(str(limit))

@@ -8,8 +8,6 @@ job (a note on stderr says so); the same key with another configuration exits 2.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,6 +24,7 @@ from .options import (
 )
 from .output import CliError, emit_json, note, out, state_text
 from .parse import budget_limits, parse_when, read_payload
+from .prices import dry_run
 
 JobType = Annotated[str, typer.Argument(help="The job type's name.", metavar="TYPE",
                                         show_default=False)]
@@ -80,18 +79,14 @@ def announce(job: Job, created: bool) -> None:
              f"({job.state}); nothing new was submitted")
 
 
-# --- the place for `submit --dry-run` ----------------------------------------------------------
-# The budgets/pricing work provides ``tether.cli.prices.dry_run(app, spec, as_json=...) -> int``
-# (an exit code): it prices the submission against the pinned profile and enqueues nothing.
-
 def _dry_run(app: Tether, spec: SubmitSpec, as_json: bool) -> int:
-    if importlib.util.find_spec("tether.cli.prices") is None:
-        raise CliError("--dry-run needs the pricing module, which this build does not have yet",
-                       code="not_available")
-    prices = importlib.import_module("tether.cli.prices")
-    if not hasattr(prices, "dry_run"):
-        raise CliError("--dry-run is not available in this build", code="not_available")
-    return int(prices.dry_run(app, spec, as_json=as_json))
+    """Price the submission with its type's estimator; the type must be known, so without
+    ``--app`` (no job types loaded) the error says how to load them."""
+    if len(app.registry) == 0:
+        raise CliError(f"unknown job type {spec.type!r}: --dry-run prices a job with its type's "
+                       "estimator, so it needs your job types: add --app MODULE:APP (or set "
+                       "TETHER_APP)", code="unknown_job_type")
+    return dry_run(app, spec, as_json=as_json)
 
 
 def submit(
