@@ -55,9 +55,9 @@ def test_submit_get_list_events_cancel_over_stdio(db):
         async with Client(params(url, "--app", APP, "--token", token),
                           read_timeout_seconds=30) as client:
             names = {t.name for t in (await client.list_tools()).tools}
-            assert names == {"tether_submit_job", "tether_get_job", "tether_list_jobs",
-                             "tether_get_events", "tether_cancel_job", "tether_pause_job",
-                             "tether_resume_job"}
+            assert {"tether_submit_job", "tether_get_job", "tether_list_jobs",
+                    "tether_get_events", "tether_cancel_job", "tether_pause_job",
+                    "tether_resume_job"} <= names, "the first tools keep their names"
 
             sub = data(await client.call_tool("tether_submit_job", {
                 "type": "steps", "payload": {"steps": 5}, "idempotency_key": "mcp-1",
