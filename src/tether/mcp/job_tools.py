@@ -136,8 +136,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
     return [
         strict_tool(submit_job, "tether_submit_job", (
             "Submit a job. Returns {created, job}; created is false when idempotency_key "
-            "already named a job with the same configuration (that job is returned)."),
-            idempotent=True),
+            "already named a job with the same configuration (that job is returned).")),
         strict_tool(get_job, "tether_get_job", (
             "A job: state, stage, attempts, cost and budget, error, result, lease."),
             read_only=True),
