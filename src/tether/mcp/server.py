@@ -56,7 +56,7 @@ class TetherServer(MCPServer):
 
     def __init__(self, tools: list[Tool], **options: Any) -> None:
         super().__init__(tools=tools, **options)
-        self.arguments = {t.name: list(t.parameters.get("properties", {})) for t in tools}
+        self.argument_names = {t.name: list(t.parameters.get("properties", {})) for t in tools}
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> Any:
@@ -65,8 +65,8 @@ class TetherServer(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
-                return failures.from_validation(name, cause, self.arguments.get(name, ()))
-            if name not in self.arguments:
+                return failures.from_validation(name, cause, self.argument_names.get(name, ()))
+            if name not in self.argument_names:
                 return failures.error_result(404, "not_found", f"no tool named {name!r}")
             return failures.from_exception(name, cause or exc)
 
