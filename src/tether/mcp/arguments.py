@@ -8,12 +8,12 @@ the library, the CLI and REST give.
 
 from __future__ import annotations
 
-from typing import Annotated, Callable
+from typing import Annotated, Any, Callable
 
 from mcp.server.mcpserver import Context
-from pydantic import Field, Strict
+from pydantic import ConfigDict, Field, Strict
 
-from ..wire.models import INT63
+from ..wire.models import INT63, BudgetLimits
 from ..wire.principal import Principal
 
 PrincipalFor = Callable[[Context], Principal]
@@ -23,3 +23,24 @@ JobId = Annotated[int, Field(ge=1, le=INT63, description="the job id (1 to 2^63-
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Flag = Annotated[bool, Strict()]
 
+
+LIMITS = {
+    "max_cost_usd": "USD, a decimal string or number",
+    "max_calls": "provider calls",
+    "max_input_tokens": "input tokens",
+    "max_output_tokens": "output tokens",
+    "max_duration_s": "seconds of running",
+    "max_examples": "examples the job's stages produce",
+}
+
+
+def _describe(schema: dict[str, Any]) -> None:
+    for name, prop in schema.get("properties", {}).items():
+        prop.setdefault("description", LIMITS.get(name, name.replace("_", " ")))
+
+
+class Limits(BudgetLimits):
+    """Budget limits, each optional; any other name is refused. A call whose worst-case
+    reservation would cross a limit is not made, and the job pauses with budget_exhausted."""
+
+    model_config = ConfigDict(json_schema_extra=_describe)

@@ -15,8 +15,8 @@ from pydantic import Field
 
 from ..app import Tether
 from ..records import Job
-from ..wire.models import BudgetLimits, JobOut
-from .arguments import Flag, JobId, PrincipalFor
+from ..wire.models import JobOut
+from .arguments import Flag, JobId, Limits, PrincipalFor
 from .strict import strict_tool
 
 ACTIONS = {
@@ -39,7 +39,7 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
 
     def set_job_budget(
         ctx: Context, job_id: JobId,
-        budget: Annotated[BudgetLimits, Field(description=(
+        budget: Annotated[Limits, Field(description=(
             "the limits to change; limits not named stay as they were"))],
         resume: Annotated[Flag, Field(description=(
             "resume the job if it is paused because its budget ran out (default true); "

@@ -18,11 +18,11 @@ from ..app import DEFAULT_PROJECT, Tether
 from ..core.states import JobState
 from ..wire import idempotency, pagination
 from ..wire.models import (
-    INT32, INT63, AttemptList, AttemptOut, BudgetLimits, CheckpointList, CheckpointOut,
+    INT32, INT63, AttemptList, AttemptOut, CheckpointList, CheckpointOut,
     EventOut, EventPage, JobOut, JobPage, LedgerEntryOut, LedgerList,
 )
 from ..wire.problems import Problem
-from .arguments import JobId, Name, PrincipalFor
+from .arguments import JobId, Limits, Name, PrincipalFor
 from .strict import strict_tool
 
 MAX_LIST = 200
@@ -58,7 +58,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             "attempts before the job fails; default: the job type's"))] = None,
         run_after: Annotated[datetime | None, Field(description=(
             "ISO 8601 time; the job does not start before it"))] = None,
-        budget: Annotated[BudgetLimits | None, Field(description=(
+        budget: Annotated[Limits | None, Field(description=(
             "hard limits for this job; a call that would cross one is not made and the job "
             "pauses with budget_exhausted"))] = None,
     ) -> Submitted:

@@ -35,12 +35,11 @@ class BudgetLimits(BaseModel):
 
     max_cost_usd: Decimal | None = Field(None, ge=0, max_digits=30, decimal_places=12,
                                          description="USD; a decimal string or number")
-    max_calls: int | None = Field(None, ge=0, le=INT63, description="provider calls")
-    max_input_tokens: int | None = Field(None, ge=0, le=INT63, description="input tokens")
-    max_output_tokens: int | None = Field(None, ge=0, le=INT63, description="output tokens")
-    max_duration_s: float | None = Field(None, ge=0, le=1e12, description="seconds of running")
-    max_examples: int | None = Field(None, ge=0, le=INT63,
-                                     description="examples the job's stages produce")
+    max_calls: int | None = Field(None, ge=0, le=INT63)
+    max_input_tokens: int | None = Field(None, ge=0, le=INT63)
+    max_output_tokens: int | None = Field(None, ge=0, le=INT63)
+    max_duration_s: float | None = Field(None, ge=0, le=1e12)
+    max_examples: int | None = Field(None, ge=0, le=INT63)
 
     def to_facade(self) -> dict[str, Any]:
         out = self.model_dump(exclude_none=True)
