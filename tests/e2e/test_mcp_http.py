@@ -106,3 +106,27 @@ def test_each_call_is_scoped_by_its_own_token(mcp_http):
 
     job_id = anyio.run(scenario)
     assert local.get(job_id).state == "queued" and local.get(job_id).project == "p1"
+
+
+def test_over_http_unknown_arguments_and_big_ids_are_refused_with_codes(mcp_http):
+    base, local, p1, _ = mcp_http
+    before = len(local.list(project="p1"))
+
+    async def scenario():
+        async with client_for(base, p1) as c1:
+            tools = (await c1.list_tools()).tools
+            assert all(t.input_schema["additionalProperties"] is False for t in tools)
+            for _ in range(2):
+                typo = await c1.call_tool("tether_submit_job", {
+                    "type": "anything", "idempotencyKey": "http-1"})
+                assert typo.is_error
+                assert typo.content[0].text.startswith("validation_error: unknown argument")
+                assert typo.structured_content["code"] == "validation_error"
+            big = await c1.call_tool("tether_get_events", {"job_id": 1, "after": 2**63})
+            assert big.is_error and big.structured_content["code"] == "validation_error"
+            queues = await c1.call_tool("tether_pause_queue", {"name": "default"})
+            assert queues.is_error and queues.content[0].text.startswith("forbidden: ")
+
+    anyio.run(scenario)
+    assert len(local.list(project="p1")) == before, "a call with a typo created no job"
+    assert not any(q.paused for q in local.queues())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import anyio
@@ -55,9 +56,9 @@ def test_submit_get_list_events_cancel_over_stdio(db):
         async with Client(params(url, "--app", APP, "--token", token),
                           read_timeout_seconds=30) as client:
             names = {t.name for t in (await client.list_tools()).tools}
-            assert names == {"tether_submit_job", "tether_get_job", "tether_list_jobs",
-                             "tether_get_events", "tether_cancel_job", "tether_pause_job",
-                             "tether_resume_job"}
+            assert {"tether_submit_job", "tether_get_job", "tether_list_jobs",
+                    "tether_get_events", "tether_cancel_job", "tether_pause_job",
+                    "tether_resume_job"} <= names, "the first tools keep their names"
 
             sub = data(await client.call_tool("tether_submit_job", {
                 "type": "steps", "payload": {"steps": 5}, "idempotency_key": "mcp-1",
@@ -65,7 +66,7 @@ def test_submit_get_list_events_cancel_over_stdio(db):
             assert sub["created"] is True
             job = sub["job"]
             assert job["project"] == "agents" and job["state"] == "queued"
-            assert job["budget"]["limits"]["max_cost_usd"] == "0.50"
+            assert Decimal(job["budget"]["limits"]["max_cost_usd"]) == Decimal("0.50")
             again = data(await client.call_tool("tether_submit_job", {
                 "type": "steps", "payload": {"steps": 5}, "idempotency_key": "mcp-1",
                 "budget": {"max_cost_usd": "0.50"}}))

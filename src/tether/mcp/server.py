@@ -1,7 +1,8 @@
 """``tether mcp``: the MCP server (official ``mcp`` SDK, ``MCPServer``), stdio or streamable HTTP.
 
-Tools: ``tether_submit_job``, ``tether_get_job``, ``tether_list_jobs``, ``tether_get_events``,
-``tether_cancel_job``, ``tether_pause_job``, ``tether_resume_job``.
+Every operation of the REST API is a tool (``job_tools``, ``control_tools``, ``admin_tools``);
+every tool refuses arguments it does not know, and every failure is a tool error whose text
+starts with the stable code REST would give (``failures``).
 
 Scoping is the REST API's: over stdio the whole session acts as the token given with
 ``--token`` / ``TETHER_MCP_TOKEN`` (resolved once at start; an invalid token refuses to start),
@@ -14,18 +15,23 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Annotated, Any, Callable
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
+from pydantic import ValidationError
 
 from .. import __version__
-from ..wire.principal import Principal
-from ..wire.problems import Problem
 from ..app import Tether, load_app
-from ..errors import ConfigurationError, TetherError
+from ..errors import ConfigurationError
+from ..wire.principal import Principal
+from . import failures
+from .admin_tools import admin_tools
+from .arguments import PrincipalFor
+from .control_tools import control_tools
 from .http_auth import BearerGate, principal_from_request
-from .tools import Tools, translate
+from .job_tools import job_tools
 
 log = logging.getLogger("tether.mcp")
 
@@ -33,88 +39,43 @@ INSTRUCTIONS = (
     "tether runs durable, budgeted jobs. Submit a job with tether_submit_job (pass an "
     "idempotency_key so a retry of your call cannot create a second job), follow it with "
     "tether_get_job or tether_get_events (after= the last seq you saw), and control it with "
-    "tether_cancel_job / tether_pause_job / tether_resume_job. Errors start with a stable code "
-    "such as job_not_found or invalid_transition."
+    "tether_cancel_job, tether_pause_job, tether_resume_job, tether_retry_job (failed), "
+    "tether_requeue_job (interrupted) and tether_set_job_budget (raise limits to clear a "
+    "budget_exhausted pause). Errors start with a stable code such as job_not_found, "
+    "invalid_transition or validation_error; unknown arguments are refused."
 )
 
-JobId = Annotated[int, Field(ge=1, description="the job id")]
-PrincipalFor = Callable[[Context], Principal]
+
+class TetherServer(MCPServer):
+    """An ``MCPServer`` whose failed calls carry tether's stable codes.
+
+    The SDK would prefix every failure with ``Error executing tool ...`` and show arguments it
+    rejected as a pydantic dump; here the text starts with the code, and the structured content
+    is the problem document REST gives for the same failure.
+    """
+
+    def __init__(self, tools: list[Tool], **options: Any) -> None:
+        super().__init__(tools=tools, **options)
+        self.argument_names = {t.name: list(t.parameters.get("properties", {})) for t in tools}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                return failures.from_validation(name, cause, self.argument_names.get(name, ()))
+            if name not in self.argument_names:
+                return failures.error_result(404, "not_found", f"no tool named {name!r}")
+            return failures.from_exception(name, cause or exc)
 
 
 def build_server(app: Tether, principal_for: PrincipalFor) -> MCPServer:
     """An ``MCPServer`` exposing the tether tools; ``principal_for(ctx)`` names the caller."""
-    server = MCPServer("tether", version=__version__, instructions=INSTRUCTIONS)
-    tools = Tools(app)
-
-    def call(ctx: Context, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(principal_for(ctx), *args, **kwargs)
-        except (TetherError, Problem) as exc:
-            raise translate(exc) from None
-
-    @server.tool(name="tether_submit_job", description=(
-        "Submit a job. Returns {created, job}; created is false when idempotency_key already "
-        "named a job with the same configuration (that job is returned)."))
-    def submit_job(
-        ctx: Context,
-        type: Annotated[str, Field(min_length=1, max_length=200,
-                                   description="a registered job type")],
-        payload: Annotated[Any, Field(description="any JSON value for the job")] = None,
-        project: Annotated[str | None, Field(description="default: the token's only project")] = None,
-        idempotency_key: Annotated[str | None, Field(max_length=200)] = None,
-        queue: str | None = None,
-        priority: Annotated[int | None, Field(ge=-2**31, le=2**31 - 1)] = None,
-        max_attempts: Annotated[int | None, Field(ge=1, le=1000)] = None,
-        run_after: Annotated[str | None, Field(description="ISO 8601 time")] = None,
-        budget: Annotated[dict[str, Any] | None, Field(description=(
-            "limits: max_cost_usd (decimal string), max_calls, max_input_tokens, "
-            "max_output_tokens, max_duration_s, max_examples"))] = None,
-    ) -> dict[str, Any]:
-        return call(ctx, tools.submit_job, type, payload, project=project,
-                    idempotency_key=idempotency_key, queue=queue, priority=priority,
-                    max_attempts=max_attempts, run_after=run_after, budget=budget)
-
-    @server.tool(name="tether_get_job", description=(
-        "A job: state, stage, attempts, cost and budget, error, result, lease."))
-    def get_job(ctx: Context, job_id: JobId) -> dict[str, Any]:
-        return call(ctx, tools.get_job, job_id)
-
-    @server.tool(name="tether_list_jobs", description=(
-        "Jobs newest first; pass next_cursor back as cursor for the next page."))
-    def list_jobs(
-        ctx: Context, project: str | None = None,
-        state: Annotated[str | None, Field(description="queued, running, succeeded, failed, "
-                                                      "paused, cancelled, ...")] = None,
-        type: str | None = None, queue: str | None = None,
-        limit: Annotated[int, Field(ge=1, le=200)] = 20, cursor: str | None = None,
-    ) -> dict[str, Any]:
-        return call(ctx, tools.list_jobs, project=project, state=state, type=type, queue=queue,
-                    limit=limit, cursor=cursor)
-
-    @server.tool(name="tether_get_events", description=(
-        "A job's event log in seq order, after the given seq. Poll with after=next_after."))
-    def get_events(ctx: Context, job_id: JobId,
-                   after: Annotated[int, Field(ge=0)] = 0,
-                   limit: Annotated[int, Field(ge=1, le=1000)] = 200) -> dict[str, Any]:
-        return call(ctx, tools.get_events, job_id, after=after, limit=limit)
-
-    @server.tool(name="tether_cancel_job", description=(
-        "Cancel a job: at once unless it is running, else at its next safe boundary."))
-    def cancel_job(ctx: Context, job_id: JobId,
-                   reason: Annotated[str | None, Field(max_length=1000)] = None) -> dict[str, Any]:
-        return call(ctx, tools.control, "cancel", job_id, reason=reason)
-
-    @server.tool(name="tether_pause_job", description=(
-        "Pause a job: at once if waiting, else at its next safe boundary. Checkpoints are kept."))
-    def pause_job(ctx: Context, job_id: JobId) -> dict[str, Any]:
-        return call(ctx, tools.control, "pause", job_id)
-
-    @server.tool(name="tether_resume_job", description=(
-        "Resume a paused job; it continues from its last checkpoint."))
-    def resume_job(ctx: Context, job_id: JobId) -> dict[str, Any]:
-        return call(ctx, tools.control, "resume", job_id)
-
-    return server
+    tools = [*job_tools(app, principal_for), *control_tools(app, principal_for),
+             *admin_tools(app, principal_for)]
+    return TetherServer(tools, name="tether", version=__version__, instructions=INSTRUCTIONS)
 
 
 def _open(app_spec: str | None, database_url: str | None) -> Tether:

@@ -1,0 +1,69 @@
+"""Controlling jobs over MCP: cancel, pause, resume, retry, requeue, and budget changes.
+
+The REST API's ``POST /jobs/{id}/<action>`` and ``PATCH /jobs/{id}/budget``, with the same
+scoping (another project's job is ``job_not_found``) and the same ``invalid_transition`` when
+the job's state does not allow the action. Each answers the job as it is afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Callable
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
+from pydantic import Field
+
+from ..app import Tether
+from ..records import Job
+from ..wire.models import JobOut
+from .arguments import Flag, JobId, Limits, PrincipalFor
+from .strict import strict_tool
+
+ACTIONS = {
+    "pause": "Pause a job: at once if it is not running, else at its next safe boundary. "
+             "Checkpoints are kept.",
+    "resume": "Resume a paused job; it continues from its last checkpoint.",
+    "retry": "Queue a failed job again (failed jobs are never retried automatically).",
+    "requeue": "Queue an interrupted job again (a job whose worker was lost and whose type is "
+               "not safe to retry); also a paused or failed one. It resumes from checkpoints.",
+}
+
+
+def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
+    """The control tools, bound to ``app``."""
+
+    def cancel_job(ctx: Context, job_id: JobId,
+                   reason: Annotated[str | None, Field(max_length=1000, description=(
+                       "why, recorded in the job's event log"))] = None) -> JobOut:
+        return JobOut.of(app.cancel(job_id, reason=reason, projects=principal_for(ctx).scope))
+
+    def set_job_budget(
+        ctx: Context, job_id: JobId,
+        budget: Annotated[Limits, Field(description=(
+            "the limits to change; limits not named stay as they were"))],
+        resume: Annotated[Flag, Field(description=(
+            "resume the job if it is paused because its budget ran out (default true); "
+            "false leaves it paused"))] = True,
+    ) -> JobOut:
+        return JobOut.of(app.set_budget(job_id, budget.to_facade(), resume=resume,
+                                        projects=principal_for(ctx).scope))
+
+    def action(name: str) -> Callable[[Context, int], JobOut]:
+        def control(ctx: Context, job_id: JobId) -> JobOut:
+            method: Callable[..., Job] = getattr(app, name)
+            return JobOut.of(method(job_id, projects=principal_for(ctx).scope))
+
+        control.__name__ = f"{name}_job"
+        return control
+
+    return [
+        strict_tool(cancel_job, "tether_cancel_job", (
+            "Cancel a job: at once unless it is running, else at its next safe boundary."),
+            destructive=True, idempotent=True),
+        *[strict_tool(action(name), f"tether_{name}_job", text, idempotent=True)
+          for name, text in ACTIONS.items()],
+        strict_tool(set_job_budget, "tether_set_job_budget", (
+            "Change a job's budget limits (raise them to clear a budget_exhausted pause). A "
+            "job paused because its budget ran out is resumed unless resume is false."),
+            idempotent=True),
+    ]
