@@ -135,10 +135,11 @@ class CallsMixin:
             if book.changed:
                 self._write_budget_rows(tx, book.job_id, book.job["project"], list(book.acc),
                                         now)
-            if book.finishes:
-                tx.many("journal_finish", book.finishes)
-            if book.reserves:
-                tx.many("journal_reserve", book.reserves)
+            for finishes, reserves in book.journal_writes:
+                if finishes:
+                    tx.many("journal_finish", finishes)
+                if reserves:
+                    tx.many("journal_reserve", reserves)
             if book.ledger:
                 tx.many("insert_ledger", book.ledger)
         for data in book.events:  # rare (usage above the estimate); each reads its seq
@@ -162,8 +163,10 @@ class _Book:
             self.limits = (store._job_limits(r["budget"]), store._job_limits(rows[1]["limits"]))
         self.journal = journal
         self.changed = False
-        self.finishes: list[dict[str, Any]] = []
-        self.reserves: list[dict[str, Any]] = []
+        self.journal_writes: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+        """``(finishes, reserves)`` per round: a key's n-th journal write goes in round n, so
+        writes of one key keep the order of the ops and writes of many keys stay batched."""
+        self._rounds: dict[str, int] = {}
         self.ledger: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
         self._first_start: Any = ()
@@ -206,7 +209,7 @@ class _Book:
                   reserved_input_tokens=want.input_tokens,
                   reserved_output_tokens=want.output_tokens)
         money = self.store._money_param(want.cost_usd)
-        self.reserves.append({
+        self._journal_write(op.key, 1, {
             "job_id": self.job_id, "key": op.key, "stage": op.stage, "attempt": token,
             "provider": op.provider, "model": op.model, "request_hash": op.request_hash,
             "reserved_usd": money, "reserved_input_tokens": want.input_tokens,
@@ -250,7 +253,7 @@ class _Book:
         end does: ``AccountingMixin._orphan_rows``)."""
         delta, finish, ledger = self.store._orphan_rows(self.tx, self.job, entry, self.now)
         self._add(**delta)
-        self.finishes.append(finish)
+        self._journal_write(entry["key"], 0, finish)
         self.ledger.append(ledger)
 
     # --- settle ------------------------------------------------------------------------------
@@ -271,7 +274,7 @@ class _Book:
         status = "failed" if op.refused else "done"
         usage_json = store._json_param(usage.to_dict())
         money = store._money_param(cost)
-        self.finishes.append({
+        self._journal_write(op.key, 0, {
             "job_id": self.job_id, "key": op.key, "attempt": token, "status": status,
             "result": op.result_json, "usage": usage_json, "cost_usd": money,
             "error_code": "policy_block" if op.refused else None,
@@ -296,6 +299,14 @@ class _Book:
             raise LeaseLost(f"job {self.job_id}: lease {token} is no longer held",
                             job_id=self.job_id)
         return self.job
+
+    def _journal_write(self, key: str, kind: int, params: dict[str, Any]) -> None:
+        """Queue a ``journal_finish`` (``kind`` 0) or ``journal_reserve`` (1) of ``key``."""
+        n = self._rounds.get(key, 0)
+        self._rounds[key] = n + 1
+        if n == len(self.journal_writes):
+            self.journal_writes.append(([], []))
+        self.journal_writes[n][kind].append(params)
 
     def _add(self, **delta: Any) -> None:
         for acc in self.acc:

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
-from ..core.budget import Budget
+from ..core.budget import COUNTER_FIELDS, Budget
 from ..core.states import LEASED_STATES, TERMINAL, JobState, check_transition, expiry_target
 from ..core.states import finish_target, operator_target
 from ..errors import IdempotencyConflict, JobNotFound, JobStateError, LeaseLost
@@ -282,8 +282,18 @@ class SQLStore(RowsMixin, CallsMixin, AccountingMixin, CheckpointMixin, RateLimi
                                                   "running", token, None))
             tx.many("insert_attempt", attempts)
             tx.many("insert_event", events)
+            self._read_counters(tx, rows)
         return [Claim(self._job(r), int(r["lease_token"]), started=r["state"] == "running")
                 for r in rows]
+
+    def _read_counters(self, tx: Tx, rows: list[dict[str, Any]]) -> None:
+        """Add the job accumulators to claimed rows, so a claim's Job is what ``get_job``
+        returns. Only a re-attempt can have any: the rows are created by a running attempt."""
+        for r in rows:
+            if r["lease_token"] > 1:
+                b = tx.one("job_budget", key=str(r["id"]))
+                if b is not None:
+                    r.update({name: b[name] for name in COUNTER_FIELDS})
 
     def _id_list_param(self, ids: Sequence[int]) -> Any:
         return json.dumps(list(ids))

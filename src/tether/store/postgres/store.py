@@ -293,6 +293,7 @@ class PostgresStore(SQLStore):
             rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
                           limit=limit, lease_ttl=float(lease_ttl), now=self._time_param(now),
                           start=start)
+            self._read_counters(tx, rows)
         return [Claim(self._job(r), int(r["lease_token"]), started=bool(r["started"]))
                 for r in rows]
 
