@@ -7,7 +7,10 @@ from typing import Sequence
 
 from ..records import QueueInfo, WorkerInfo
 from ..tokens import TokenInfo, hash_secret, new_secret
+from .base import EngineStats
 from .rows import _dt, _json
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
 class AdminMixin:
@@ -79,16 +82,14 @@ class AdminMixin:
 
     # --- engine statistics ----------------------------------------------------------------------
 
-    LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-    def engine_stats(self, *, recent: int = 1000) -> dict:
+    def engine_stats(self, *, recent: int = 1000) -> EngineStats:
         """Totals every process agrees on, and a claim-latency histogram of recent first
         attempts (cumulative buckets, Prometheus style)."""
         with self._read() as tx:
             counts = tx.one("engine_counts")
             rows = tx.all("recent_claim_latency", limit=recent)
         latencies = [max(0.0, float(r["latency"])) for r in rows if r["latency"] is not None]
-        buckets = {b: sum(1 for x in latencies if x <= b) for b in self.LATENCY_BUCKETS}
+        buckets = {b: sum(1 for x in latencies if x <= b) for b in LATENCY_BUCKETS}
         return {"claims_total": int(counts["claims"]),
                 "lease_expiries_total": int(counts["lease_expiries"]),
                 "budget_pauses_total": int(counts["budget_pauses"]),

@@ -24,28 +24,26 @@ from ..core.states import JobState
 from ..core.usage import Usage
 from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
 from ..records import JournalEntry, LedgerEntry
-from .base import CallReserve, CallSettle
+from .base import AccountResult, CallReserve, CallSettle
 from .rows import _dec, _ts
 
 _NO_LIMITS = Budget()
 _USD = ("spent_usd", "reserved_usd")
 _COUNTS = tuple(name for name in COUNTER_FIELDS if name not in _USD)
 
-Outcome = tuple[Any, BaseException | None]
-
 
 class CallsMixin:
     """Mixed into ``SQLStore``; relies on its transaction, parameter and accounting hooks."""
 
     def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
-                now: float | None = None) -> list[Outcome]:
+                now: float | None = None) -> list[AccountResult]:
         """Apply ``ops`` (in order) in one transaction. Returns ``(value, error)`` per op: a
         reservation's value is ``None``, or the journal entry of a key already done (nothing
         reserved); a settlement's is ``None`` (its ledger row is in ``ledger()``)."""
         return self._accounted(job_id, token, ops, now)[0]
 
     def _accounted(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle],
-                   now: float | None, read_back: bool = False) -> tuple[list[Outcome], Any]:
+                   now: float | None, read_back: bool = False) -> tuple[list[AccountResult], Any]:
         with self._write() as tx:
             at = self._now(tx, now)
             book = self._open_book(tx, job_id, ops, at)
@@ -172,7 +170,7 @@ class _Book:
         self._first_start: Any = ()
         self._t = store._time_param(now)
 
-    def apply(self, op: CallReserve | CallSettle, token: int) -> Outcome:
+    def apply(self, op: CallReserve | CallSettle, token: int) -> AccountResult:
         try:
             if isinstance(op, CallReserve):
                 return self._reserve(op, token), None

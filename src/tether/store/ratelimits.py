@@ -9,19 +9,14 @@ by the actual count when the call settles (a refund).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
+from .base import RateLimit
 from .rows import _ts
 
+__all__ = ["RateLimit", "RateLimitMixin", "WINDOW_S"]
+
 WINDOW_S = 60.0
-
-
-@dataclass(frozen=True)
-class RateLimit:
-    scope: str
-    rpm: int | None = None
-    tpm: int | None = None
 
 
 class RateLimitMixin:

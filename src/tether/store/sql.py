@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget
+from ..core.pricing import PriceProfile
 from ..core.states import LEASED_STATES, TERMINAL, JobState, check_transition, expiry_target
 from ..core.states import finish_target, operator_target
 from ..errors import IdempotencyConflict, JobNotFound, JobStateError, LeaseLost
@@ -22,7 +23,7 @@ from ..records import Attempt, Event, Job
 from .accounting import AccountingMixin
 from .calls import CallsMixin
 from .admin import AdminMixin
-from .base import Claim, NewJob, Outcome
+from .base import CallerConnection, Claim, NewJob, Outcome
 from .checkpoints import CheckpointMixin
 from .ratelimits import RateLimitMixin
 from .rows import RowsMixin, _json, _ts
@@ -136,8 +137,8 @@ class SQLStore(RowsMixin, CallsMixin, AccountingMixin, CheckpointMixin, RateLimi
 
     # --- submission ---------------------------------------------------------------------------
 
-    def submit(self, jobs: Sequence[NewJob], *, conn: Any = None,
-               profile: Any = None) -> list[tuple[Job, bool]]:
+    def submit(self, jobs: Sequence[NewJob], *, conn: CallerConnection | None = None,
+               profile: PriceProfile | None = None) -> list[tuple[Job, bool]]:
         """Insert jobs in one transaction (the caller's, with ``conn``); ``profile`` is the
         price profile they pin, stored in the same transaction."""
         out: list[tuple[Job, bool]] = []
@@ -169,7 +170,7 @@ class SQLStore(RowsMixin, CallsMixin, AccountingMixin, CheckpointMixin, RateLimi
                 known.add(("profile", profile.id))
         return out
 
-    submit_writes_events = False
+    _submit_writes_events = False
     """True where ``insert_jobs`` also writes the submitted events (PostgreSQL)."""
 
     def _insert_jobs(self, tx: Tx, jobs: Sequence[NewJob], now: float) -> list[dict | None]:
@@ -194,7 +195,7 @@ class SQLStore(RowsMixin, CallsMixin, AccountingMixin, CheckpointMixin, RateLimi
                 out.append(next(plain))
             else:
                 out.append(keyed.pop((j.project, j.idempotency_key), None))
-        if not self.submit_writes_events:
+        if not self._submit_writes_events:
             tx.many("insert_event", [self._event_row(
                 r["id"], 1, now, "submitted", None, "queued", None,
                 {"type": r["type"], "queue": r["queue"],

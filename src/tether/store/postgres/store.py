@@ -36,9 +36,10 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ...clock import Clock
 from ...errors import ConfigurationError, StoreError
 from ...core.states import JobState, check_transition
+from ...core.pricing import PriceProfile
 from ...records import Job
 from ...wakeup import Wakeup
-from ..base import Claim, NewJob, Outcome
+from ..base import CallerConnection, Claim, NewJob, Outcome
 from ..migrate import discover
 from ..queries import load_queries
 from ..sql import SQLStore
@@ -166,7 +167,9 @@ class PostgresStore(SQLStore):
     ``connect_timeout`` (s, waiting for a pooled connection), ``retry_timeout`` (s, how long
     transient failures are retried), ``clock`` (tests only: replaces the database clock)."""
 
-    submit_writes_events = True
+    _submit_writes_events = True
+    group_commit = False
+    """Concurrent commits already share a WAL flush here; see ``transaction``."""
 
     def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
                  min_size: int = 1, max_size: int = 10, connect_timeout: float = 5.0,
@@ -299,8 +302,8 @@ class PostgresStore(SQLStore):
 
     # --- submission -------------------------------------------------------------------------------
 
-    def submit(self, jobs: Sequence[NewJob], *, conn: Any = None,
-               profile: Any = None) -> list[tuple[Job, bool]]:
+    def submit(self, jobs: Sequence[NewJob], *, conn: CallerConnection | None = None,
+               profile: PriceProfile | None = None) -> list[tuple[Job, bool]]:
         """One job whose queue and price profile this store has written before is one
         autocommit statement (a single round trip, atomic by itself); everything else is the
         shared transactional submit. A key that already exists takes the shared path too."""
@@ -393,6 +396,9 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             raise translate(exc) from exc
         return applied
+
+    def check_integrity(self) -> None:
+        """Nothing to check at start: the server checks and recovers its own files."""
 
     def schema_version(self) -> int:
         with self._read() as tx:
