@@ -1,11 +1,14 @@
 """Both backends implement exactly the ``Store`` protocol: every public method of each is
-declared there with the same parameters (names, kinds, defaults, annotations), and every
-declared member exists on both, so callers never need to ask which backend they hold."""
+declared there with the same signature (parameter names, kinds, defaults, annotations, and
+the return annotation), and every declared member exists on both, so callers never need to
+ask which backend they hold."""
 
+import ast
 import inspect
 
 import pytest
 
+from tether.store import base
 from tether.store.base import Store
 from tether.store.open import open_store
 from tether.store.postgres.store import PostgresStore
@@ -29,9 +32,16 @@ PROTOCOL_METHODS = {n for n, v in _declared(Store).items() if inspect.isfunction
 PROTOCOL_ATTRS = set(Store.__annotations__)
 
 
-def _params(fn) -> list[tuple[str, object, object, str]]:
+def _signature(fn) -> tuple[list[tuple[str, object, object, str]], str]:
+    """Parameters (name, kind, default, annotation) and return annotation; a generator made a
+    context manager by ``@contextmanager`` is annotated ``Iterator[X]`` where the protocol
+    says ``AbstractContextManager[X]``."""
     sig = inspect.signature(fn)
-    return [(p.name, p.kind, p.default, str(p.annotation)) for p in sig.parameters.values()]
+    params = [(p.name, p.kind, p.default, str(p.annotation)) for p in sig.parameters.values()]
+    returns = str(sig.return_annotation)
+    if inspect.isgeneratorfunction(inspect.unwrap(fn)) and returns.startswith("Iterator["):
+        returns = "AbstractContextManager[" + returns[len("Iterator["):]
+    return params, returns
 
 
 def test_the_protocol_declares_what_the_engine_uses():
@@ -45,13 +55,13 @@ def test_the_protocol_declares_what_the_engine_uses():
 
 
 @pytest.mark.parametrize("cls", BACKENDS, ids=lambda c: c.__name__)
-def test_every_public_method_is_declared_with_the_same_parameters(cls):
+def test_every_public_method_is_declared_with_the_same_signature(cls):
     members = _declared(cls)
     methods = {n for n, v in members.items() if callable(v) and not isinstance(v, type)}
     assert methods - PROTOCOL_METHODS == set(), "public methods the protocol does not declare"
     assert PROTOCOL_METHODS - methods == set(), "declared methods this backend lacks"
     for name in sorted(PROTOCOL_METHODS):
-        assert _params(getattr(cls, name)) == _params(getattr(Store, name)), name
+        assert _signature(getattr(cls, name)) == _signature(getattr(Store, name)), name
 
 
 @pytest.mark.parametrize("cls", BACKENDS, ids=lambda c: c.__name__)
@@ -82,3 +92,13 @@ def test_an_open_postgres_store_is_a_store(pg_url):
         assert store.wait_for_work(0.0) in (True, False)
     finally:
         store.close()
+
+
+def test_the_protocol_module_imports_no_backend():
+    """Only ``open.py`` knows the backends; ``base.py`` importing one closes an import loop
+    (backend -> shared logic -> base -> backend)."""
+    tree = ast.parse(inspect.getsource(base))
+    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for a in node.names}
+    assert not {m for m in imported if "sqlite" in m or "postgres" in m or m == "open"}

@@ -249,7 +249,7 @@ class _Book:
 
     def _orphan(self, entry: Row) -> None:
         """Spend an earlier attempt's open reservation in full, unconfirmed (what an attempt's
-        end does: ``AccountingMixin._orphan_rows``)."""
+        end does: ``Accounting._orphan_rows``)."""
         delta, finish, ledger = self.store._orphan_rows(self.tx, self.job, entry, self.now)
         self._add(**delta)
         self._journal_write(entry["key"], 0, finish)

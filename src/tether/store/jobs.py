@@ -17,7 +17,7 @@ from ..records import Attempt, Event, Job
 from .base import CallerConnection, NewJob
 from .profiles import Profiles
 from .rows import to_attempt, to_event, to_job
-from .transitions import _encode
+from .transitions import compact_json
 from .tx import Row, Tx
 
 
@@ -64,7 +64,7 @@ class Jobs(Profiles):
         """Insert ``jobs`` with one statement; the new row at each position, or None where
         the idempotency key already existed (or came earlier in this batch). Rows are
         matched back by key, and unkeyed rows by id order, which follows insertion order."""
-        rows = tx.all("insert_jobs", jobs=_encode([{
+        rows = tx.all("insert_jobs", jobs=compact_json([{
             "ord": i, "type": j.type, "project": j.project, "queue": j.queue,
             "priority": j.priority,
             "run_after": j.run_after, "max_attempts": j.max_attempts,

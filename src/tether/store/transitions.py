@@ -21,7 +21,7 @@ from .base import CallerConnection
 from .rows import as_seconds
 from .tx import Row, Tx
 
-_encode = json.JSONEncoder(separators=(",", ":")).encode
+compact_json = json.JSONEncoder(separators=(",", ":")).encode
 
 _MUTABLE = ("state", "stage", "run_after", "max_attempts", "result", "error_code",
             "error_summary", "lease_owner", "lease_expires_at", "lease_token", "budget",
@@ -51,7 +51,7 @@ class Transitions(ABC):
         """How a JSON column's value is bound (text by default)."""
         if value is None:
             return None
-        return "{}" if value == {} else _encode(value)
+        return "{}" if value == {} else compact_json(value)
 
     def _list_param(self, values: Iterable[str] | None) -> Any:
         return None if values is None else json.dumps(list(values))
