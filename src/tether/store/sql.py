@@ -18,9 +18,6 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterator
-
 from .admin import Admin
 from .calls import Calls
 from .checkpoints import Checkpoints
@@ -33,12 +30,5 @@ from .ratelimits import RateLimits
 
 
 class SQLStore(Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control, RateLimits, Admin):
-    """Store logic shared by every SQL backend."""
-
-    @contextmanager
-    def transaction(self, *, savepoints: bool = True) -> Iterator[None]:
-        """One write transaction: store writes made on this thread inside it join it, each in
-        its own savepoint (unless ``savepoints=False``: then a failing write must abort the
-        whole transaction), and all commit together (group commit)."""
-        with self._write(savepoints=savepoints):
-            yield
+    """Store logic shared by every SQL backend; each backend adds its transactions, clock,
+    lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

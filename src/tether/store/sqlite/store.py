@@ -216,6 +216,14 @@ class SQLiteStore(SQLStore):
                     self._local.depth = 0
 
     @contextmanager
+    def transaction(self, *, savepoints: bool = True) -> Iterator[None]:
+        """One write transaction: store writes made on this thread inside it join it, each in
+        its own savepoint (unless ``savepoints=False``: then a failing write must abort the
+        whole transaction), and all commit together (group commit)."""
+        with self._write(savepoints=savepoints):
+            yield
+
+    @contextmanager
     def _immediate(self, c: sqlite3.Connection) -> Iterator[None]:
         """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` on ``c``: rolled back on any error, SQLite's
         own errors translated."""
