@@ -21,7 +21,8 @@ from .errors import ConfigurationError, InvalidPayload, JobNotFound, JobStateErr
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
-from .store.base import NewJob, Store, open_store
+from .store.base import NewJob, Store
+from .store.open import open_store
 from .store.ratelimits import RateLimit
 
 DEFAULT_URL = "sqlite:///./tether.db"

@@ -3,11 +3,11 @@ applied as if it were alone after the ones before it — on every backend."""
 
 from decimal import Decimal
 
-from tether import BudgetExhausted, JobCancelled, LeaseLost, Usage
+from tether import BudgetExhausted, JobCancelled, JobState, LeaseLost, Usage
 from tether.core.budget import Reservation
 from tether.errors import TetherError
 from tether.records import JournalEntry
-from tether.store.base import CallReserve, CallSettle
+from tether.store.base import CallReserve, CallSettle, Outcome
 
 from tests.money import PRICE, running_job
 
@@ -170,3 +170,28 @@ def test_the_single_op_wrappers_raise_what_account_reports(app):
         assert "already in flight" in str(exc)
     else:  # pragma: no cover
         raise AssertionError("a key in flight was reserved twice")
+
+
+def test_a_key_reserved_and_settled_in_one_batch_ends_done(app):
+    job, tok = running_job(app)
+    assert errors(app.store.account(job.id, tok, [res("k"), settle("k")])) == [None, None]
+    assert [(e.key, e.status) for e in app.store.journal(job.id)] == [("k", "done")]
+    # The attempt's end finds nothing open: the call is not spent a second time.
+    app.store.finish(job.id, tok, Outcome(JobState.SUCCEEDED, result_json="{}"))
+    used = app.get(job.id).budget.used
+    assert (used.calls, used.reserved_calls, used.reserved_usd) == (1, 0, 0)
+    assert used.spent_usd == PRICE.cost(Usage(60, 40))
+    assert [r.confirmed for r in app.ledger(job.id)] == [True]
+
+
+def test_a_refused_key_asked_again_in_one_batch_is_journaled_in_order(app):
+    job, tok = running_job(app)
+    out = app.store.account(job.id, tok, [res("k"), settle("k", refused=True), res("k"),
+                                          settle("k")])
+    assert errors(out) == [None, None, None, None]
+    (entry,) = app.store.journal(job.id)
+    assert entry.status == "done" and entry.result == {"text": "ok"}
+    app.store.finish(job.id, tok, Outcome(JobState.SUCCEEDED, result_json="{}"))
+    used = app.get(job.id).budget.used
+    assert (used.calls, used.reserved_calls) == (2, 0)
+    assert used.spent_usd == 2 * PRICE.cost(Usage(60, 40))

@@ -31,7 +31,8 @@ from tether import FakeClock, IdempotencyConflict, JobStateError, LeaseLost
 from tether.errors import StoreError
 from tether.core.budget import Budget
 from tether.core.states import JobState
-from tether.store.base import NewJob, Outcome, open_store
+from tether.store.base import NewJob, Outcome
+from tether.store.open import open_store
 from tether.testing.invariants import history_problems
 from tests.conftest import PG_URL, require_postgres
 

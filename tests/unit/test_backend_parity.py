@@ -1,9 +1,12 @@
-"""Both SQL backends stay at parity: the same named statements and the same migrations."""
+"""Both SQL backends stay at parity: the same named statements, the same migrations, and the
+same time parameters."""
 
+import re
 from pathlib import Path
 
 from tether.store.migrate import discover
 from tether.store.queries import load_queries
+from tether.store.tx import TIME_PARAMS
 
 STORE = Path(__file__).resolve().parents[2] / "src" / "tether" / "store"
 
@@ -19,3 +22,17 @@ def test_both_backends_have_the_same_migration_versions():
     sqlite = [(m.version, m.name) for m in discover(STORE / "sqlite" / "migrations")]
     postgres = [(m.version, m.name) for m in discover(STORE / "postgres" / "migrations")]
     assert sqlite == postgres
+
+
+def test_every_time_parameter_is_one_the_backends_bind_as_a_time():
+    """Store code passes times as unix seconds under the names in ``TIME_PARAMS``, and the
+    PostgreSQL transaction binds exactly those as timestamptz: a time parameter under another
+    name would reach PostgreSQL as a bare number."""
+    text = (STORE / "postgres" / "queries.sql").read_text()
+    names = set(re.findall(r"%\((\w+)\)s", text))
+    timelike = {n for n in names if re.fullmatch(r"now|since|before|cutoff|at|\w+_at|run_after",
+                                                 n)}
+    assert timelike - TIME_PARAMS == set(), "time parameters the backends would not convert"
+    assert TIME_PARAMS - names == set(), "names in TIME_PARAMS that no statement uses"
+    typed = set(re.findall(r"%\((\w+)\)s::timestamptz", text))
+    assert typed <= TIME_PARAMS

@@ -7,31 +7,36 @@ from typing import Sequence
 
 from ..records import QueueInfo, WorkerInfo
 from ..tokens import TokenInfo, hash_secret, new_secret
-from .rows import _dt, _json
+from .base import EngineStats
+from .rows import as_datetime, load_json, to_token
+from .transitions import Transitions
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
-class AdminMixin:
-    """Mixed into ``SQLStore``."""
+class Admin(Transitions):
+    """Workers, queues, API tokens and engine statistics."""
 
     def register_worker(self, worker: WorkerInfo) -> None:
         with self._write() as tx:
             now = self._now(tx, None)
             tx.run("upsert_worker", id=worker.id, hostname=worker.hostname, pid=worker.pid,
                    queues=json.dumps(worker.queues), concurrency=worker.concurrency,
-                   now=self._time_param(now))
+                   now=now)
 
     def stop_worker(self, worker_id: str) -> None:
         with self._write() as tx:
-            tx.run("stop_worker", id=worker_id, now=self._time_param(self._now(tx, None)))
+            tx.run("stop_worker", id=worker_id, now=self._now(tx, None))
 
     def list_workers(self, *, include_stopped: bool = False) -> list[WorkerInfo]:
         with self._read() as tx:
             rows = tx.all("list_workers", include_stopped=include_stopped)
         return [WorkerInfo(id=r["id"], hostname=r["hostname"], pid=int(r["pid"]),
-                           queues=_json(r["queues"]) or [], concurrency=int(r["concurrency"]),
-                           started_at=_dt(r["started_at"]),
-                           last_heartbeat_at=_dt(r["last_heartbeat_at"]),
-                           stopped_at=_dt(r.get("stopped_at")), leases=int(r["leases"] or 0))
+                           queues=load_json(r["queues"]) or [], concurrency=int(r["concurrency"]),
+                           started_at=as_datetime(r["started_at"]),
+                           last_heartbeat_at=as_datetime(r["last_heartbeat_at"]),
+                           stopped_at=as_datetime(r.get("stopped_at")),
+                           leases=int(r["leases"] or 0))
                 for r in rows]
 
     # --- API tokens -------------------------------------------------------------------------------
@@ -44,22 +49,24 @@ class AdminMixin:
             now = self._now(tx, None)
             tx.run("insert_token", id=token_id, name=name, token_hash=digest,
                    projects=self._json_param(sorted(set(projects))), admin=bool(admin),
-                   now=self._time_param(now))
-        return TokenInfo(token_id, name, tuple(sorted(set(projects))), bool(admin), _dt(now)), raw
+                   now=now)
+        info = TokenInfo(token_id, name, tuple(sorted(set(projects))), bool(admin),
+                         as_datetime(now))
+        return info, raw
 
     def resolve_token(self, raw: str) -> TokenInfo | None:
         with self._read() as tx:
             row = tx.one("token_by_hash", token_hash=hash_secret(raw))
-        return self._token(row) if row else None
+        return to_token(row) if row else None
 
     def list_tokens(self) -> list[TokenInfo]:
         with self._read() as tx:
-            return [self._token(r) for r in tx.all("list_tokens")]
+            return [to_token(r) for r in tx.all("list_tokens")]
 
     def revoke_token(self, token_id: str) -> bool:
         with self._write() as tx:
             return tx.run("revoke_token", id=token_id,
-                          now=self._time_param(self._now(tx, None))) == 1
+                          now=self._now(tx, None)) == 1
 
     def list_queues(self) -> list[QueueInfo]:
         with self._read() as tx:
@@ -74,21 +81,19 @@ class AdminMixin:
     def set_queue_paused(self, name: str, paused: bool) -> QueueInfo:
         with self._write() as tx:
             tx.run("set_queue_paused", name=name, paused=paused,
-                   now=self._time_param(self._now(tx, None)))
+                   now=self._now(tx, None))
         return next(q for q in self.list_queues() if q.name == name)
 
     # --- engine statistics ----------------------------------------------------------------------
 
-    LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-    def engine_stats(self, *, recent: int = 1000) -> dict:
+    def engine_stats(self, *, recent: int = 1000) -> EngineStats:
         """Totals every process agrees on, and a claim-latency histogram of recent first
         attempts (cumulative buckets, Prometheus style)."""
         with self._read() as tx:
             counts = tx.one("engine_counts")
             rows = tx.all("recent_claim_latency", limit=recent)
         latencies = [max(0.0, float(r["latency"])) for r in rows if r["latency"] is not None]
-        buckets = {b: sum(1 for x in latencies if x <= b) for b in self.LATENCY_BUCKETS}
+        buckets = {b: sum(1 for x in latencies if x <= b) for b in LATENCY_BUCKETS}
         return {"claims_total": int(counts["claims"]),
                 "lease_expiries_total": int(counts["lease_expiries"]),
                 "budget_pauses_total": int(counts["budget_pauses"]),

@@ -1,5 +1,9 @@
 """The Store protocol: everything the engine asks of durable storage, and the row types.
 
+Both backends (``sqlite/``, ``postgres/``) implement exactly this surface with these
+signatures; ``tests/unit/test_store_protocol.py`` holds them to it. This module imports no
+backend: ``open.py`` is the one place that knows them.
+
 Every method that compares with "now" takes ``now`` (unix seconds); ``None`` means the
 database's own clock, which is what production uses so that worker clocks never decide
 expiry. Every write a worker makes about a job names its lease (``token``): if the job's
@@ -8,12 +12,21 @@ lease is no longer that token the write fails with ``LeaseLost`` and changes not
 
 from __future__ import annotations
 
+import threading
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol, Sequence
+from decimal import Decimal
+from typing import Any, Iterable, Protocol, Sequence, TypedDict, runtime_checkable
 
-from ..core.budget import Budget
+from ..core.budget import Budget, BudgetStatus, Reservation
+from ..core.pricing import ModelPrice, PriceProfile
 from ..core.states import JobState
-from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
+from ..core.usage import Usage
+from ..errors import LeaseLost
+from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
+from ..records import WorkerInfo
+from ..tokens import TokenInfo
+from ..wakeup import Wakeup
 
 
 @dataclass(frozen=True)
@@ -67,7 +80,7 @@ class CallReserve:
     stage: str | None
     provider: str
     model: str
-    reservation: Any  # core.budget.Reservation
+    reservation: Reservation
     request_hash: str | None = None
 
 
@@ -76,22 +89,79 @@ class CallSettle:
     """Record the outcome of call ``key``, reserved before by the same attempt."""
 
     key: str
-    usage: Any  # core.usage.Usage
-    price: Any  # core.pricing.ModelPrice
+    usage: Usage
+    price: ModelPrice
     profile_id: str
     result_json: str
     refused: bool = False
 
 
+AccountResult = tuple[JournalEntry | None, BaseException | None]
+"""One ``Store.account`` operation's result: ``(value, error)``. A reservation's value is None,
+or the journal entry of a key already done; a settlement's is None. ``error`` is what the
+operation alone would have raised (it then changed nothing)."""
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """At most ``rpm`` calls and ``tpm`` tokens a minute under ``scope`` (``openai``, or
+    ``openai/gpt-4o``), shared by every worker through the store."""
+
+    scope: str
+    rpm: int | None = None
+    tpm: int | None = None
+
+
+class SpendTotal(TypedDict):
+    """One provider and model's spend (``Store.spend_totals``)."""
+
+    provider: str
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal
+    unconfirmed_calls: int
+
+
+class EngineStats(TypedDict):
+    """Totals every process agrees on (``Store.engine_stats``); ``claim_latency_seconds`` is
+    ``{"count", "sum", "buckets"}`` with cumulative buckets, Prometheus style."""
+
+    claims_total: int
+    lease_expiries_total: int
+    budget_pauses_total: int
+    claim_latency_seconds: dict[str, Any]
+
+
+class CallerConnection(Protocol):
+    """The caller's own open database connection, for ``submit(conn=...)``: a
+    ``sqlite3.Connection`` on SQLite, a psycopg ``Connection`` on PostgreSQL, inside an open
+    transaction that the caller commits or rolls back."""
+
+    def commit(self) -> None: ...
+    def rollback(self) -> None: ...
+
+
+@runtime_checkable
 class Store(Protocol):
     url: str
+    group_commit: bool
+    """True where a worker's writes should share commits (one writer at a time: SQLite)."""
 
+    # --- lifecycle
     def migrate(self) -> list[int]: ...
+    def schema_version(self) -> int: ...
+    def check_integrity(self) -> None: ...
     def close(self) -> None: ...
     def now(self) -> float: ...
+    def transaction(self, *, savepoints: bool = True) -> AbstractContextManager[None]: ...
+    def wait_for_work(self, timeout: float,
+                      wake: threading.Event | Wakeup | None = None) -> bool: ...
 
-    # submission and reads
-    def submit(self, jobs: Sequence[NewJob], *, conn: Any = None) -> list[tuple[Job, bool]]: ...
+    # --- submission and reads
+    def submit(self, jobs: Sequence[NewJob], *, conn: CallerConnection | None = None,
+               profile: PriceProfile | None = None) -> list[tuple[Job, bool]]: ...
     def get_job(self, job_id: int) -> Job | None: ...
     def list_jobs(self, *, projects: Iterable[str] | None = None, state: str | None = None,
                   type: str | None = None, queue: str | None = None, search: str | None = None,
@@ -99,47 +169,79 @@ class Store(Protocol):
     def events(self, job_id: int, *, after: int = 0, limit: int = 1000) -> list[Event]: ...
     def attempts(self, job_id: int) -> list[Attempt]: ...
 
-    # workers
+    # --- workers and leases
     def register_worker(self, worker: WorkerInfo) -> None: ...
     def stop_worker(self, worker_id: str) -> None: ...
     def list_workers(self, *, include_stopped: bool = False) -> list[WorkerInfo]: ...
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
-              lease_ttl: float, now: float | None = None) -> list[Claim]: ...
+              lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]: ...
     def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState: ...
     def heartbeat(self, worker_id: str, *, lease_ttl: float, now: float | None = None,
                   jobs: Sequence[int] | None = None) -> dict[int, tuple[int, JobState]]: ...
     def lease_state(self, job_id: int, token: int) -> JobState: ...
     def set_stage(self, job_id: int, token: int, stage: str | None) -> None: ...
-    def finish(self, job_id: int, token: int, outcome: Outcome,
-               *, now: float | None = None) -> JobState: ...
     def append_event(self, job_id: int, kind: str, data: dict[str, Any], *,
                      token: int | None = None) -> int: ...
+    def finish(self, job_id: int, token: int, outcome: Outcome, *,
+               now: float | None = None) -> JobState: ...
+    def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
+                    now: float | None = None) -> list[JobState | LeaseLost]: ...
 
-    # maintenance (single steps of background loops)
-    def expire_leases(self, *, now: float | None = None, limit: int = 500) -> list[tuple[int, JobState]]: ...
+    # --- calls, budgets, the ledger
+    def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
+                now: float | None = None) -> list[AccountResult]: ...
+    def reserve(self, job_id: int, token: int, *, key: str, stage: str | None, provider: str,
+                model: str, reservation: Reservation, request_hash: str | None = None,
+                now: float | None = None) -> JournalEntry | None: ...
+    def settle(self, job_id: int, token: int, *, key: str, usage: Usage, price: ModelPrice,
+               profile_id: str, result_json: str, refused: bool = False,
+               now: float | None = None) -> LedgerEntry: ...
+    def release(self, job_id: int, token: int, *, key: str, error_code: str,
+                error_summary: str, billed: bool | None, now: float | None = None) -> None: ...
+    def journal(self, job_id: int, key: str | None = None) -> list[JournalEntry]: ...
+    def cached_result(self, project: str, request_hash: str) -> tuple[Any, Usage] | None: ...
+    def record_cached(self, job_id: int, token: int, *, key: str, stage: str | None,
+                      provider: str, model: str, request_hash: str, result_json: str,
+                      usage: Usage) -> None: ...
+    def add_examples(self, job_id: int, token: int, n: int, *,
+                     now: float | None = None) -> int: ...
+    def ledger(self, job_id: int) -> list[LedgerEntry]: ...
+    def spend_totals(self, projects: Iterable[str] | None = None) -> list[SpendTotal]: ...
+    def project_budget(self, project: str) -> BudgetStatus: ...
+    def set_project_budget(self, project: str, changes: Budget) -> BudgetStatus: ...
+    def save_profile(self, profile: PriceProfile) -> str: ...
+    def get_profile(self, profile_id: str) -> PriceProfile | None: ...
+
+    # --- rate limits
+    def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
+                     now: float | None = None) -> float: ...
+    def settle_rate(self, job_id: int, key: str, tokens: int) -> None: ...
+    def rate_calls(self, scope: str) -> list[float]: ...
+
+    # --- stage checkpoints and blobs
+    def put_blob(self, sha256: str, data: bytes) -> None: ...
+    def get_blob(self, sha256: str) -> bytes | None: ...
+    def save_checkpoint(self, job_id: int, token: int, *, stage: str, position: int,
+                        blob: str, size: int, now: float | None = None) -> Checkpoint: ...
+    def get_checkpoint(self, job_id: int, stage: str) -> Checkpoint | None: ...
+    def checkpoints(self, job_id: int) -> list[Checkpoint]: ...
+
+    # --- maintenance (single steps of background loops)
+    def expire_leases(self, *, now: float | None = None,
+                      limit: int = 500) -> list[tuple[int, JobState]]: ...
     def promote_due(self, *, now: float | None = None, limit: int = 1000) -> int: ...
     def prune(self, *, older_than_s: float, now: float | None = None) -> int: ...
 
-    # operators
+    # --- operators
     def control(self, job_id: int, action: str, *, projects: Iterable[str] | None = None,
                 reason: str | None = None) -> Job: ...
     def set_budget(self, job_id: int, budget: Budget, *,
                    projects: Iterable[str] | None = None) -> Job: ...
     def list_queues(self) -> list[QueueInfo]: ...
     def set_queue_paused(self, name: str, paused: bool) -> QueueInfo: ...
-
-
-def open_store(url: str, **options: Any) -> Store:
-    """A store for ``url``: ``sqlite:///path`` (default) or ``postgresql://...``."""
-    if url.startswith("sqlite:") or "://" not in url:
-        from .sqlite.store import SQLiteStore
-        return SQLiteStore(url, **options)
-    if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
-        try:
-            from .postgres.store import PostgresStore
-        except ImportError as exc:  # pragma: no cover - the backend ships with tether
-            from ..errors import ConfigurationError
-            raise ConfigurationError(f"PostgreSQL backend unavailable: {exc}") from exc
-        return PostgresStore(url, **options)
-    from ..errors import ConfigurationError
-    raise ConfigurationError(f"unsupported database URL {url!r}; use sqlite:/// or postgresql://")
+    def engine_stats(self, *, recent: int = 1000) -> EngineStats: ...
+    def create_token(self, *, name: str | None, projects: Sequence[str],
+                     admin: bool) -> tuple[TokenInfo, str]: ...
+    def resolve_token(self, raw: str) -> TokenInfo | None: ...
+    def list_tokens(self) -> list[TokenInfo]: ...
+    def revoke_token(self, token_id: str) -> bool: ...

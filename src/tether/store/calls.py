@@ -24,28 +24,28 @@ from ..core.states import JobState
 from ..core.usage import Usage
 from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
 from ..records import JournalEntry, LedgerEntry
-from .base import CallReserve, CallSettle
-from .rows import _dec, _ts
+from .accounting import Accounting
+from .base import AccountResult, CallReserve, CallSettle
+from .rows import as_decimal, as_seconds, limits_of, to_journal, to_ledger
+from .tx import Row, Tx
 
 _NO_LIMITS = Budget()
 _USD = ("spent_usd", "reserved_usd")
 _COUNTS = tuple(name for name in COUNTER_FIELDS if name not in _USD)
 
-Outcome = tuple[Any, BaseException | None]
 
-
-class CallsMixin:
-    """Mixed into ``SQLStore``; relies on its transaction, parameter and accounting hooks."""
+class Calls(Accounting):
+    """``account`` and its single-operation forms; ``release`` for a call that raised."""
 
     def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
-                now: float | None = None) -> list[Outcome]:
+                now: float | None = None) -> list[AccountResult]:
         """Apply ``ops`` (in order) in one transaction. Returns ``(value, error)`` per op: a
         reservation's value is ``None``, or the journal entry of a key already done (nothing
         reserved); a settlement's is ``None`` (its ledger row is in ``ledger()``)."""
         return self._accounted(job_id, token, ops, now)[0]
 
     def _accounted(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle],
-                   now: float | None, read_back: bool = False) -> tuple[list[Outcome], Any]:
+                   now: float | None, read_back: bool = False) -> tuple[list[AccountResult], Any]:
         with self._write() as tx:
             at = self._now(tx, now)
             book = self._open_book(tx, job_id, ops, at)
@@ -79,7 +79,7 @@ class CallsMixin:
         ((_, exc),), row = self._accounted(job_id, token, [op], now, read_back=True)
         if exc is not None:
             raise exc
-        return self._ledger(row)
+        return to_ledger(row)
 
     def release(self, job_id: int, token: int, *, key: str, error_code: str,
                 error_summary: str, billed: bool | None, now: float | None = None) -> None:
@@ -93,20 +93,20 @@ class CallsMixin:
             if entry is None or entry["status"] != "reserved" or entry["attempt"] != token:
                 return
             if billed is False:
-                self._adjust(tx, job, now, reserved_usd=-_dec(entry["reserved_usd"]),
+                self._adjust(tx, job, now, reserved_usd=-as_decimal(entry["reserved_usd"]),
                              reserved_calls=-1,
                              reserved_input_tokens=-entry["reserved_input_tokens"],
                              reserved_output_tokens=-entry["reserved_output_tokens"])
                 tx.run("journal_finish", job_id=job_id, key=key, attempt=token,
                        status="failed", result=None, usage=None, cost_usd=None,
                        error_code=error_code, error_summary=error_summary[:2000],
-                       now=self._time_param(now))
+                       now=now)
             else:
                 self._settle_orphan(tx, job, entry, now, error=(error_code, error_summary))
 
     # --- reading and writing the book ----------------------------------------------------------
 
-    def _open_book(self, tx: Any, job_id: int, ops: Sequence[CallReserve | CallSettle],
+    def _open_book(self, tx: Tx, job_id: int, ops: Sequence[CallReserve | CallSettle],
                    now: float) -> "_Book":
         """The job row, both accumulators (locked, job first) and the journal rows of ``ops``'
         keys. Creates missing accumulator rows first (a job's first call)."""
@@ -114,20 +114,20 @@ class CallsMixin:
         ready = self._call_budgets_ready()
         rows = tx.all("lock_calls", **params) if job_id in ready else []
         if len(rows) < 2:
-            tx.run("ensure_call_budgets", job_id=job_id, now=self._time_param(now))
+            tx.run("ensure_call_budgets", job_id=job_id, now=now)
             rows = tx.all("lock_calls", **params)
             if len(rows) >= 2:
                 if len(ready) > 10_000:
                     ready.clear()
                 ready.add(job_id)
-        journal: dict[str, dict[str, Any]] = {}
+        journal: dict[str, Row] = {}
         if len(rows) >= 2:
             keys = list({op.key: None for op in ops})
             for row in tx.all("journal_keys", job_id=job_id, keys=self._list_param(keys)):
                 journal[row["key"]] = row
         return _Book(self, tx, job_id, rows, journal, now)
 
-    def _write_book(self, tx: Any, book: "_Book", now: float) -> None:
+    def _write_book(self, tx: Tx, book: "_Book", now: float) -> None:
         """Every write of the book, sent together where the backend can (``tx.batch()``:
         one round trip on PostgreSQL instead of one per statement). The accumulator rows are
         locked by ``lock_calls`` in this transaction, so their update cannot miss."""
@@ -135,10 +135,11 @@ class CallsMixin:
             if book.changed:
                 self._write_budget_rows(tx, book.job_id, book.job["project"], list(book.acc),
                                         now)
-            if book.finishes:
-                tx.many("journal_finish", book.finishes)
-            if book.reserves:
-                tx.many("journal_reserve", book.reserves)
+            for finishes, reserves in book.journal_writes:
+                if finishes:
+                    tx.many("journal_finish", finishes)
+                if reserves:
+                    tx.many("journal_reserve", reserves)
             if book.ledger:
                 tx.many("insert_ledger", book.ledger)
         for data in book.events:  # rare (usage above the estimate); each reads its seq
@@ -148,10 +149,10 @@ class CallsMixin:
 class _Book:
     """One transaction's view of a job's calls: applied in memory, written once."""
 
-    def __init__(self, store: Any, tx: Any, job_id: int, rows: list[dict[str, Any]],
-                 journal: dict[str, dict[str, Any]], now: float) -> None:
+    def __init__(self, store: Accounting, tx: Tx, job_id: int, rows: list[Row],
+                 journal: dict[str, Row], now: float) -> None:
         self.store, self.tx, self.job_id, self.now = store, tx, job_id, now
-        self.job: dict[str, Any] | None = None
+        self.job: Row | None = None
         if len(rows) >= 2:
             rows.sort(key=lambda r: r["scope"])  # 'job' < 'project'
             r = rows[0]
@@ -159,17 +160,18 @@ class _Book:
                         "lease_token": r["lease_token"], "budget": r["budget"],
                         "price_profile": r["price_profile"]}
             self.acc = tuple(_accumulator(row) for row in rows[:2])
-            self.limits = (store._job_limits(r["budget"]), store._job_limits(rows[1]["limits"]))
+            self.limits = (limits_of(r["budget"]), limits_of(rows[1]["limits"]))
         self.journal = journal
         self.changed = False
-        self.finishes: list[dict[str, Any]] = []
-        self.reserves: list[dict[str, Any]] = []
-        self.ledger: list[dict[str, Any]] = []
+        self.journal_writes: list[tuple[list[Row], list[Row]]] = []
+        """``(finishes, reserves)`` per round: a key's n-th journal write goes in round n, so
+        writes of one key keep the order of the ops and writes of many keys stay batched."""
+        self._rounds: dict[str, int] = {}
+        self.ledger: list[Row] = []
         self.events: list[dict[str, Any]] = []
         self._first_start: Any = ()
-        self._t = store._time_param(now)
 
-    def apply(self, op: CallReserve | CallSettle, token: int) -> Outcome:
+    def apply(self, op: CallReserve | CallSettle, token: int) -> AccountResult:
         try:
             if isinstance(op, CallReserve):
                 return self._reserve(op, token), None
@@ -193,7 +195,7 @@ class _Book:
         if status == "done":
             if "result" not in entry:  # journal_keys reads only what reserving needs
                 entry = self.tx.one("journal_get", job_id=self.job_id, key=op.key)
-            return self.store._journal(entry)
+            return to_journal(entry)
         if status == "reserved" and entry["attempt"] == token:
             raise TetherError(f"call key {op.key!r} is already in flight in this job; "
                               "keys must be unique per call")
@@ -206,11 +208,11 @@ class _Book:
                   reserved_input_tokens=want.input_tokens,
                   reserved_output_tokens=want.output_tokens)
         money = self.store._money_param(want.cost_usd)
-        self.reserves.append({
+        self._journal_write(op.key, 1, {
             "job_id": self.job_id, "key": op.key, "stage": op.stage, "attempt": token,
             "provider": op.provider, "model": op.model, "request_hash": op.request_hash,
             "reserved_usd": money, "reserved_input_tokens": want.input_tokens,
-            "reserved_output_tokens": want.output_tokens, "now": self._t})
+            "reserved_output_tokens": want.output_tokens, "now": self.now})
         self.journal[op.key] = {
             "job_id": self.job_id, "key": op.key, "stage": op.stage, "status": "reserved",
             "attempt": token, "provider": op.provider, "model": op.model,
@@ -242,15 +244,15 @@ class _Book:
         if self._first_start == ():
             row = self.tx.one("first_start", job_id=self.job_id)
             started = row and row["started_at"]
-            self._first_start = _ts(started) if started is not None else None
+            self._first_start = as_seconds(started) if started is not None else None
         return self._first_start
 
-    def _orphan(self, entry: dict[str, Any]) -> None:
+    def _orphan(self, entry: Row) -> None:
         """Spend an earlier attempt's open reservation in full, unconfirmed (what an attempt's
-        end does: ``AccountingMixin._orphan_rows``)."""
+        end does: ``Accounting._orphan_rows``)."""
         delta, finish, ledger = self.store._orphan_rows(self.tx, self.job, entry, self.now)
         self._add(**delta)
-        self.finishes.append(finish)
+        self._journal_write(entry["key"], 0, finish)
         self.ledger.append(ledger)
 
     # --- settle ------------------------------------------------------------------------------
@@ -271,11 +273,11 @@ class _Book:
         status = "failed" if op.refused else "done"
         usage_json = store._json_param(usage.to_dict())
         money = store._money_param(cost)
-        self.finishes.append({
+        self._journal_write(op.key, 0, {
             "job_id": self.job_id, "key": op.key, "attempt": token, "status": status,
             "result": op.result_json, "usage": usage_json, "cost_usd": money,
             "error_code": "policy_block" if op.refused else None,
-            "error_summary": "refused by the provider" if op.refused else None, "now": self._t})
+            "error_summary": "refused by the provider" if op.refused else None, "now": self.now})
         overrun = usage.input_tokens > tin or usage.output_tokens > tout
         self.ledger.append(store._ledger_params(self.job, entry, usage, op.price,
                                                 op.profile_id, cost, confirmed=True,
@@ -287,15 +289,23 @@ class _Book:
         self.journal[op.key] = dict(  # what a reserve of this key later in the batch returns
             entry, job_id=self.job_id, status=status, result=op.result_json, usage=usage_json,
             cost_usd=cost, error_code="policy_block" if op.refused else None,
-            updated_at=self._t)
+            updated_at=self.now)
 
     # --- shared ------------------------------------------------------------------------------
 
-    def _held(self, token: int) -> dict[str, Any]:
+    def _held(self, token: int) -> Row:
         if self.job is None or self.job["lease_token"] != token:
             raise LeaseLost(f"job {self.job_id}: lease {token} is no longer held",
                             job_id=self.job_id)
         return self.job
+
+    def _journal_write(self, key: str, kind: int, params: Row) -> None:
+        """Queue a ``journal_finish`` (``kind`` 0) or ``journal_reserve`` (1) of ``key``."""
+        n = self._rounds.get(key, 0)
+        self._rounds[key] = n + 1
+        if n == len(self.journal_writes):
+            self.journal_writes.append(([], []))
+        self.journal_writes[n][kind].append(params)
 
     def _add(self, **delta: Any) -> None:
         for acc in self.acc:
@@ -304,8 +314,8 @@ class _Book:
         self.changed = True
 
 
-def _accumulator(row: dict[str, Any]) -> dict[str, Any]:
-    acc: dict[str, Any] = {name: _dec(row[name]) for name in _USD}
+def _accumulator(row: Row) -> Row:
+    acc: dict[str, Any] = {name: as_decimal(row[name]) for name in _USD}
     for name in _COUNTS:
         acc[name] = int(row[name] or 0)
     return acc
@@ -315,6 +325,6 @@ def _counters(acc: dict[str, Any]) -> Counters:
     return Counters(**acc)
 
 
-def _reserved_of(entry: dict[str, Any]) -> tuple[Decimal, int, int]:
-    return (_dec(entry["reserved_usd"]), int(entry["reserved_input_tokens"]),
+def _reserved_of(entry: Row) -> tuple[Decimal, int, int]:
+    return (as_decimal(entry["reserved_usd"]), int(entry["reserved_input_tokens"]),
             int(entry["reserved_output_tokens"]))

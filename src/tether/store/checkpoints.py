@@ -7,15 +7,15 @@ an unfinished stage, which the next attempt simply runs again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..records import Checkpoint
+from ..records import Checkpoint
+from .rows import to_checkpoint
+from .transitions import Transitions
 
 
-
-class CheckpointMixin:
-    """Mixed into ``SQLStore``."""
+class Checkpoints(Transitions):
+    """Blobs and the manifest of finished stages."""
 
     def _blob_param(self, data: bytes) -> Any:
         return data
@@ -24,7 +24,7 @@ class CheckpointMixin:
         """Commit a blob in its own transaction (so it is durable before any manifest row)."""
         with self._write() as tx:
             tx.run("put_blob", sha256=sha256, data=self._blob_param(data), size=len(data),
-                   now=self._time_param(self._now(tx, None)))
+                   now=self._now(tx, None))
 
     def get_blob(self, sha256: str) -> bytes | None:
         with self._read() as tx:
@@ -34,11 +34,11 @@ class CheckpointMixin:
     def get_checkpoint(self, job_id: int, stage: str) -> Checkpoint | None:
         with self._read() as tx:
             row = tx.one("get_checkpoint", job_id=job_id, stage=stage)
-        return self._checkpoint(row) if row else None
+        return to_checkpoint(row) if row else None
 
     def checkpoints(self, job_id: int) -> list[Checkpoint]:
         with self._read() as tx:
-            return [self._checkpoint(r) for r in tx.all("list_checkpoints", job_id=job_id)]
+            return [to_checkpoint(r) for r in tx.all("list_checkpoints", job_id=job_id)]
 
     def save_checkpoint(self, job_id: int, token: int, *, stage: str, position: int,
                         blob: str, size: int, now: float | None = None) -> Checkpoint:
@@ -47,7 +47,7 @@ class CheckpointMixin:
             now = self._now(tx, now)
             self._held(tx, job_id, token)
             tx.run("insert_checkpoint", job_id=job_id, stage=stage, position=position, blob=blob,
-                   size=size, attempt=token, now=self._time_param(now))
+                   size=size, attempt=token, now=now)
             self._note(tx, job_id, "stage_completed", now, token,
                        {"stage": stage, "position": position, "blob": blob, "size": size})
-            return self._checkpoint(tx.one("get_checkpoint", job_id=job_id, stage=stage))
+            return to_checkpoint(tx.one("get_checkpoint", job_id=job_id, stage=stage))

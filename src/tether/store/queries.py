@@ -28,9 +28,8 @@ _PARAM = re.compile(r"'(?:[^']|'')*'|--[^\n]*|(?<![:\w]):([A-Za-z_]\w*)")
 
 def positional(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple]]:
     """``sql`` with each distinct ``:name`` numbered (``?1``, ``?2`` ...), and the function
-    that turns a parameter dict into the matching tuple. sqlite3 binds a tuple in C, but a
-    dict by looking every name up through Python: 13 vs 23 us a row for a 24-column insert
-    measured here, which is most of what a batched ledger or journal write costs."""
+    that turns a parameter dict into the matching tuple. sqlite3 binds a tuple in C but a
+    dict by looking every name up through Python, a large part of a batched write's cost."""
     names: dict[str, int] = {}
 
     def number(m: re.Match[str]) -> str:

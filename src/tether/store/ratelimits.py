@@ -9,23 +9,19 @@ by the actual count when the call settles (a refund).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
-from .rows import _ts
+from .base import RateLimit
+from .rows import as_seconds
+from .transitions import Transitions
+
+__all__ = ["RateLimit", "RateLimits", "WINDOW_S"]
 
 WINDOW_S = 60.0
 
 
-@dataclass(frozen=True)
-class RateLimit:
-    scope: str
-    rpm: int | None = None
-    tpm: int | None = None
-
-
-class RateLimitMixin:
-    """Mixed into ``SQLStore``."""
+class RateLimits(Transitions):
+    """Granting calls under shared limits."""
 
     def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
                      now: float | None = None) -> float:
@@ -37,7 +33,7 @@ class RateLimitMixin:
             wait = 0.0
             for limit in sorted(limits, key=lambda x: x.scope):
                 tx.one("rate_lock", scope=limit.scope)
-                win = tx.one("rate_window", scope=limit.scope, since=self._time_param(since))
+                win = tx.one("rate_window", scope=limit.scope, since=since)
                 calls, used = int(win["calls"]), int(win["tokens"])
                 over_calls = limit.rpm is not None and calls + 1 > limit.rpm
                 over_tokens = limit.tpm is not None and used + tokens > limit.tpm
@@ -47,7 +43,7 @@ class RateLimitMixin:
                     raise ValueError(f"a call of {tokens} tokens can never fit tpm={limit.tpm} "
                                      f"of {limit.scope}")
                 rows = tx.all("rate_oldest_until", scope=limit.scope,
-                              since=self._time_param(since))
+                              since=since)
                 # The earliest moment enough old calls have left the window.
                 free_calls = calls + 1 - (limit.rpm or calls + 1)
                 free_tokens = used + tokens - (limit.tpm or used + tokens)
@@ -57,14 +53,14 @@ class RateLimitMixin:
                         break
                     dropped_calls += 1
                     dropped_tokens += int(r["tokens"])
-                    until = _ts(r["at"]) + WINDOW_S
+                    until = as_seconds(r["at"]) + WINDOW_S
                 wait = max(wait, until - now, 0.001)
             if wait > 0:
                 return wait
             for limit in limits:
-                tx.run("rate_insert", scope=limit.scope, now=self._time_param(now), tokens=tokens,
+                tx.run("rate_insert", scope=limit.scope, now=now, tokens=tokens,
                        job_id=job_id, key=key)
-            tx.run("rate_prune", before=self._time_param(now - 2 * WINDOW_S))
+            tx.run("rate_prune", before=now - 2 * WINDOW_S)
             return 0.0
 
     def settle_rate(self, job_id: int, key: str, tokens: int) -> None:
@@ -75,4 +71,4 @@ class RateLimitMixin:
     def rate_calls(self, scope: str) -> list[float]:
         """Times of the calls granted under ``scope`` still on record (for tests and metrics)."""
         with self._read() as tx:
-            return [_ts(r["at"]) for r in tx.all("rate_calls", scope=scope)]
+            return [as_seconds(r["at"]) for r in tx.all("rate_calls", scope=scope)]

@@ -36,7 +36,11 @@ WITH clock AS (
 SELECT * FROM inserted;
 
 -- name: job_by_key
-SELECT * FROM jobs WHERE project = %(project)s AND idempotency_key = %(idempotency_key)s;
+-- With the job's accumulators, as get_job: an idempotent repeat returns what get returns.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
+WHERE j.project = %(project)s AND j.idempotency_key = %(idempotency_key)s;
 
 -- name: get_job
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,

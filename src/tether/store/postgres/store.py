@@ -8,8 +8,8 @@ The storage rules live in ``store/sql.py``; this module decides how they meet Po
 * Time is the database clock: ``_now`` reads ``now()`` (the transaction's start), so lease
   expiry, backoff and claim eligibility are judged by one clock, never a worker's. A test
   that injects ``clock=`` gets that time bound instead.
-* JSON columns are jsonb but are read back as text, the shape SQLite returns, so the shared
-  logic sees one shape. Money is numeric (read as ``Decimal``).
+* Statements run through ``tx.PgTx``: JSON read back as text, the shape SQLite returns,
+  times bound as timestamptz. Money is numeric (read as ``Decimal``).
 * Claims are one statement (``claim_jobs`` in queries.sql); rows read for a read-modify-write
   are locked (``FOR UPDATE``), queue-like scans skip locked rows.
 * ``migrate()`` holds an advisory lock, so workers starting together do not race.
@@ -21,67 +21,32 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager, suppress
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 import psycopg
-from psycopg.adapt import AdaptersMap
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
-from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...clock import Clock
 from ...errors import ConfigurationError, StoreError
 from ...core.states import JobState, check_transition
+from ...core.pricing import PriceProfile
 from ...records import Job
 from ...wakeup import Wakeup
-from ..base import Claim, NewJob, Outcome
+from ..base import CallerConnection, Claim, NewJob, Outcome
 from ..migrate import discover
-from ..queries import load_queries
+from ..rows import to_job
 from ..sql import SQLStore
 from .notify import Listener
 from .retry import TransientStoreError, retry_transient, translate
+from .tx import QUERIES, PgTx, connect_error, conninfo_from_url, json_as_text
+
+__all__ = ["HERE", "QUERIES", "PostgresStore", "conninfo_from_url"]
 
 HERE = Path(__file__).parent
-QUERIES = load_queries(HERE / "queries.sql")
-PLANNED_EACH_TIME = frozenset({"journal_keys"})
-"""Statements never prepared. psycopg prepares a statement after its fifth run, and the server
-then keeps the generic plan it chose at that moment until the table's statistics change. For
-``journal_keys`` (``key = ANY(keys)`` within one job) that plan, chosen while a new database's
-journal held a few rows, stayed a scan of the job's whole journal as it grew: 2.3 ms per batch
-at 3,200 rows against 0.6 ms planned afresh, the largest single cost of a W4 flush. Planning
-every statement instead (``plan_cache_mode = force_custom_plan``) measured slower overall."""
-
-# Connection defaults; anything the URL sets wins. Keepalives notice a dead peer on an idle
-# connection; tcp_user_timeout bounds how long unacknowledged data may hang (half-open TCP).
-CONNECTION_DEFAULTS = {"connect_timeout": "5", "application_name": "tether", "keepalives": "1",
-                       "keepalives_idle": "30", "keepalives_interval": "10",
-                       "keepalives_count": "3", "tcp_user_timeout": "60000"}
-
 _MIGRATE_LOCK = "hashtextextended('tether.migrate:' || current_schema(), 0)"
-
-
-def conninfo_from_url(url: str) -> str:
-    """A libpq conninfo for ``postgresql://...`` (also ``postgres://``, ``postgresql+psycopg://``)."""
-    for prefix in ("postgresql+psycopg://", "postgres://"):
-        if url.startswith(prefix):
-            url = "postgresql://" + url[len(prefix):]
-    try:
-        params = conninfo_to_dict(url)
-    except psycopg.ProgrammingError as exc:
-        raise ConfigurationError(f"invalid PostgreSQL URL: {exc}") from exc
-    return make_conninfo("", **{**CONNECTION_DEFAULTS, **params})
-
-
-def _connect_error(conninfo: str) -> str:
-    try:
-        psycopg.connect(conninfo).close()
-    except psycopg.Error as exc:
-        return str(exc).strip() or type(exc).__name__
-    return "timed out waiting for a connection"
 
 
 def _outcome_unknown(exc: BaseException) -> bool:
@@ -95,67 +60,6 @@ def _outcome_unknown(exc: BaseException) -> bool:
     return not (getattr(cause, "sqlstate", None) or "")
 
 
-def _json_as_text(adapters: AdaptersMap) -> None:
-    for name in ("json", "jsonb"):
-        adapters.register_loader(name, TextLoader)
-
-
-class _Tx:
-    """Runs named statements on one connection; psycopg errors become tether errors."""
-
-    __slots__ = ("conn", "caller", "started_at")
-
-    def __init__(self, conn: psycopg.Connection, *, caller: bool = False,
-                 started_at: float | None = None) -> None:
-        self.conn = conn
-        self.caller = caller
-        self.started_at = started_at  # now() of the open transaction, when already read
-
-    def _execute(self, sql: str, params: Any, prepare: bool | None = None) -> psycopg.Cursor:
-        cur = self.conn.cursor(row_factory=dict_row)
-        if self.caller:  # the caller's connection keeps its own adapters
-            _json_as_text(cur.adapters)
-        try:
-            cur.execute(sql, params, prepare=prepare)
-        except psycopg.Error as exc:
-            raise translate(exc, conn=self.conn) from exc
-        return cur
-
-    def one(self, _q: str, **params: Any) -> dict[str, Any] | None:
-        return self._execute(QUERIES[_q], params).fetchone()
-
-    def all(self, _q: str, **params: Any) -> list[dict[str, Any]]:
-        return self._execute(QUERIES[_q], params,
-                             prepare=False if _q in PLANNED_EACH_TIME else None).fetchall()
-
-    def run(self, _q: str, **params: Any) -> int:
-        return self._execute(QUERIES[_q], params).rowcount
-
-    def many(self, _q: str, rows: Sequence[dict[str, Any]]) -> None:
-        if not rows:
-            return
-        try:
-            self.conn.cursor().executemany(QUERIES[_q], rows)
-        except psycopg.Error as exc:
-            raise translate(exc, conn=self.conn) from exc
-
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Statements inside are sent together (psycopg pipeline mode) and their errors
-        raised when the block ends: for writes whose results nobody reads."""
-        try:
-            with self.conn.pipeline():
-                yield
-        except psycopg.Error as exc:
-            raise translate(exc, conn=self.conn) from exc
-
-    def db_now(self) -> float:
-        if self.started_at is None:
-            row = self._execute("SELECT now() AS now", None).fetchone()
-            self.started_at = row["now"].timestamp()
-        return self.started_at
-
-
 @retry_transient(
     idempotent=("claim", "start", "finish", "finish_many", "set_stage", "expire_leases", "promote_due",
                 "register_worker", "stop_worker", "prune", "set_queue_paused", "save_profile",
@@ -166,7 +70,9 @@ class PostgresStore(SQLStore):
     ``connect_timeout`` (s, waiting for a pooled connection), ``retry_timeout`` (s, how long
     transient failures are retried), ``clock`` (tests only: replaces the database clock)."""
 
-    submit_writes_events = True
+    _submit_writes_events = True
+    group_commit = False
+    """Concurrent commits already share a WAL flush here; see ``transaction``."""
 
     def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
                  min_size: int = 1, max_size: int = 10, connect_timeout: float = 5.0,
@@ -183,7 +89,7 @@ class PostgresStore(SQLStore):
             self.conninfo, min_size=min_size, max_size=max_size, open=False,
             timeout=connect_timeout, name="tether",
             kwargs={"autocommit": True, "row_factory": dict_row},
-            configure=lambda conn: _json_as_text(conn.adapters))
+            configure=lambda conn: json_as_text(conn.adapters))
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
             if migrate:
@@ -191,7 +97,7 @@ class PostgresStore(SQLStore):
         except BaseException as exc:
             self._pool.close()
             if isinstance(exc, PoolTimeout):  # the pool only logs why: ask once, directly
-                raise StoreError(f"cannot connect to PostgreSQL: {_connect_error(self.conninfo)}"
+                raise StoreError(f"cannot connect to PostgreSQL: {connect_error(self.conninfo)}"
                                  ) from exc
             if isinstance(exc, psycopg.Error):
                 raise StoreError(f"cannot open PostgreSQL store: {exc}") from exc
@@ -210,7 +116,7 @@ class PostgresStore(SQLStore):
             raise translate(exc) from exc
 
     @contextmanager
-    def _write(self, conn: Any = None) -> Iterator[_Tx]:
+    def _write(self, conn: Any = None) -> Iterator[PgTx]:
         if conn is not None:
             yield self._caller_tx(conn)
             return
@@ -219,10 +125,10 @@ class PostgresStore(SQLStore):
                 if self.clock is None:  # nearly every write needs now(): same round trip
                     cur = c.execute("BEGIN; SELECT now()")
                     cur.nextset()
-                    tx = _Tx(c, started_at=cur.fetchone()["now"].timestamp())
+                    tx = PgTx(c, started_at=cur.fetchone()["now"].timestamp())
                 else:
                     c.execute("BEGIN")
-                    tx = _Tx(c)
+                    tx = PgTx(c)
             except psycopg.Error as exc:
                 raise translate(exc, conn=c) from exc
             yield tx  # an exception here leaves the pool to roll back
@@ -232,13 +138,13 @@ class PostgresStore(SQLStore):
                 raise translate(exc, conn=c, during_commit=True) from exc
 
     @contextmanager
-    def _read(self) -> Iterator[_Tx]:
+    def _read(self) -> Iterator[PgTx]:
         """Statements one by one in autocommit: each is atomic and sees committed data."""
         with self._connection() as c:
-            yield _Tx(c)
+            yield PgTx(c)
 
     @staticmethod
-    def _caller_tx(conn: Any) -> _Tx:
+    def _caller_tx(conn: Any) -> PgTx:
         """The caller's transaction: statements join it; they commit or roll back with it."""
         if not isinstance(conn, psycopg.Connection):
             raise ConfigurationError(f"conn= must be a psycopg Connection on PostgreSQL, "
@@ -249,7 +155,7 @@ class PostgresStore(SQLStore):
         if conn.autocommit and status != TransactionStatus.INTRANS:
             raise ConfigurationError("conn= is in autocommit mode outside a transaction; "
                                      "use `with conn.transaction():` around the submit")
-        return _Tx(conn, caller=True)
+        return PgTx(conn, caller=True)
 
     def _now(self, tx: Any, now: float | None) -> float:
         if now is not None:
@@ -263,9 +169,6 @@ class PostgresStore(SQLStore):
             return self.clock.time()
         with self._read() as tx:
             return tx.db_now()
-
-    def _time_param(self, value: float | None) -> Any:
-        return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
 
     def _list_param(self, values: Iterable[str] | None) -> Any:
         return None if values is None else sorted(values)
@@ -291,15 +194,16 @@ class PostgresStore(SQLStore):
             now = self.clock.time()
         with self._read() as tx:  # a single statement: atomic without BEGIN/COMMIT
             rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
-                          limit=limit, lease_ttl=float(lease_ttl), now=self._time_param(now),
+                          limit=limit, lease_ttl=float(lease_ttl), now=now,
                           start=start)
-        return [Claim(self._job(r), int(r["lease_token"]), started=bool(r["started"]))
+            self._read_counters(tx, rows)
+        return [Claim(to_job(r), int(r["lease_token"]), started=bool(r["started"]))
                 for r in rows]
 
     # --- submission -------------------------------------------------------------------------------
 
-    def submit(self, jobs: Sequence[NewJob], *, conn: Any = None,
-               profile: Any = None) -> list[tuple[Job, bool]]:
+    def submit(self, jobs: Sequence[NewJob], *, conn: CallerConnection | None = None,
+               profile: PriceProfile | None = None) -> list[tuple[Job, bool]]:
         """One job whose queue and price profile this store has written before is one
         autocommit statement (a single round trip, atomic by itself); everything else is the
         shared transactional submit. A key that already exists takes the shared path too."""
@@ -313,7 +217,7 @@ class PostgresStore(SQLStore):
                 exc.during_commit = _outcome_unknown(exc) and jobs[0].idempotency_key is None
                 raise
             if row is not None:
-                return [(self._job(row), True)]
+                return [(to_job(row), True)]
         return super().submit(jobs, conn=conn, profile=profile)
 
     def _succeed_plain(self, tx: Any, items: Sequence[tuple[int, int, Outcome]],
@@ -328,7 +232,7 @@ class PostgresStore(SQLStore):
                       tokens=[items[i][1] for i in wanted],
                       results=[items[i][2].result_json for i in wanted],
                       data=[self._json_param(items[i][2].data) for i in wanted],
-                      now=self._time_param(now))
+                      now=now)
         done = {int(r["id"]) for r in rows}
         return {i for i in wanted if items[i][0] in done}
 
@@ -377,7 +281,7 @@ class PostgresStore(SQLStore):
                     c.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
                               "version integer PRIMARY KEY, name text NOT NULL, "
                               "applied_at timestamptz NOT NULL DEFAULT now())")
-                    done = {r["version"] for r in _Tx(c).all("applied_migrations")}
+                    done = {r["version"] for r in PgTx(c).all("applied_migrations")}
                     for m in discover(HERE / "migrations"):
                         if m.version in done:
                             continue
@@ -392,6 +296,9 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             raise translate(exc) from exc
         return applied
+
+    def check_integrity(self) -> None:
+        """Nothing to check at start: the server checks and recovers its own files."""
 
     def schema_version(self) -> int:
         with self._read() as tx:

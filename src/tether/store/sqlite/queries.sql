@@ -20,7 +20,11 @@ ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTH
 RETURNING *;
 
 -- name: job_by_key
-SELECT * FROM jobs WHERE project = :project AND idempotency_key = :idempotency_key;
+-- With the job's accumulators, as get_job: an idempotent repeat returns what get returns.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
+WHERE j.project = :project AND j.idempotency_key = :idempotency_key;
 
 -- name: get_job
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,

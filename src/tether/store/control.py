@@ -1,0 +1,75 @@
+"""What operators and background loops do to jobs: cancel, pause, resume, retry, requeue,
+change a job's limits; promote retries whose backoff elapsed; prune old finished jobs."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..core.budget import Budget
+from ..core.states import TERMINAL, JobState, operator_target
+from ..errors import JobStateError
+from ..records import Job
+from .rows import limits_of, to_job
+from .transitions import Transitions
+from .tx import Row, Tx
+
+
+class Control(Transitions):
+    """Operator actions and the maintenance steps that are not about leases."""
+
+    def control(self, job_id: int, action: str, *, projects: Iterable[str] | None = None,
+                reason: str | None = None) -> Job:
+        with self._write() as tx:
+            now = self._now(tx, None)
+            row = self._locked(tx, job_id, projects)
+            to = operator_target(action, row["state"])
+            changes: dict[str, Any] = {}
+            if to == JobState.QUEUED:
+                changes.update(run_after=now, max_attempts=max(row["max_attempts"],
+                                                              row["attempt_count"] + 1))
+                if action in ("retry", "requeue", "resume"):
+                    changes.update(error_code=None, error_summary=None)
+            if to == JobState.CANCELLED and row["state"] != "failed":
+                changes.update(error_code="cancelled", error_summary=reason or "cancelled")
+            data = {"action": action}
+            if reason:
+                data["reason"] = reason
+            self._transition(tx, row, to, now=now, kind=action, data=data, **changes)
+            return to_job(tx.one("get_job", id=job_id))
+
+    def set_budget(self, job_id: int, budget: Budget, *,
+                   projects: Iterable[str] | None = None) -> Job:
+        with self._write() as tx:
+            now = self._now(tx, None)
+            row = self._locked(tx, job_id, projects)
+            if JobState(row["state"]) in TERMINAL and row["state"] != "failed":
+                raise JobStateError(f"job {job_id} is {row['state']}; its budget is final")
+            limits = limits_of(row["budget"]).merged(budget)
+            self._set_limits(tx, row, limits, now)
+            return to_job(tx.one("get_job", id=job_id))
+
+    def _set_limits(self, tx: Tx, row: Row, limits: Budget, now: float) -> None:
+        new = dict(self._mutable(row), budget=self._json_param(limits.to_dict()))
+        seq = self._update_row(tx, row["id"], new, now)
+        tx.run("insert_event", **self._event_row(row["id"], seq, now, "budget_changed", None,
+                                                 None, None, {"limits": limits.to_dict()}))
+
+    # --- maintenance ---------------------------------------------------------------------
+
+    def promote_due(self, *, now: float | None = None, limit: int = 1000) -> int:
+        """One stager step: retry_wait jobs whose backoff has elapsed become queued."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            rows = tx.all("due_retries", now=now, limit=limit)
+            for row in rows:
+                self._transition(tx, row, JobState.QUEUED, now=now, kind="retry_due")
+        return len(rows)
+
+    def prune(self, *, older_than_s: float, now: float | None = None) -> int:
+        with self._write() as tx:
+            now = self._now(tx, now)
+            cutoff = now - older_than_s
+            n = tx.run("prune_jobs", cutoff=cutoff)
+            # Only old blobs: a fresh one may belong to a checkpoint about to commit.
+            tx.run("prune_blobs", cutoff=cutoff)
+            return n

@@ -1,0 +1,141 @@
+"""Leases: claiming jobs, starting attempts, renewing leases (``heartbeat``) and taking back
+the expired ones.
+
+A lease is the fencing token of an attempt (``lease_token``, the attempt number): every write
+a worker makes about a job names it, and fails with ``LeaseLost`` once the job is no longer
+held by it. Only the database clock decides expiry.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..core.budget import COUNTER_FIELDS
+from ..core.states import JobState, check_transition, expiry_target
+from ..errors import LeaseLost
+from .accounting import Accounting
+from .base import Claim
+from .rows import as_seconds, to_job
+from .tx import Row, Tx
+
+
+class Leases(Accounting):
+    """Claims, starts, heartbeats, stages and lease expiry."""
+
+    def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
+              lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]:
+        """Lease up to ``limit`` eligible jobs. With ``start`` (what a worker that runs them at
+        once asks for) the first attempts also begin in the same statement: ``leased`` then
+        ``running``, two events each, one commit for the whole batch. A re-attempt (a job with
+        an earlier attempt) is left ``leased``: its start must first settle what that attempt
+        left open."""
+        if limit <= 0:
+            return []
+        with self._write() as tx:
+            now = self._now(tx, now)
+            rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
+                          limit=limit, lease_ttl=lease_ttl, now=now, start=start)
+            if not rows:
+                return []
+            rows.sort(key=lambda r: (r["priority"], as_seconds(r["run_after"]), r["id"]))
+            if start:
+                check_transition(JobState.LEASED, JobState.RUNNING)
+            events, attempts = [], []
+            for r in rows:
+                started = r["state"] == "running"
+                token = r["lease_token"]
+                seq = r["event_seq"] - 1 if started else r["event_seq"]
+                attempts.append({"job_id": r["id"], "attempt": token, "worker_id": worker_id,
+                                 "claimed_at": now, "started_at": now if started else None})
+                events.append(self._event_row(
+                    r["id"], seq, now, "leased", "queued", "leased", token,
+                    {"worker_id": worker_id,
+                     "waited_s": round(now - as_seconds(r["run_after"]), 6)}))
+                if started:
+                    events.append(self._event_row(r["id"], seq + 1, now, "running", "leased",
+                                                  "running", token, None))
+            tx.many("insert_attempt", attempts)
+            tx.many("insert_event", events)
+            self._read_counters(tx, rows)
+        return [Claim(to_job(r), int(r["lease_token"]), started=r["state"] == "running")
+                for r in rows]
+
+    def _read_counters(self, tx: Tx, rows: list[Row]) -> None:
+        """Add the job accumulators to claimed rows, so a claim's Job is what ``get_job``
+        returns. Only a re-attempt can have any: the rows are created by a running attempt."""
+        for r in rows:
+            if r["lease_token"] > 1:
+                b = tx.one("job_budget", key=str(r["id"]))
+                if b is not None:
+                    r.update({name: b[name] for name in COUNTER_FIELDS})
+
+    def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState:
+        """leased -> running under the lease. Returns the state the job is now in: ``running``,
+        or ``cancelling``/``pausing`` when an operator got there first."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            row = self._held(tx, job_id, token)
+            tx.run("start_attempt", job_id=job_id, attempt=token, now=now)
+            state = JobState(row["state"])
+            orphans = self._settle_orphans(tx, row, now)
+            if orphans:
+                self._note(tx, job_id, "unconfirmed_calls_settled", now, token, {"calls": orphans})
+            if state != JobState.LEASED:
+                return state
+            self._transition(tx, row, JobState.RUNNING, now=now)
+            return JobState.RUNNING
+
+    def heartbeat(self, worker_id: str, *, lease_ttl: float, now: float | None = None,
+                  jobs: Sequence[int] | None = None) -> dict[int, tuple[int, JobState]]:
+        """Renew the worker's leases (only those on ``jobs``, the jobs it still runs, when
+        given: a lease it gave up must expire, not be renewed by a worker that forgot it)."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            rows = tx.all("heartbeat", worker_id=worker_id, lease_ttl=lease_ttl,
+                          now=now,
+                          jobs=None if jobs is None else self._id_list_param(list(jobs)))
+            tx.run("touch_worker", worker_id=worker_id, now=now)
+        return {int(r["id"]): (int(r["lease_token"]), JobState(r["state"])) for r in rows}
+
+    def lease_state(self, job_id: int, token: int) -> JobState:
+        with self._read() as tx:
+            row = tx.one("lease_state", id=job_id)
+        if row is None or row["lease_token"] != token:
+            raise LeaseLost(f"job {job_id}: lease {token} is no longer held", job_id=job_id)
+        return JobState(row["state"])
+
+    def set_stage(self, job_id: int, token: int, stage: str | None) -> None:
+        with self._write() as tx:
+            n = tx.run("set_stage", id=job_id, token=token, stage=stage,
+                       now=self._now(tx, None))
+        if n != 1:
+            raise LeaseLost(f"job {job_id}: lease {token} is no longer held", job_id=job_id)
+
+    def expire_leases(self, *, now: float | None = None,
+                      limit: int = 500) -> list[tuple[int, JobState]]:
+        """One rescuer step: every lease past its expiry (by the database clock) is taken back."""
+        out: list[tuple[int, JobState]] = []
+        with self._write() as tx:
+            now = self._now(tx, now)
+            for row in tx.all("expired_leases", now=now, limit=limit):
+                to, code = expiry_target(
+                    row["state"], safe_to_retry=bool(row["safe_to_retry"]),
+                    attempts_left=row["attempt_count"] < row["max_attempts"])
+                changes: dict[str, Any] = {}
+                summary = (f"lease of worker {row['lease_owner']} expired "
+                           f"(attempt {row['lease_token']} of {row['max_attempts']})")
+                if code:
+                    changes.update(error_code=code, error_summary=summary)
+                elif to == JobState.CANCELLED:
+                    changes.update(error_code="cancelled", error_summary="cancelled; " + summary)
+                if to == JobState.QUEUED:
+                    changes["run_after"] = now
+                self._transition(tx, row, to, now=now, kind="lease_expired",
+                                 data={"worker_id": row["lease_owner"], "error_code": code,
+                                       "summary": summary}, **changes)
+                self._settle_orphans(tx, row, now)
+                tx.run("finish_attempt", job_id=row["id"], attempt=row["lease_token"],
+                       now=now, outcome="lease_expired",
+                       error_code="interrupted", error_summary=summary)
+                out.append((int(row["id"]), to))
+        return out

@@ -1,0 +1,102 @@
+"""The end of an attempt: a worker reports its outcome under its lease (``finish``), one by
+one or many in one transaction. A cancel recorded meanwhile wins (``core.states.finish_target``),
+and calls the attempt left open are spent before the job moves on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from ..core.states import JobState, check_transition, finish_target
+from ..errors import LeaseLost
+from .accounting import Accounting
+from .base import Outcome
+from .tx import Row, Tx
+
+
+class Outcomes(Accounting):
+    """``finish`` and ``finish_many``."""
+
+    def finish(self, job_id: int, token: int, outcome: Outcome, *,
+               now: float | None = None) -> JobState:
+        """End an attempt under its lease; a cancel recorded meanwhile wins (``finish_target``)."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            return self._finish_row(tx, self._held(tx, job_id, token), token, outcome, now)
+
+    def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
+                    now: float | None = None) -> list[JobState | LeaseLost]:
+        """``finish`` for many attempts in ONE transaction (one commit for a whole batch of
+        outcomes). A lost lease is reported in its slot, not raised: it writes nothing and
+        does not hold back the others."""
+        out: list[JobState | LeaseLost] = []
+        with self._write() as tx:
+            now = self._now(tx, now)
+            fast = self._succeed_plain(tx, items, now)
+            for i, (job_id, token, outcome) in enumerate(items):
+                if i in fast:
+                    out.append(JobState.SUCCEEDED)
+                    continue
+                row = tx.one("lock_job", id=job_id)
+                if row is None or row["lease_token"] != token:
+                    out.append(LeaseLost(f"job {job_id}: lease {token} is no longer held",
+                                         job_id=job_id))
+                    continue
+                out.append(self._finish_row(tx, row, token, outcome, now))
+        return out
+
+    def _succeed_plain(self, tx: Tx, items: Sequence[tuple[int, int, Outcome]],
+                       now: float) -> set[int]:
+        """Write the plain successes among ``items`` (a ``running`` job under its lease with
+        no call left open) set-wise; returns their positions. The rest go one by one.
+        ``succeed_many`` moves the rows; a backend may also write their events and attempts
+        in that same statement (PostgreSQL), otherwise they follow here."""
+        wanted = [i for i, (_, _, out) in enumerate(items)
+                  if out.state == JobState.SUCCEEDED and out.kind is None]
+        if not wanted:
+            return set()
+        check_transition(JobState.RUNNING, JobState.SUCCEEDED)
+        rows = tx.all("succeed_many", items=json.dumps(
+            [[items[i][0], items[i][1], items[i][2].result_json] for i in wanted]), now=now)
+        seq = {int(r["id"]): int(r["event_seq"]) for r in rows}
+        done = [i for i in wanted if items[i][0] in seq]
+        tx.many("insert_event", [
+            self._event_row(job_id, seq[job_id], now, "succeeded", "running", "succeeded",
+                            token, outcome.data)
+            for job_id, token, outcome in (items[i] for i in done)])
+        tx.many("finish_attempt", [
+            {"job_id": items[i][0], "attempt": items[i][1], "now": now, "outcome": "succeeded",
+             "error_code": None, "error_summary": None} for i in done])
+        return set(done)
+
+    def _finish_row(self, tx: Tx, row: Row, token: int, outcome: Outcome,
+                    now: float) -> JobState:
+        job_id = row["id"]
+        self._settle_orphans(tx, row, now)
+        to = finish_target(row["state"], outcome.state)
+        changes: dict[str, Any] = {}
+        if to == JobState.SUCCEEDED:
+            changes.update(result=outcome.result_json, error_code=None, error_summary=None)
+        elif to in (JobState.FAILED, JobState.RETRY_WAIT, JobState.PAUSED):
+            if outcome.error_code is not None:
+                changes.update(error_code=outcome.error_code,
+                               error_summary=outcome.error_summary)
+        if to == JobState.CANCELLED:  # whatever the attempt reported, the job was cancelled
+            changes.update(error_code="cancelled",
+                           error_summary=outcome.error_summary or "cancelled while running")
+        if to == JobState.RETRY_WAIT:
+            changes["run_after"] = now + outcome.delay_s
+        if to == JobState.QUEUED:  # handed back on shutdown: not the job's fault
+            changes.update(run_after=now, max_attempts=max(row["max_attempts"],
+                                                           row["attempt_count"] + 1))
+        data = dict(outcome.data)
+        if to == JobState.RETRY_WAIT:
+            data["delay_s"] = round(outcome.delay_s, 3)
+        if outcome.error_code and to != JobState.SUCCEEDED:
+            data.update(error_code=outcome.error_code, error_summary=outcome.error_summary)
+        self._transition(tx, row, to, now=now, kind=outcome.kind, data=data, **changes)
+        tx.run("finish_attempt", job_id=job_id, attempt=token, now=now,
+               outcome=str(to) if outcome.kind is None else outcome.kind,
+               error_code=outcome.error_code if to != JobState.SUCCEEDED else None,
+               error_summary=outcome.error_summary if to != JobState.SUCCEEDED else None)
+        return to

@@ -1,0 +1,134 @@
+"""How the PostgreSQL store talks to the server: connection settings, and the transaction
+handle (``tx.Tx``) that runs the named statements of ``queries.sql``.
+
+JSON columns are jsonb but are read back as text, the shape SQLite returns, so the shared
+logic sees one shape; times (``TIME_PARAMS``) are bound as timestamptz; psycopg errors become
+tether errors (``retry.translate``).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import psycopg
+from psycopg.adapt import AdaptersMap
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import dict_row
+from psycopg.types.string import TextLoader
+
+from ...errors import ConfigurationError
+from ..queries import load_queries
+from ..tx import TIME_PARAMS
+from .retry import translate
+
+HERE = Path(__file__).parent
+QUERIES = load_queries(HERE / "queries.sql")
+PLANNED_EACH_TIME = frozenset({"journal_keys"})
+"""Statements never prepared. psycopg prepares a statement after its fifth run, and the server
+then keeps the generic plan it chose at that moment until the table's statistics change. For
+``journal_keys`` (``key = ANY(keys)`` within one job) a plan chosen while the journal held a
+few rows stays a scan of the job's whole journal as it grows; planning it afresh each time
+uses the index. (Planning every statement afresh, ``plan_cache_mode = force_custom_plan``,
+costs more than it saves.)"""
+
+# Connection defaults; anything the URL sets wins. Keepalives notice a dead peer on an idle
+# connection; tcp_user_timeout bounds how long unacknowledged data may hang (half-open TCP).
+CONNECTION_DEFAULTS = {"connect_timeout": "5", "application_name": "tether", "keepalives": "1",
+                       "keepalives_idle": "30", "keepalives_interval": "10",
+                       "keepalives_count": "3", "tcp_user_timeout": "60000"}
+
+
+def conninfo_from_url(url: str) -> str:
+    """A libpq conninfo for ``postgresql://...`` (also ``postgres://``, ``postgresql+psycopg://``)."""
+    for prefix in ("postgresql+psycopg://", "postgres://"):
+        if url.startswith(prefix):
+            url = "postgresql://" + url[len(prefix):]
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(f"invalid PostgreSQL URL: {exc}") from exc
+    return make_conninfo("", **{**CONNECTION_DEFAULTS, **params})
+
+
+def connect_error(conninfo: str) -> str:
+    try:
+        psycopg.connect(conninfo).close()
+    except psycopg.Error as exc:
+        return str(exc).strip() or type(exc).__name__
+    return "timed out waiting for a connection"
+
+
+_UTC = timezone.utc
+
+
+def _bound(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with its times (``TIME_PARAMS``, unix seconds) as timestamptz values."""
+    for name in TIME_PARAMS.intersection(params):
+        value = params[name]
+        if value is not None and not isinstance(value, datetime):
+            params[name] = datetime.fromtimestamp(value, _UTC)
+    return params
+
+
+def json_as_text(adapters: AdaptersMap) -> None:
+    for name in ("json", "jsonb"):
+        adapters.register_loader(name, TextLoader)
+
+
+class PgTx:
+    """Runs named statements on one connection; psycopg errors become tether errors."""
+
+    __slots__ = ("conn", "caller", "started_at")
+
+    def __init__(self, conn: psycopg.Connection, *, caller: bool = False,
+                 started_at: float | None = None) -> None:
+        self.conn = conn
+        self.caller = caller
+        self.started_at = started_at  # now() of the open transaction, when already read
+
+    def _execute(self, sql: str, params: Any, prepare: bool | None = None) -> psycopg.Cursor:
+        cur = self.conn.cursor(row_factory=dict_row)
+        if self.caller:  # the caller's connection keeps its own adapters
+            json_as_text(cur.adapters)
+        try:
+            cur.execute(sql, params and _bound(params), prepare=prepare)
+        except psycopg.Error as exc:
+            raise translate(exc, conn=self.conn) from exc
+        return cur
+
+    def one(self, _q: str, **params: Any) -> dict[str, Any] | None:
+        return self._execute(QUERIES[_q], params).fetchone()
+
+    def all(self, _q: str, **params: Any) -> list[dict[str, Any]]:
+        return self._execute(QUERIES[_q], params,
+                             prepare=False if _q in PLANNED_EACH_TIME else None).fetchall()
+
+    def run(self, _q: str, **params: Any) -> int:
+        return self._execute(QUERIES[_q], params).rowcount
+
+    def many(self, _q: str, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        try:
+            self.conn.cursor().executemany(QUERIES[_q], [_bound(r) for r in rows])
+        except psycopg.Error as exc:
+            raise translate(exc, conn=self.conn) from exc
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Statements inside are sent together (psycopg pipeline mode) and their errors
+        raised when the block ends: for writes whose results nobody reads."""
+        try:
+            with self.conn.pipeline():
+                yield
+        except psycopg.Error as exc:
+            raise translate(exc, conn=self.conn) from exc
+
+    def db_now(self) -> float:
+        if self.started_at is None:
+            row = self._execute("SELECT now() AS now", None).fetchone()
+            self.started_at = row["now"].timestamp()
+        return self.started_at

@@ -1,0 +1,31 @@
+"""The transaction handle a backend gives the shared store logic, and how it binds times.
+
+The logic in this package runs named statements (``queries.sql`` of each backend) through a
+``Tx``. Times are always given as unix seconds, under one of the names in ``TIME_PARAMS``;
+the backend binds them as its own column type (SQLite keeps the seconds, PostgreSQL binds a
+``timestamptz``), so no caller converts a time itself.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, Sequence
+
+TIME_PARAMS = frozenset({"now", "at", "since", "before", "cutoff", "claimed_at", "started_at",
+                         "run_after", "lease_expires_at", "finished_at"})
+"""Statement parameters that hold a time (unix seconds, or None)."""
+
+Row = dict[str, Any]
+
+
+class Tx(Protocol):
+    """Named statements inside one transaction (or, from ``_read``, one autocommit each)."""
+
+    def one(self, _q: str, **params: Any) -> Row | None: ...
+    def all(self, _q: str, **params: Any) -> list[Row]: ...
+    def run(self, _q: str, **params: Any) -> int: ...
+    def many(self, _q: str, rows: Sequence[Row]) -> None: ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Statements inside may be sent together; their errors surface when it ends."""
+        ...
