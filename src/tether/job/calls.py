@@ -24,7 +24,7 @@ from ..core.pricing import ModelPrice, PriceProfile
 from ..core.retry import error_code_of, summarize
 from ..core.serialize import dumps, dumps_back
 from ..core.usage import Estimate
-from ..errors import BudgetExhausted, ControlSignal, InvalidPayload, PolicyBlock
+from ..errors import BudgetExhausted, ControlSignal, InvalidCall, PolicyBlock
 from ..providers.adapters import extract
 from ..providers.classify import classify_exception, refusal_in
 from ..records import JournalEntry
@@ -49,12 +49,12 @@ class _Call:
                  estimate: Estimate, fn: Callable[[], Any], request: Any,
                  cache: bool) -> None:
         if not isinstance(key, str) or not key:
-            raise InvalidPayload("ctx.call needs a non-empty string key")
+            raise InvalidCall("ctx.call needs a non-empty string key")
         if cache and request is None:
-            raise InvalidPayload("ctx.call(cache=True) needs request=: the request is what is "
-                                 "cached")
+            raise InvalidCall("ctx.call(cache=True) needs request=: the request is what is "
+                              "cached")
         if not isinstance(estimate, Estimate):
-            raise InvalidPayload("ctx.call needs estimate=Estimate(...)")
+            raise InvalidCall("ctx.call needs estimate=Estimate(...)")
         self.key, self.provider, self.model, self.fn, self.cache = key, provider, model, fn, cache
         self.profile: PriceProfile = ctx.app.profile_for(ctx.job)
         self.price: ModelPrice = self.profile.price(provider, model)
