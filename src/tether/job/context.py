@@ -187,7 +187,10 @@ class JobContext:
         return results
 
     def add_examples(self, n: int = 1) -> int:
-        """Count produced examples against ``max_examples``; returns the job's total."""
+        """Count produced examples against ``max_examples``; returns the job's total. The
+        limit also holds before money is spent: each call in flight holds room for one
+        example, and no call is reserved once the examples counted and the calls in flight
+        fill the limit (``core/budget.py: exceeded_limit``)."""
         self.check()
         try:
             return self.store.add_examples(self.id, self.attempt, n)
