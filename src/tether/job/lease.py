@@ -1,7 +1,9 @@
 """Lease: the worker's hold on one claimed job, and the control signals of its attempt.
 
-The heartbeat delivers signals to it (``signal``: cancel, pause, lease lost, shutdown) for the
-job to stop at its next safe boundary. Every signal raised into the job's code is remembered
+The lease is renewed by the worker's heartbeat (``worker/heartbeat.py``: one
+``Store.heartbeat`` statement renews every lease a worker holds), which also delivers signals
+to it (``signal``: cancel, pause, lease lost; the worker's drain adds shutdown) for the job to
+stop at its next safe boundary. Every signal raised into the job's code is remembered
 here too (``raise_signal``, ``remember``), so job code that catches one anyway cannot make the
 executor believe the attempt ended normally.
 """
