@@ -188,7 +188,8 @@ class Tether:
                              max_attempts=max_attempts, budget=budget)
         return self.store.submit([spec], conn=conn, profile=self.price_profile)[0][0]
 
-    def submit_with_status(self, type: str, payload: Any = None, **options: Any) -> tuple[Job, bool]:
+    def submit_with_status(self, type: str, payload: Any = None,
+                           **options: Any) -> tuple[Job, bool]:
         """Like ``submit``; also says whether the job was created (False: an idempotent repeat)."""
         conn = options.pop("conn", None)
         spec = self._resolve(type, payload, **options)

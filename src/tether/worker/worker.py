@@ -59,12 +59,12 @@ def default_lease_ttl() -> float:
 
 
 class Worker:
-    def __init__(self, app: WorkerHost, *, concurrency: int = 4, queues: Sequence[str] | None = None,
-                 lease_ttl: float | None = None, poll_interval: float = 0.5,
-                 heartbeat_interval: float | None = None, rescue_interval: float | None = None,
-                 worker_id: str | None = None, batch: int | None = None,
-                 group_commit: bool = True, prefetch: int | None = None,
-                 prefetch_horizon: float = 0.05) -> None:
+    def __init__(self, app: WorkerHost, *, concurrency: int = 4,
+                 queues: Sequence[str] | None = None, lease_ttl: float | None = None,
+                 poll_interval: float = 0.5, heartbeat_interval: float | None = None,
+                 rescue_interval: float | None = None, worker_id: str | None = None,
+                 batch: int | None = None, group_commit: bool = True,
+                 prefetch: int | None = None, prefetch_horizon: float = 0.05) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.app = app
