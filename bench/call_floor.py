@@ -96,7 +96,7 @@ class _ThreadWriter:
     """Writes what threads submit: the first caller finding no write in progress leads it,
     waiting (at most 1 ms) until every thread still making calls has queued, writes the batch
     in one transaction and wakes its callers; a caller queued meanwhile leads the next one —
-    tether's combining (``core/combining.py``, ``providers/batching.py``) without its layers."""
+    tether's combining (``core/combining.py``, ``job/batching.py``) without its layers."""
 
     def __init__(self, write, threads: int) -> None:
         self._write = write

@@ -2,7 +2,7 @@
 
 from .app import Tether
 from .clock import Clock, FakeClock
-from .context import JobContext
+from .job import JobContext
 from .core.budget import Budget
 from .core.estimate import CallEstimate, CostEstimate
 from .core.usage import Estimate, Metered, Usage

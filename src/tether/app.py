@@ -2,49 +2,35 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
+import sys
 import threading
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .clock import SYSTEM_CLOCK, Clock, to_ts
-from .checkpoint import BlobStore, DatabaseBlobStore, FileBlobStore
-from .context import JobContext, Lease
+from .blobs import BlobStore, DatabaseBlobStore, FileBlobStore
+from .clock import SYSTEM_CLOCK, Clock
 from .core.budget import Budget, BudgetStatus
 from .core.estimate import CostEstimate, estimate_cost
 from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
-from .core.serialize import config_hash, dumps
+from .core.serialize import loads
 from .core.states import TERMINAL, JobState
-from .errors import ConfigurationError, InvalidPayload, JobNotFound, JobStateError
+from .errors import ConfigurationError, JobNotFound, JobStateError
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
 from .store.base import NewJob, Store
 from .store.open import open_store
 from .store.ratelimits import RateLimit
+from .submission import DEFAULT_PROJECT, DEFAULT_QUEUE, as_budget, checked_name, resolve
+from .worker import Worker
 
 DEFAULT_URL = "sqlite:///./tether.db"
-DEFAULT_PROJECT = "default"
-DEFAULT_QUEUE = "default"
-
-
-def _budget(value: Budget | Mapping[str, Any] | None) -> Budget:
-    if value is None:
-        return Budget()
-    if isinstance(value, Budget):
-        return value
-    if isinstance(value, Mapping):
-        return Budget.from_dict(dict(value))
-    raise InvalidPayload(f"budget must be a Budget or a mapping, got {type(value).__name__}")
-
-
-def _name(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 200 or not value.isprintable():
-        raise InvalidPayload(f"{what} must be a non-empty printable string of at most 200 "
-                             f"characters, got {value!r}")
-    return value
 
 
 class Tether:
@@ -143,9 +129,6 @@ class Tether:
         if self._store is not None:
             self._store.close()
 
-    def _make_context(self, job: Job, lease: Lease, store: Any = None) -> JobContext:
-        return JobContext(self, job, lease, store)
-
     # --- job types ------------------------------------------------------------------------------
 
     def job(self, name: str | JobFn | None = None, *, safe_to_retry: bool = True,
@@ -181,10 +164,10 @@ class Tether:
                  estimator: Callable[[Any], Any] | None = None) -> JobType:
         """Register a job type by function or by an ordered list of stage functions."""
         return self.registry.add(JobType(
-            name=_name(name, "job type"), fn=fn, stages=as_stages(stages),
+            name=checked_name(name, "job type"), fn=fn, stages=as_stages(stages),
             safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
             priority=priority, retry=RetryPolicy(retry_unknown=retry_unknown, retry_on=retry_on),
-            budget=_budget(budget) if budget is not None else None, estimator=estimator))
+            budget=as_budget(budget) if budget is not None else None, estimator=estimator))
 
     def pipeline(self, name: str, stages: Sequence[JobFn], **options: Any) -> JobType:
         """Register a multi-stage job type: each stage's output is checkpointed."""
@@ -192,50 +175,11 @@ class Tether:
 
     # --- submission -----------------------------------------------------------------------------
 
-    def _resolve(self, type: str, payload: Any, *, project: str = DEFAULT_PROJECT,
-                 idempotency_key: str | None = None, queue: str | None = None,
-                 priority: int | None = None, run_after: datetime | float | None = None,
-                 max_attempts: int | None = None,
-                 budget: Budget | Mapping[str, Any] | None = None,
-                 parent_id: int | None = None) -> NewJob:
-        _name(type, "job type")
-        job_type = None
+    def _resolve(self, type: str, payload: Any, **options: Any) -> NewJob:
+        """The row to insert; it pins the current price profile, which the store saves in the
+        submission's own transaction (a job never names a profile that did not commit)."""
         strict = self.strict_types if self.strict_types is not None else len(self.registry) > 0
-        if strict or type in self.registry:
-            job_type = self.registry.get(type)
-        project = _name(project, "project")
-        if idempotency_key is not None:
-            _name(idempotency_key, "idempotency_key")
-        queue = _name(queue or (job_type.queue if job_type else DEFAULT_QUEUE), "queue")
-        if priority is None:
-            priority = job_type.priority if job_type else 0
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise InvalidPayload(f"priority must be an integer, got {priority!r}")
-        if max_attempts is None:
-            max_attempts = job_type.max_attempts if job_type else 3
-        if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
-            raise InvalidPayload(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
-        limits = _budget(budget)
-        if job_type and job_type.budget is not None:
-            limits = job_type.budget.merged(limits)
-        payload_json = dumps(payload, what="payload")
-        profile = self.price_profile
-        estimated = None
-        if job_type is not None and job_type.estimator is not None:
-            estimated = str(estimate_cost(job_type.estimator(payload), profile).cost_usd)
-        resolved = {"type": type, "payload": payload, "project": project, "queue": queue,
-                    "priority": priority, "max_attempts": max_attempts,
-                    "budget": limits.to_dict()}
-        try:
-            run_at = to_ts(run_after)
-        except (TypeError, ValueError, AttributeError):
-            raise InvalidPayload(f"run_after must be a datetime or unix time, got {run_after!r}")
-        return NewJob(type=type, payload_json=payload_json, project=project, queue=queue,
-                      priority=priority, run_after=run_at, max_attempts=max_attempts,
-                      safe_to_retry=job_type.safe_to_retry if job_type else True,
-                      idempotency_key=idempotency_key, input_config_hash=config_hash(resolved),
-                      budget=limits, parent_id=parent_id, price_profile=profile.id,
-                      estimated_cost_usd=estimated)
+        return resolve(self.registry, strict, self.price_profile, type, payload, **options)
 
     def submit(self, type: str, payload: Any = None, *, project: str = DEFAULT_PROJECT,
                idempotency_key: str | None = None, queue: str | None = None,
@@ -248,18 +192,14 @@ class Tether:
         spec = self._resolve(type, payload, project=project, idempotency_key=idempotency_key,
                              queue=queue, priority=priority, run_after=run_after,
                              max_attempts=max_attempts, budget=budget)
-        return self.store.submit([spec], conn=conn, profile=self._pin())[0][0]
+        return self.store.submit([spec], conn=conn, profile=self.price_profile)[0][0]
 
-    def _pin(self) -> PriceProfile:
-        """The profile a submission pins; stored in the submission's own transaction, so a
-        job never names a profile that did not commit with it."""
-        return self.price_profile
-
-    def submit_with_status(self, type: str, payload: Any = None, **options: Any) -> tuple[Job, bool]:
+    def submit_with_status(self, type: str, payload: Any = None,
+                           **options: Any) -> tuple[Job, bool]:
         """Like ``submit``; also says whether the job was created (False: an idempotent repeat)."""
         conn = options.pop("conn", None)
         spec = self._resolve(type, payload, **options)
-        return self.store.submit([spec], conn=conn, profile=self._pin())[0]
+        return self.store.submit([spec], conn=conn, profile=self.price_profile)[0]
 
     def submit_many(self, jobs: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
         """Enqueue many jobs in one transaction: all of them or none. Each item is a mapping
@@ -268,7 +208,7 @@ class Tether:
         for item in jobs:
             item = dict(item)
             specs.append(self._resolve(item.pop("type"), item.pop("payload", None), **item))
-        return [job for job, _ in self.store.submit(specs, conn=conn, profile=self._pin())]
+        return [job for job, _ in self.store.submit(specs, conn=conn, profile=self.price_profile)]
 
     # --- reads ----------------------------------------------------------------------------------
 
@@ -327,20 +267,20 @@ class Tether:
                    **limits: Any) -> Job:
         """Raise (or lower) a job's limits; limits not named stay as they were. A job paused
         because its budget ran out is resumed (``resume=False`` leaves it paused)."""
-        changes = _budget(budget).merged(limits) if limits else _budget(budget)
+        changes = as_budget(budget).merged(limits) if limits else as_budget(budget)
         job = self.store.set_budget(int(job_id), changes, projects=projects)
         if resume and job.state == JobState.PAUSED and job.error_code == "budget_exhausted":
             job = self.resume(job.id, projects=projects)
         return job
 
     def project_budget(self, project: str) -> BudgetStatus:
-        return self.store.project_budget(_name(project, "project"))
+        return self.store.project_budget(checked_name(project, "project"))
 
     def set_project_budget(self, project: str, budget: Budget | Mapping[str, Any] | None = None,
                            *, resume: bool = True, **limits: Any) -> BudgetStatus:
         """Set a project's shared limits; jobs of the project paused by its budget resume."""
-        changes = _budget(budget).merged(limits) if limits else _budget(budget)
-        status = self.store.set_project_budget(_name(project, "project"), changes)
+        changes = as_budget(budget).merged(limits) if limits else as_budget(budget)
+        status = self.store.set_project_budget(checked_name(project, "project"), changes)
         if resume:
             for job in self.list(project=project, state="paused", limit=10_000):
                 if job.error_code == "budget_exhausted":
@@ -368,7 +308,6 @@ class Tether:
         cp = self.store.get_checkpoint(int(job_id), stage)
         if cp is None:
             raise JobNotFound(f"job {job_id} has no checkpoint for stage {stage!r}")
-        from .core.serialize import loads
         return loads(self.blobs.get(cp.blob))
 
     def engine_stats(self) -> dict[str, Any]:
@@ -392,10 +331,10 @@ class Tether:
         return self.store.list_queues()
 
     def pause_queue(self, name: str) -> QueueInfo:
-        return self.store.set_queue_paused(_name(name, "queue"), True)
+        return self.store.set_queue_paused(checked_name(name, "queue"), True)
 
     def resume_queue(self, name: str) -> QueueInfo:
-        return self.store.set_queue_paused(_name(name, "queue"), False)
+        return self.store.set_queue_paused(checked_name(name, "queue"), False)
 
     def prune(self, *, older_than_s: float) -> int:
         """Delete terminal jobs (with their history) finished more than ``older_than_s`` ago."""
@@ -403,8 +342,7 @@ class Tether:
 
     # --- running --------------------------------------------------------------------------------
 
-    def worker(self, **options: Any):  # noqa: ANN201 - tether.worker.Worker
-        from .worker import Worker
+    def worker(self, **options: Any) -> Worker:
         return Worker(self, **options)
 
     def wait(self, job_id: int, *, timeout: float | None = None, poll: float = 0.1,
@@ -427,7 +365,6 @@ class Tether:
         job = self.submit(type, payload, **options)
         if not in_process:
             return self.wait(job.id, timeout=timeout)
-        import threading
         worker = self.worker(concurrency=1, queues=[job.queue], poll_interval=0.05)
         thread = threading.Thread(target=worker.run, kwargs={"install_signals": False},
                                   daemon=True)
@@ -442,11 +379,6 @@ class Tether:
 
 def load_app(spec: str) -> Tether:
     """``module:attr`` (or a path ``file.py:attr``) to a Tether instance."""
-    import importlib
-    import importlib.util
-    import sys
-    from pathlib import Path
-
     module_name, _, attr = spec.partition(":")
     attr = attr or "app"
     if module_name.endswith(".py"):

@@ -45,6 +45,12 @@ class InvalidPayload(TetherError):
     code = "invalid_payload"
 
 
+class InvalidCall(TetherError):
+    """A ``ctx.call`` was given arguments it cannot run with (raised before any reservation)."""
+
+    code = "invalid_call"
+
+
 class JobNotFound(TetherError):
     """No job with that id (in the projects you may see)."""
 
@@ -188,10 +194,10 @@ class WorkerShutdown(ControlSignal):
 ERROR_CODES: dict[str, type[BaseException]] = {
     cls.code: cls
     for cls in (
-        TetherError, ConfigurationError, UnknownJobType, InvalidPayload, JobNotFound,
-        JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel, JobError,
-        TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled, JobPaused,
-        BudgetExhausted, LeaseLost, WorkerShutdown,
+        TetherError, ConfigurationError, UnknownJobType, InvalidPayload, InvalidCall,
+        JobNotFound, JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull,
+        UnpricedModel, JobError, TransientError, ProviderError, ProviderAuthError, PolicyBlock,
+        JobCancelled, JobPaused, BudgetExhausted, LeaseLost, WorkerShutdown,
     )
 }
 """Every stable code and the class that carries it."""

@@ -60,7 +60,12 @@ class Registry:
         self._types[job_type.name] = job_type
         return job_type
 
+    def find(self, name: str) -> JobType | None:
+        """The job type registered as ``name``, or None."""
+        return self._types.get(name)
+
     def get(self, name: str) -> JobType:
+        """The job type registered as ``name``; ``UnknownJobType`` if there is none."""
         try:
             return self._types[name]
         except KeyError:

@@ -6,7 +6,7 @@ import threading
 from tether import (
     BudgetExhausted, Estimate, JobState, Metered, PolicyBlock, TransientError, Usage,
 )
-from tether.context import Lease
+from tether.job import Lease
 from tether.worker.executor import execute
 
 
@@ -151,7 +151,7 @@ def test_concurrent_calls_share_writes_and_never_cross_the_budget(app):
         try:
             ctx.map(one, range(40), concurrency=8)
         finally:
-            stats.update(flushes=ctx._batcher.flushes, ops=ctx._batcher.ops)
+            stats.update(flushes=ctx.calls.flushes, ops=ctx.calls.ops)
 
     stats: dict = {}
     job = app.submit("fan", {}, budget={"max_calls": 30})
@@ -187,7 +187,7 @@ def test_concurrent_async_calls_share_writes_and_never_cross_the_budget(app):
         try:
             out = await asyncio.gather(*(one(i) for i in range(40)), return_exceptions=True)
         finally:
-            stats.update(flushes=ctx._batcher.flushes, ops=ctx._batcher.ops)
+            stats.update(flushes=ctx.calls.flushes, ops=ctx.calls.ops)
         stats["refused"] = sum(isinstance(o, BudgetExhausted) for o in out)
         return [o for o in out if not isinstance(o, BaseException)]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 from tether import JobState
-from tether.context import Lease
+from tether.job import Lease
 from tether.errors import JobCancelled
 from tether.worker.executor import execute
 from tests.procs import wait_until

@@ -3,7 +3,7 @@
 import threading
 
 from tether import Estimate, JobState, Metered, Usage
-from tether.context import Lease
+from tether.job import Lease
 from tether.store.ratelimits import RateLimit
 from tether.worker.executor import execute
 

@@ -53,6 +53,23 @@ def test_same_key_other_config_conflicts_and_changes_nothing(app):
     assert snapshot(app.store) == before
 
 
+def test_a_repeat_must_repeat_the_priority_on_every_submit_path(app):
+    """The rule REST and MCP promise ("same body" includes the priority) is the facade's:
+    the priority is part of the configuration an idempotency key is compared by."""
+    register(app)
+    a = app.submit("echo", {"x": 1}, idempotency_key="k", priority=5)
+    assert app.submit("echo", {"x": 1}, idempotency_key="k", priority=5).id == a.id
+    before = snapshot(app.store)
+    for priority in (6, None):  # another priority, and none (the type's default, 0)
+        with pytest.raises(IdempotencyConflict):
+            app.submit("echo", {"x": 1}, idempotency_key="k", priority=priority)
+        with pytest.raises(IdempotencyConflict):
+            app.submit_with_status("echo", {"x": 1}, idempotency_key="k", priority=priority)
+    job, created = app.submit_with_status("echo", {"x": 1}, idempotency_key="k", priority=5)
+    assert (job.id, created) == (a.id, False)
+    assert snapshot(app.store) == before
+
+
 def test_keys_are_per_project(app):
     register(app)
     a = app.submit("echo", {}, project="p1", idempotency_key="k")

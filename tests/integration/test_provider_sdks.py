@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from tether import Estimate, JobState, Tether
-from tether.context import Lease
+from tether.job import Lease
 from tether.worker.executor import execute
 from tests.provider_server import FakeProviderServer
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tether import JobState, JobStateError
-from tether.context import Lease
+from tether.job import Lease
 from tether.core.states import TERMINAL
 from tether.providers.simulated import read_bill
 from tether.store.base import Outcome

@@ -110,7 +110,7 @@ def test_a_refused_call_stops_the_calls_not_yet_started_in_a_map(tmp_path, clock
     """Within one attempt, a 503 with Retry-After stops the job's remaining calls: ``ctx.map``
     starts no item after one failed (the ones already running finish and are journaled)."""
     from tether import Tether, TransientError
-    from tether.context import Lease
+    from tether.job import Lease
     from tether.worker.executor import execute
 
     app = Tether(f"sqlite:///{tmp_path}/t.db", clock=clock)

@@ -9,7 +9,7 @@ rescuer could take them back. Heartbeats renew only the leases of jobs the worke
 from __future__ import annotations
 
 from tether import JobState
-from tether.context import Lease
+from tether.job import Lease
 from tether.worker.heartbeat import Heartbeat
 from tests.reliability.helpers import client, url_for
 

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from tether.providers.batching import CallBatcher
+from tether.job.batching import CallBatcher
 
 
 class Recorder:

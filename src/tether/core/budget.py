@@ -149,13 +149,20 @@ class Reservation:
 
 
 def exceeded_limit(limits: Budget, used: Counters, want: Reservation) -> str | None:
-    """The first limit that ``want`` would cross, counting spent plus reserved, else ``None``."""
+    """The first limit that ``want`` would cross, counting spent plus reserved, else ``None``.
+
+    ``max_examples`` is checked here too, before any money is spent: a call reserves room for
+    one example, as it reserves its worst-case cost, and so does every call still in flight
+    (``reserved_calls``); a call is refused once the examples counted plus those in flight
+    leave no room for its own. A job that has produced all the examples it may makes no more
+    paid calls, and ``add_examples`` still refuses a count past the limit."""
     checks = (
         ("max_cost_usd", used.spent_usd + used.reserved_usd + want.cost_usd),
         ("max_calls", used.calls + used.reserved_calls + want.calls),
         ("max_input_tokens", used.input_tokens + used.reserved_input_tokens + want.input_tokens),
         ("max_output_tokens",
          used.output_tokens + used.reserved_output_tokens + want.output_tokens),
+        ("max_examples", used.examples + used.reserved_calls + want.calls),
     )
     for name, total in checks:
         limit = getattr(limits, name)

@@ -7,11 +7,9 @@ callers arriving meanwhile queue and sleep (followers). When the batch is writte
 callers is woken with its outcome and the first caller still queued leads the next batch.
 
 Why no dedicated thread: with the GIL, handing a write to another thread and waking the caller
-afterwards costs two thread switches, usually across cores; measured on this 2-core machine
-that hand-off cost more than the write itself (a journaled call on one thread: 3,244 calls/s
-through a committer thread vs 12,400 written by the caller, with a no-op store). A caller
-alone writes at once on its own thread; under load a batch still carries every write that
-arrived while the previous one was written.
+afterwards costs two thread switches, usually across cores, and that can cost more than the
+write itself. A caller alone writes at once on its own thread; under load a batch still
+carries every write that arrived while the previous one was written.
 
 Each waiting thread sleeps on a lock of its own, released exactly once (a shared condition
 would wake every follower to re-check: every needless wake-up is a thread switch).
@@ -21,14 +19,12 @@ operations are handed over once per turn of the loop: the first ``asubmit`` of a
 the hand-off (``call_soon``), so it runs after every coroutine made ready in that turn has run
 up to its own ``asubmit``. Eight coroutines woken together by one write queue their next eight
 operations as one group: one mutex round, and at most one thread started to write them. The
-writing thread resolves the futures of a batch with one ``call_soon_threadsafe`` per loop.
-Measured on this 2-core machine (a zero-latency provider, eight coroutines, a no-op store):
-a hand-off per operation, each leader writing through ``asyncio.to_thread``, left 9,400
-calls/s; not batching at all, 26,000. The lead is never handed to a coroutine: whichever
-thread wrote the last batch writes the next one too while a coroutine's operation is first in
-the queue, so a stream of coroutine writes keeps one thread writing back to back and no
-coroutine has to wake just to start a thread — nor can a cancelled coroutine leave the queue
-without a leader.
+writing thread resolves the futures of a batch with one ``call_soon_threadsafe`` per loop
+(a hand-off per operation would cost a thread switch per operation). The lead is never
+handed to a coroutine: whichever thread wrote the last batch writes the next one too while a
+coroutine's operation is first in the queue, so a stream of coroutine writes keeps one thread
+writing back to back and no coroutine has to wake just to start a thread — nor can a
+cancelled coroutine leave the queue without a leader.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Provider calls: reserve, call, settle; usage adapters; the simulated provider; prices."""
+"""What faces providers: usage adapters, error classification, the simulated provider, prices."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..app import Tether
-from ..errors import IdempotencyConflict
 from ..records import Job
 from .problems import Problem
 
@@ -33,12 +32,7 @@ def parse_key(value: str | None) -> str | None:
 
 
 def submit(app: Tether, options: dict[str, Any], key: str | None) -> tuple[Job, bool]:
-    """Submit through the facade: (job, created). Raises ``IdempotencyConflict`` when the key
-    belongs to a job with a different configuration or priority."""
-    job, created = app.submit_with_status(idempotency_key=key, **options)
-    priority = options.get("priority")
-    if not created and priority is not None and priority != job.priority:
-        raise IdempotencyConflict(
-            f"idempotency key {key!r} belongs to job {job.id}, submitted with priority "
-            f"{job.priority}, not {priority}", job_id=job.id)
-    return job, created
+    """Submit through the facade: (job, created). The facade decides what a repeat is
+    (``tether/submission.py``) and raises ``IdempotencyConflict`` for a key used with another
+    configuration or priority."""
+    return app.submit_with_status(idempotency_key=key, **options)

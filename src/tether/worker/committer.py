@@ -16,9 +16,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from ..core.combining import Combiner
+from ..core.states import JobState
+from ..core.usage import Usage
+from ..errors import LeaseLost
+from ..job import JobStore
+from ..job.store import AccountOutcome
+from ..records import Checkpoint, JournalEntry
+from ..store.base import CallReserve, CallSettle, Claim, Outcome
+from ..store.ratelimits import RateLimit
 
 log = logging.getLogger("tether.committer")
 
@@ -26,12 +34,6 @@ log = logging.getLogger("tether.committer")
 class _Retry(Exception):
     """A write failed in a batch run without savepoints: run the batch again with them."""
 
-# Store methods that write and may join a shared commit (reads stay direct).
-BATCHED = frozenset({
-    "claim", "start", "finish", "finish_many", "set_stage", "append_event", "account", "reserve",
-    "settle", "release",
-    "record_cached", "add_examples", "save_checkpoint", "put_blob", "settle_rate",
-})
 
 Write = tuple[Callable[..., Any], tuple, dict]
 
@@ -101,18 +103,92 @@ class GroupCommitter(Combiner):
         """Nothing runs in the background: every write has committed when its caller returns."""
 
 
-class CommittingStore:
-    """The store as job code and the executor see it in a worker: writes go through the
-    committer, everything else straight to the store."""
+class WorkerStore(JobStore, Protocol):
+    """What a worker writes through: a running job's methods, and claiming and finishing in
+    batches."""
 
-    def __init__(self, store: Any, committer: GroupCommitter) -> None:
+    def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
+              lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]: ...
+    def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
+                    now: float | None = None) -> list[JobState | LeaseLost]: ...
+
+
+class CommittingStore(WorkerStore):
+    """The store as job code and the executor see it in a worker: every write joins the
+    committer's shared transaction and returns once that has committed; reads go straight to
+    the store. It implements ``WorkerStore`` method by method (a test holds it to the list)."""
+
+    def __init__(self, store: WorkerStore, committer: GroupCommitter) -> None:
         self._store = store
-        self._committer = committer
+        self._run = committer.run
 
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._store, name)
-        if name in BATCHED and callable(attr):
-            def batched(*args: Any, **kwargs: Any) -> Any:
-                return self._committer.run(attr, *args, **kwargs)
-            return batched
-        return attr
+    # --- writes: one shared commit ---------------------------------------------------------------
+
+    def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
+              lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]:
+        return self._run(self._store.claim, worker_id, queues=queues, limit=limit,
+                         lease_ttl=lease_ttl, now=now, start=start)
+
+    def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState:
+        return self._run(self._store.start, job_id, token, now=now)
+
+    def finish(self, job_id: int, token: int, outcome: Outcome, *,
+               now: float | None = None) -> JobState:
+        return self._run(self._store.finish, job_id, token, outcome, now=now)
+
+    def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
+                    now: float | None = None) -> list[JobState | LeaseLost]:
+        return self._run(self._store.finish_many, items, now=now)
+
+    def set_stage(self, job_id: int, token: int, stage: str | None) -> None:
+        return self._run(self._store.set_stage, job_id, token, stage)
+
+    def append_event(self, job_id: int, kind: str, data: dict[str, Any], *,
+                     token: int | None = None) -> int:
+        return self._run(self._store.append_event, job_id, kind, data, token=token)
+
+    def add_examples(self, job_id: int, token: int, n: int, *,
+                     now: float | None = None) -> int:
+        return self._run(self._store.add_examples, job_id, token, n, now=now)
+
+    def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
+                now: float | None = None) -> list[AccountOutcome]:
+        return self._run(self._store.account, job_id, token, ops, now=now)
+
+    def release(self, job_id: int, token: int, *, key: str, error_code: str,
+                error_summary: str, billed: bool | None, now: float | None = None) -> None:
+        return self._run(self._store.release, job_id, token, key=key, error_code=error_code,
+                         error_summary=error_summary, billed=billed, now=now)
+
+    def record_cached(self, job_id: int, token: int, *, key: str, stage: str | None,
+                      provider: str, model: str, request_hash: str, result_json: str,
+                      usage: Usage) -> None:
+        return self._run(self._store.record_cached, job_id, token, key=key, stage=stage,
+                         provider=provider, model=model, request_hash=request_hash,
+                         result_json=result_json, usage=usage)
+
+    def settle_rate(self, job_id: int, key: str, tokens: int) -> None:
+        return self._run(self._store.settle_rate, job_id, key, tokens)
+
+    def save_checkpoint(self, job_id: int, token: int, *, stage: str, position: int,
+                        blob: str, size: int, now: float | None = None) -> Checkpoint:
+        return self._run(self._store.save_checkpoint, job_id, token, stage=stage,
+                         position=position, blob=blob, size=size, now=now)
+
+    # --- reads, and the rate-limit wait (it may answer "not yet": nothing to share) ------------
+
+    def lease_state(self, job_id: int, token: int) -> JobState:
+        return self._store.lease_state(job_id, token)
+
+    def journal(self, job_id: int, key: str | None = None) -> list[JournalEntry]:
+        return self._store.journal(job_id, key)
+
+    def cached_result(self, project: str, request_hash: str) -> tuple[Any, Usage] | None:
+        return self._store.cached_result(project, request_hash)
+
+    def get_checkpoint(self, job_id: int, stage: str) -> Checkpoint | None:
+        return self._store.get_checkpoint(job_id, stage)
+
+    def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
+                     now: float | None = None) -> float:
+        return self._store.acquire_rate(limits, tokens=tokens, job_id=job_id, key=key, now=now)

@@ -17,8 +17,8 @@ import threading
 import time
 from typing import Callable
 
-from ..context import Lease
 from ..errors import LeaseLost, StoreError
+from ..job import Lease
 from ..store.base import Outcome
 
 log = logging.getLogger("tether.completer")

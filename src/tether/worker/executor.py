@@ -8,12 +8,12 @@ reports nothing, because a worker that no longer holds the lease may not write.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from ..context import JobContext, Lease
 from ..core.retry import classify, summarize
 from ..core.serialize import dumps
 from ..core.states import JobState
@@ -21,17 +21,16 @@ from ..errors import (
     BudgetExhausted, ControlSignal, InvalidPayload, JobCancelled, JobPaused, LeaseLost,
     StoreError, TetherError, UnknownJobType, WorkerShutdown,
 )
+from ..job import JobContext, JobStore, Lease
 from ..records import Job
 from ..registry import JobType
 from ..store.base import Outcome
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..app import Tether
+from .host import WorkerHost
 
 log = logging.getLogger("tether.worker")
 
 
-def run_job(app: "Tether", job_type: JobType, ctx: JobContext) -> Any:
+def run_job(job_type: JobType, ctx: JobContext) -> Any:
     """Call the job's function (sync or async), or its stages in order."""
     if job_type.stages:
         value = ctx.payload
@@ -45,7 +44,6 @@ def run_job(app: "Tether", job_type: JobType, ctx: JobContext) -> Any:
 
 
 def _bind(fn: Any, ctx: JobContext, value: Any) -> Any:
-    import inspect
     if inspect.iscoroutinefunction(fn):
         return lambda: asyncio.run(fn(ctx, value))
     return lambda: fn(ctx, value)
@@ -68,12 +66,12 @@ def outcome_for_signal(sig: ControlSignal) -> Outcome | None:
     return Outcome(JobState.FAILED, error_code=sig.code, error_summary=sig.message)
 
 
-def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
+def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = None, *,
             started: bool = False,
             complete: Callable[[Lease, Outcome], None] | None = None) -> JobState | None:
     """Start (unless the claim already did), run and finish one claimed job. Returns the state
     it ended in (None: lease lost). ``store`` is how this worker writes (the worker passes its
-    group-committing store)."""
+    group-committing store). The context of the attempt is built here."""
     store = store or app.store
     try:
         state = JobState.RUNNING if started else store.start(job.id, lease.token)
@@ -84,20 +82,20 @@ def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
     if state == JobState.PAUSING:
         return _finish(store, job, lease, outcome_for_signal(JobPaused("paused before start")))
 
-    ctx = app._make_context(job, lease, store)
+    ctx = JobContext(app, job, lease, store)
     outcome: Outcome | None
     if lease.pending is not None:  # stopped while it waited for a slot: run no job code
         return _report(store, job, lease, outcome_for_signal(lease.pending), complete)
     try:
         job_type = app.registry.get(job.type)
-        result = run_job(app, job_type, ctx)
-        if ctx.raised is not None:  # job code swallowed a control signal; it still counts
-            raise ctx.raised
+        result = run_job(job_type, ctx)
+        if lease.raised is not None:  # job code swallowed a control signal; it still counts
+            raise lease.raised
         if lease.pending is not None and not isinstance(lease.pending, WorkerShutdown):
             raise lease.pending  # a job that returned while its worker drained keeps its result
         outcome = Outcome(JobState.SUCCEEDED, result_json=dumps(result, what="result"))
     except ControlSignal as sig:
-        outcome = outcome_for_signal(ctx.raised or sig)
+        outcome = outcome_for_signal(lease.raised or sig)
     except UnknownJobType as exc:
         outcome = Outcome(JobState.FAILED, error_code=exc.code, error_summary=exc.message)
     except InvalidPayload as exc:
@@ -105,10 +103,10 @@ def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
     except BaseException as exc:  # noqa: BLE001 - every failure is classified and recorded
         if not isinstance(exc, Exception):
             raise
-        if ctx.raised is not None:
-            outcome = outcome_for_signal(ctx.raised)
+        if lease.raised is not None:
+            outcome = outcome_for_signal(lease.raised)
         else:
-            job_type = app.registry._types.get(job.type)
+            job_type = app.registry.find(job.type)
             decision = classify(exc, attempt=lease.token, max_attempts=job.max_attempts,
                                 policy=job_type.retry if job_type else app.default_retry)
             to = {"retry": JobState.RETRY_WAIT, "fail": JobState.FAILED,
@@ -122,7 +120,7 @@ def execute(app: "Tether", job: Job, lease: Lease, store: Any = None, *,
     return _report(store, job, lease, outcome, complete)
 
 
-def _report(store: Any, job: Job, lease: Lease, outcome: Outcome | None,
+def _report(store: JobStore, job: Job, lease: Lease, outcome: Outcome | None,
             complete: Callable[[Lease, Outcome], None] | None) -> JobState | None:
     if complete is not None:  # the worker's completer writes it, batched with others
         if outcome is not None and not lease.lost:
@@ -131,7 +129,7 @@ def _report(store: Any, job: Job, lease: Lease, outcome: Outcome | None,
     return _finish(store, job, lease, outcome)
 
 
-def _finish(store: Any, job: Job, lease: Lease, outcome: Outcome | None) -> JobState | None:
+def _finish(store: JobStore, job: Job, lease: Lease, outcome: Outcome | None) -> JobState | None:
     if outcome is None or lease.lost:
         return None
     delay = 0.1

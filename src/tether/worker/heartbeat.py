@@ -13,9 +13,9 @@ import threading
 from typing import Callable
 
 from ..clock import Clock
-from ..context import Lease
 from ..core.states import JobState
 from ..errors import JobCancelled, JobPaused, LeaseLost
+from ..job import Lease
 from ..store.base import Store
 
 log = logging.getLogger("tether.heartbeat")

@@ -9,7 +9,6 @@ and exits 0. Jobs without boundaries simply run to completion.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import signal
@@ -18,29 +17,28 @@ import threading
 import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from ..clock import utc
-from ..context import Lease
 from ..errors import StoreCorrupt, StoreError, WorkerShutdown
+from ..job import Lease
 from ..records import WorkerInfo
+from ..store.base import Store
 from ..wakeup import Wakeup
 from .committer import CommittingStore, GroupCommitter
 from .completer import Completer
 from .executor import execute
 from .heartbeat import Heartbeat
+from .host import WorkerHost
 from .prefetch import Prefetch
 from .rescuer import Rescuer
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..app import Tether
 
 log = logging.getLogger("tether.worker")
 
 DEFAULT_LEASE_TTL = 30.0
 
 
-def _open_store(app: "Tether", *, max_backoff: float = 30.0):  # noqa: ANN202 - a Store
+def _open_store(app: WorkerHost, *, max_backoff: float = 30.0) -> Store:
     """The app's store, waiting for the database if it is not reachable yet (a worker started
     while PostgreSQL restarts, or while another process holds SQLite's write lock, waits with
     backoff instead of exiting). Only a configuration error ends the wait."""
@@ -61,12 +59,12 @@ def default_lease_ttl() -> float:
 
 
 class Worker:
-    def __init__(self, app: "Tether", *, concurrency: int = 4, queues: Sequence[str] | None = None,
-                 lease_ttl: float | None = None, poll_interval: float = 0.5,
-                 heartbeat_interval: float | None = None, rescue_interval: float | None = None,
-                 worker_id: str | None = None, batch: int | None = None,
-                 group_commit: bool = True, prefetch: int | None = None,
-                 prefetch_horizon: float = 0.05) -> None:
+    def __init__(self, app: WorkerHost, *, concurrency: int = 4,
+                 queues: Sequence[str] | None = None, lease_ttl: float | None = None,
+                 poll_interval: float = 0.5, heartbeat_interval: float | None = None,
+                 rescue_interval: float | None = None, worker_id: str | None = None,
+                 batch: int | None = None, group_commit: bool = True,
+                 prefetch: int | None = None, prefetch_horizon: float = 0.05) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.app = app
@@ -97,7 +95,6 @@ class Worker:
                           if group_commit and getattr(self.store, "group_commit", False)
                           else None)
         self.writes = CommittingStore(self.store, self.committer) if self.committer else self.store
-        self._claim_starts = "start" in inspect.signature(self.store.claim).parameters
         self._finishing: dict[int, Lease] = {}
         self.completer = Completer(self.writes.finish_many, on_done=self._finished)
 
@@ -166,9 +163,8 @@ class Worker:
         self._drained = False
         if want <= 0:
             return 0
-        options = {"start": True} if self._claim_starts else {}
         claims = self.writes.claim(self.id, queues=self.queues, limit=want,
-                                   lease_ttl=self.lease_ttl, **options)
+                                   lease_ttl=self.lease_ttl, start=True)
         for claim in claims:
             lease = Lease(claim.job.id, claim.token)
             with self._lock:
@@ -230,13 +226,13 @@ class Worker:
             self._drain()
 
     def _idle_wait(self) -> None:
-        """Wait for a free slot or new work: a local wake-up, the store's notification if it
-        offers them (PostgreSQL LISTEN/NOTIFY; SQLite does not), or the poll interval."""
-        wait_for_work = getattr(self.store, "wait_for_work", None)
-        if wait_for_work is None or self.busy >= self.concurrency + self.prefetch.ahead:
+        """Wait for a free slot or new work: a local wake-up, another process's commit (the
+        store's ``wait_for_work``: LISTEN/NOTIFY on PostgreSQL, ``data_version`` on SQLite),
+        or the poll interval. A worker with no room for a job waits for a free slot only."""
+        if self.busy >= self.concurrency + self.prefetch.ahead:
             self._wake.wait(self.poll_interval)
         else:
-            wait_for_work(self.poll_interval, wake=self._wake)
+            self.store.wait_for_work(self.poll_interval, wake=self._wake)
         self._wake.clear()
 
     def _idle(self) -> bool:

@@ -2,8 +2,10 @@
 
 Every method of the context that touches the store is a safe boundary: it first checks whether
 the job was cancelled or paused, the worker is shutting down, or the lease was lost, and if so
-raises the matching ``ControlSignal``. A raised signal is remembered, so job code that catches
-it anyway cannot make the engine believe the attempt ended normally.
+raises the matching ``ControlSignal``. A raised signal is remembered on the lease
+(``lease.py``), so job code that catches it anyway cannot make the engine believe the attempt
+ended normally. The call path (``calls.py``) and stage checkpoints (``stages.py``) are the
+context's own parts; the worker's executor builds one context per attempt.
 """
 
 from __future__ import annotations
@@ -11,59 +13,36 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
-from .core.states import JobState
-from .errors import ControlSignal, JobCancelled, JobPaused, LeaseLost, WorkerShutdown
-from .providers.batching import CallBatcher
-from .records import Job
+from ..core.states import JobState
+from ..errors import ControlSignal, JobCancelled, JobPaused, LeaseLost, WorkerShutdown
+from ..records import Job
+from .calls import Calls
+from .host import JobHost
+from .lease import Lease
+from .stages import run_stage
+from .store import JobStore
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .app import Tether
-
-
-class Lease:
-    """The worker's view of one claimed job: its fencing token and any pending stop signal."""
-
-    def __init__(self, job_id: int, token: int) -> None:
-        self.job_id = job_id
-        self.token = token
-        self._signal: ControlSignal | None = None
-        self._lock = threading.Lock()
-
-    def signal(self, sig: ControlSignal) -> None:
-        with self._lock:
-            # A lost lease outranks everything: such a worker may write nothing at all.
-            if self._signal is None or isinstance(sig, LeaseLost):
-                self._signal = sig
-
-    @property
-    def pending(self) -> ControlSignal | None:
-        return self._signal
-
-    @property
-    def lost(self) -> bool:
-        return isinstance(self._signal, LeaseLost)
 
 
 class JobContext:
     """Handed to every job function as its first argument."""
 
-    def __init__(self, app: "Tether", job: Job, lease: Lease, store: Any = None) -> None:
+    def __init__(self, app: JobHost, job: Job, lease: Lease,
+                 store: JobStore | None = None) -> None:
         self.app = app
         self._store = store
         self.job = job
         self.lease = lease
-        self.raised: ControlSignal | None = None
         self._state = JobState.RUNNING
         self.job_stage: str | None = job.stage
         self.stats: Counter[str] = Counter()
         self._positions = 0
         self._lock = threading.Lock()
-        self._call_batcher: CallBatcher | None = None
+        self._calls: Calls | None = None
 
     @property
     def log(self) -> logging.Logger:
@@ -87,43 +66,38 @@ class JobContext:
         return self.job.project
 
     @property
-    def store(self):  # noqa: ANN201 - the app's Store, or the worker's group-committing view
+    def store(self) -> JobStore:
+        """The app's store, or the view of it the worker writes through."""
         return self._store if self._store is not None else self.app.store
 
     @property
-    def _batcher(self) -> CallBatcher:
-        """Where this attempt's ``ctx.call`` reservations and settlements are written: calls
-        running at once (``ctx.map``) share transactions (``providers/batching.py``)."""
-        if self._call_batcher is None:
+    def calls(self) -> Calls:
+        """This attempt's call path (``calls.py``), made on its first call."""
+        if self._calls is None:
             with self._lock:
-                if self._call_batcher is None:
-                    self._call_batcher = CallBatcher(
-                        lambda ops: self.store.account(self.id, self.attempt, ops))
-        return self._call_batcher
-
-    def _raise(self, sig: ControlSignal) -> None:
-        self.raised = sig
-        raise sig
+                if self._calls is None:
+                    self._calls = Calls(self)
+        return self._calls
 
     def check(self) -> None:
         """A safe boundary: stop here if the job was cancelled or paused, or the worker must
         stand down. Cheap enough to call between any two units of work."""
         pending = self.lease.pending
         if pending is not None:
-            self._raise(pending)
+            self.lease.raise_signal(pending)
         try:
             state = self.store.lease_state(self.id, self.attempt)
         except LeaseLost as exc:
             self.lease.signal(exc)
-            self._raise(exc)
+            self.lease.raise_signal(exc)
         self._observe(state)
 
     def _observe(self, state: JobState) -> None:
         self._state = state
         if state == JobState.CANCELLING:
-            self._raise(JobCancelled(f"job {self.id} was cancelled"))
+            self.lease.raise_signal(JobCancelled(f"job {self.id} was cancelled"))
         if state == JobState.PAUSING:
-            self._raise(JobPaused(f"job {self.id} was paused"))
+            self.lease.raise_signal(JobPaused(f"job {self.id} was paused"))
 
     def event(self, kind: str, **data: Any) -> int:
         """Append a custom event to the job's log (under the lease)."""
@@ -145,7 +119,6 @@ class JobContext:
     def stage(self, name: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` as the checkpointed stage ``name``; on resume its saved output is returned
         without running it again. Outputs must be JSON-serialisable."""
-        from .checkpoint import run_stage
         return run_stage(self, name, fn)
 
     def call(self, *, key: str, provider: str, model: str, estimate: Any,
@@ -154,16 +127,14 @@ class JobContext:
         completed before (in any attempt) returns its recorded result and is never paid again.
         With ``cache=True`` an identical ``request`` (same provider and model) already answered
         anywhere in the project is reused instead of paid for again."""
-        from .providers.call import call
-        return call(self, key=key, provider=provider, model=model, estimate=estimate, fn=fn,
-                    request=request, cache=cache)
+        return self.calls.call(key=key, provider=provider, model=model, estimate=estimate,
+                               fn=fn, request=request, cache=cache)
 
     async def acall(self, *, key: str, provider: str, model: str, estimate: Any,
                     fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
         """``call`` for ``async def`` jobs; ``fn`` may return an awaitable."""
-        from .providers.call import acall
-        return await acall(self, key=key, provider=provider, model=model, estimate=estimate,
-                           fn=fn, request=request, cache=cache)
+        return await self.calls.acall(key=key, provider=provider, model=model,
+                                      estimate=estimate, fn=fn, request=request, cache=cache)
 
     def enqueue(self, type: str, payload: Any = None, *, key: str, **options: Any) -> Job:
         """Enqueue a child job whose identity is derived from this job and ``key``: however
@@ -216,13 +187,16 @@ class JobContext:
         return results
 
     def add_examples(self, n: int = 1) -> int:
-        """Count produced examples against ``max_examples``; returns the job's total."""
+        """Count produced examples against ``max_examples``; returns the job's total. The
+        limit also holds before money is spent: each call in flight holds room for one
+        example, and no call is reserved once the examples counted and the calls in flight
+        fill the limit (``core/budget.py: exceeded_limit``)."""
         self.check()
         try:
             return self.store.add_examples(self.id, self.attempt, n)
         except ControlSignal as sig:
-            self._raise(sig)
-            raise
+            self.lease.raise_signal(sig)
 
-    def raise_shutdown(self) -> None:  # used by tests and the worker's drain
-        self._raise(WorkerShutdown("worker is shutting down"))
+    def raise_shutdown(self) -> None:
+        """Stop the job here as a worker's drain would."""
+        self.lease.raise_signal(WorkerShutdown("worker is shutting down"))

@@ -1,13 +1,11 @@
-"""Stages and blobs: a finished stage's output is checkpointed; a resumed job skips it.
-
-Blobs are content-addressed (sha256 of the canonical JSON). Two blob stores:
+"""Blob stores: where stage outputs live, content-addressed (sha256 of the canonical JSON).
 
 * ``DatabaseBlobStore`` (default) commits the blob row in its own transaction;
 * ``FileBlobStore(root)`` writes a temporary file, fsyncs it, renames it into place and fsyncs
   the folder, so the file is whole and durable before anything refers to it.
 
-Either way the manifest row (``checkpoints``) commits after the blob is durable, so a crash in
-between leaves the stage unfinished and resumable, never half-committed.
+Either way a blob is durable before ``put`` returns, so a checkpoint row committed after it
+never names a blob that is not there.
 """
 
 from __future__ import annotations
@@ -16,13 +14,16 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Protocol
 
-from .core.serialize import dumps_back, loads
 from .errors import StorageFull, StoreError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .context import JobContext
+
+class BlobRows(Protocol):
+    """The store methods a ``DatabaseBlobStore`` uses."""
+
+    def put_blob(self, sha256: str, data: bytes) -> None: ...
+    def get_blob(self, sha256: str) -> bytes | None: ...
 
 
 class BlobStore(Protocol):
@@ -35,7 +36,7 @@ def digest(data: bytes) -> str:
 
 
 class DatabaseBlobStore:
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: BlobRows) -> None:
         self.store = store
 
     def put(self, data: bytes) -> str:
@@ -93,24 +94,3 @@ class FileBlobStore:
         if digest(data) != sha256:
             raise StoreError(f"blob {sha256} is corrupt")
         return data
-
-
-def run_stage(ctx: "JobContext", name: str, fn: Callable[[], Any]) -> Any:
-    """Return the checkpointed output of stage ``name``, running ``fn`` only if it has none."""
-    ctx.check()
-    store = ctx.store
-    position = ctx.next_position()
-    done = store.get_checkpoint(ctx.id, name)
-    if done is not None:
-        ctx.stats["stages_reused"] += 1
-        return loads(ctx.app.blobs.get(done.blob))
-    ctx.set_stage(name)
-    value = fn()
-    ctx.check()
-    text, output = dumps_back(value, what=f"output of stage {name!r}")
-    data = text.encode()
-    sha = ctx.app.blobs.put(data)
-    store.save_checkpoint(ctx.id, ctx.attempt, stage=name, position=position, blob=sha,
-                          size=len(data))
-    ctx.stats["stages_run"] += 1
-    return output

@@ -1,0 +1,284 @@
+"""Reserve, call, settle: how ``ctx.call`` spends money without ever paying twice.
+
+1. A journaled ``done`` key returns its recorded result: the provider is not called again.
+2. The worst case (``Estimate`` priced with the job's pinned profile) is reserved in one
+   transaction that also checks every job and project limit; a reservation that would cross a
+   limit raises ``BudgetExhausted`` and no call is made. Concurrent calls of one job share
+   that transaction (``batching.py``), each checked as if it were alone after the ones before.
+3. The call runs with no transaction open (heartbeats keep the lease alive meanwhile).
+4. Settle records the real usage and cost, the result, and a ledger row, in one transaction
+   (shared the same way).
+   A call that raised is refunded only when the provider provably did not bill it; otherwise
+   its reservation is counted as spent (unconfirmed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+from typing import Any, Callable
+
+from ..core.budget import Reservation
+from ..core.pricing import ModelPrice, PriceProfile
+from ..core.retry import error_code_of, summarize
+from ..core.serialize import dumps, dumps_back
+from ..core.usage import Estimate
+from ..errors import BudgetExhausted, ControlSignal, InvalidCall, PolicyBlock
+from ..providers.adapters import extract
+from ..providers.classify import classify_exception, refusal_in
+from ..records import JournalEntry
+from ..store.base import CallReserve, CallSettle
+from ..store.ratelimits import RateLimit
+from .batching import CallBatcher
+from .host import RunningJob
+
+
+def request_hash(provider: str, model: str, request: Any) -> str:
+    body = dumps({"provider": provider, "model": model, "request": request}, what="request")
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+class _Call:
+    """One call's arguments, checked, and what pricing them gave."""
+
+    __slots__ = ("key", "provider", "model", "fn", "cache", "profile", "price", "reservation",
+                 "rhash")
+
+    def __init__(self, ctx: RunningJob, key: str, provider: str, model: str,
+                 estimate: Estimate, fn: Callable[[], Any], request: Any,
+                 cache: bool) -> None:
+        if not isinstance(key, str) or not key:
+            raise InvalidCall("ctx.call needs a non-empty string key")
+        if cache and request is None:
+            raise InvalidCall("ctx.call(cache=True) needs request=: the request is what is "
+                              "cached")
+        if not isinstance(estimate, Estimate):
+            raise InvalidCall("ctx.call needs estimate=Estimate(...)")
+        self.key, self.provider, self.model, self.fn, self.cache = key, provider, model, fn, cache
+        self.profile: PriceProfile = ctx.app.profile_for(ctx.job)
+        self.price: ModelPrice = self.profile.price(provider, model)
+        self.reservation: Reservation = self.price.reservation(estimate)
+        self.rhash = request_hash(provider, model, request) if request is not None else None
+
+    @property
+    def tokens(self) -> int:
+        return self.reservation.input_tokens + self.reservation.output_tokens
+
+
+class Calls:
+    """The call path of one attempt, owned by its ``JobContext``: ``ctx.call`` and
+    ``ctx.acall`` are ``call`` and ``acall`` here. Reservations and settlements of the
+    attempt's concurrent calls share transactions through one ``CallBatcher``."""
+
+    def __init__(self, ctx: RunningJob) -> None:
+        self._ctx = ctx
+        self._batcher = CallBatcher(lambda ops: ctx.store.account(ctx.id, ctx.attempt, ops))
+
+    @property
+    def flushes(self) -> int:
+        """How many writes carried this attempt's reservations and settlements."""
+        return self._batcher.flushes
+
+    @property
+    def ops(self) -> int:
+        """How many reservations and settlements were written."""
+        return self._batcher.ops
+
+    # --- the two entry points -------------------------------------------------------------------
+
+    def call(self, *, key: str, provider: str, model: str, estimate: Estimate,
+             fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
+        with self._batcher.calling():
+            return self._call(key, provider, model, estimate, fn, request, cache)
+
+    async def acall(self, *, key: str, provider: str, model: str, estimate: Estimate,
+                    fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
+        """``call`` for async jobs: ``fn`` is awaited on this loop, and the loop never blocks
+        on the store — the reservation and the settlement are queued with the job's other
+        calls (``asubmit``) and written on a thread; the rarer store work (the cache, rate
+        limits, a release) runs in a thread."""
+        with self._batcher.calling():
+            return await self._acall(key, provider, model, estimate, fn, request, cache)
+
+    def _call(self, key: str, provider: str, model: str, estimate: Estimate,
+              fn: Callable[[], Any], request: Any, cache: bool) -> Any:
+        ctx = self._ctx
+        self._boundary(cache)
+        c = _Call(ctx, key, provider, model, estimate, fn, request, cache)
+        if cache:
+            hit, value = self._reused(key)
+            if not hit:
+                hit, value = self._from_cache(c)
+            if hit:
+                return value
+        entry = self._reserve(c)
+        if entry is not None:
+            ctx.stats["calls_reused"] += 1
+            return entry.result
+        limited = False
+        try:
+            limited = self._wait_for_rate(key, ctx.app.rate_limits_for(provider, model),
+                                          c.tokens)
+            raw = fn()
+            if inspect.isawaitable(raw):
+                raw = asyncio.run(_await(raw))
+        except BaseException as exc:
+            self._release(key, exc)
+            self._raise_classified(exc)
+        op, result, refusal = self._settle_op(c, raw)
+        self._batcher.submit(op)
+        if limited:
+            self._settle_rate(op)
+        return self._settled(op, result, refusal)
+
+    async def _acall(self, key: str, provider: str, model: str, estimate: Estimate,
+                     fn: Callable[[], Any], request: Any, cache: bool) -> Any:
+        ctx = self._ctx
+        if cache:
+            await asyncio.to_thread(self._boundary, cache)
+        else:
+            self._boundary(cache)  # reads only what the heartbeat already delivered
+        c = _Call(ctx, key, provider, model, estimate, fn, request, cache)
+        if cache:
+            hit, value = await asyncio.to_thread(self._reused, key)
+            if not hit:
+                hit, value = await asyncio.to_thread(self._from_cache, c)
+            if hit:
+                return value
+        entry = await self._areserve(c)
+        if entry is not None:
+            ctx.stats["calls_reused"] += 1
+            return entry.result
+        limited = False
+        try:
+            limits = ctx.app.rate_limits_for(provider, model)
+            if limits:
+                limited = await asyncio.to_thread(self._wait_for_rate, key, limits, c.tokens)
+            raw = fn()
+            if inspect.isawaitable(raw):
+                raw = await raw
+        except BaseException as exc:
+            await asyncio.to_thread(self._release, key, exc)
+            self._raise_classified(exc)
+        op, result, refusal = self._settle_op(c, raw)
+        await self._batcher.asubmit(op)
+        if limited:
+            await asyncio.to_thread(self._settle_rate, op)
+        return self._settled(op, result, refusal)
+
+    # --- the steps ------------------------------------------------------------------------------
+
+    def _boundary(self, cache: bool) -> None:
+        """The safe boundary before a call. Without ``cache`` the next store operation is the
+        reservation, which itself checks the lease and the job's state in its transaction (and
+        raises the same signals), so only a signal already pending is checked here: reading
+        the job's state first as well would cost a query per call and decide nothing more."""
+        ctx = self._ctx
+        if cache:
+            ctx.check()
+            return
+        pending = ctx.lease.pending
+        if pending is not None:
+            ctx.lease.raise_signal(pending)  # exactly what ctx.check() does with it
+
+    def _reserve_op(self, c: _Call) -> CallReserve:
+        return CallReserve(c.key, self._ctx.job_stage, c.provider, c.model, c.reservation,
+                           c.rhash)
+
+    def _reserve(self, c: _Call) -> JournalEntry | None:
+        try:
+            return self._batcher.submit(self._reserve_op(c))
+        except ControlSignal as sig:
+            self._ctx.lease.remember(sig)
+            raise
+
+    async def _areserve(self, c: _Call) -> JournalEntry | None:
+        try:
+            return await self._batcher.asubmit(self._reserve_op(c))
+        except ControlSignal as sig:
+            self._ctx.lease.remember(sig)
+            raise
+
+    def _reused(self, key: str) -> tuple[bool, Any]:
+        ctx = self._ctx
+        done = ctx.store.journal(ctx.id, key)
+        if done and done[0].status == "done":
+            ctx.stats["calls_reused"] += 1
+            return True, done[0].result
+        return False, None
+
+    def _from_cache(self, c: _Call) -> tuple[bool, Any]:
+        ctx = self._ctx
+        if c.rhash is None:
+            return False, None
+        hit = ctx.store.cached_result(ctx.project, c.rhash)
+        if hit is None:
+            return False, None
+        value, usage = hit
+        ctx.store.record_cached(ctx.id, ctx.attempt, key=c.key, stage=ctx.job_stage,
+                                provider=c.provider, model=c.model, request_hash=c.rhash,
+                                result_json=dumps(value, what="cached result"), usage=usage)
+        ctx.stats["calls_cached"] += 1
+        return True, value
+
+    def _wait_for_rate(self, key: str, limits: list[RateLimit], tokens: int) -> bool:
+        """Block until every shared rate limit has room for this call (never fails for it)."""
+        ctx = self._ctx
+        if not limits:
+            return False
+        while True:
+            wait = ctx.store.acquire_rate(limits, tokens=tokens, job_id=ctx.id, key=key)
+            if wait <= 0:
+                return True
+            ctx.stats["rate_waits"] += 1
+            ctx.check()
+            ctx.app.clock.sleep(min(wait, 1.0))
+
+    def _release(self, key: str, exc: BaseException) -> None:
+        ctx = self._ctx
+        mapped = classify_exception(exc)
+        if isinstance(mapped, ControlSignal):
+            billed = False if isinstance(mapped, BudgetExhausted) else None
+            code = mapped.code
+        else:
+            billed = getattr(mapped, "billed", None)
+            code = error_code_of(mapped)
+        ctx.store.release(ctx.id, ctx.attempt, key=key, error_code=code,
+                          error_summary=summarize(exc), billed=billed)
+
+    def _raise_classified(self, exc: BaseException) -> None:
+        mapped = classify_exception(exc)
+        if isinstance(mapped, ControlSignal):
+            self._ctx.lease.remember(mapped)
+        if mapped is exc:
+            raise exc
+        raise mapped from exc
+
+    @staticmethod
+    def _settle_op(c: _Call, raw: Any) -> tuple[CallSettle, Any, str | None]:
+        """The settlement of a call that returned ``raw``; the result as the journal will give
+        it back (what a resumed job gets for this key, so the first run gets the same); a
+        refusal."""
+        value, usage = extract(raw)
+        result_json, result = dumps_back(value, what=f"result of call {c.key!r}")
+        refusal = refusal_in(value)
+        return (CallSettle(c.key, usage, c.price, c.profile.id, result_json,
+                           refusal is not None), result, refusal)
+
+    def _settled(self, op: CallSettle, result: Any, refusal: str | None) -> Any:
+        """What follows a written settlement: the stats, a refusal raised, the result."""
+        stats = self._ctx.stats
+        stats["calls_made"] += 1
+        if refusal is not None:
+            stats["calls_refused"] += 1
+            raise PolicyBlock(f"provider refused call {op.key!r}: {refusal[:200]}", billed=True)
+        return result
+
+    def _settle_rate(self, op: CallSettle) -> None:
+        ctx = self._ctx
+        ctx.store.settle_rate(ctx.id, op.key, op.usage.input_tokens + op.usage.output_tokens)
+
+
+async def _await(aw: Any) -> Any:
+    return await aw

@@ -1,0 +1,72 @@
+"""JobHost: what a running job needs from the application that runs it; RunningJob: what the
+context's parts need from the context.
+
+The context reaches the application (``ctx.app``) only through these names, so the job layer
+never imports the facade: ``tether.Tether`` satisfies this protocol, and a test may hand the
+executor anything else that does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Protocol
+
+from ..blobs import BlobStore
+from ..clock import Clock
+from ..core.pricing import PriceProfile
+from ..records import Job
+from ..store.ratelimits import RateLimit
+from .lease import Lease
+from .store import JobStore
+
+
+class JobHost(Protocol):
+    clock: Clock
+
+    @property
+    def store(self) -> JobStore: ...
+
+    @property
+    def blobs(self) -> BlobStore: ...
+
+    def profile_for(self, job: Job) -> PriceProfile:
+        """The price profile the job pinned at submission."""
+        ...
+
+    def rate_limits_for(self, provider: str, model: str) -> list[RateLimit]:
+        """The shared rate limits a call to ``provider``/``model`` must fit in."""
+        ...
+
+    def submit_with_status(self, type: str, payload: Any = None,
+                           **options: Any) -> tuple[Job, bool]:
+        """Submit a job (``ctx.enqueue``'s children); also says whether it was created."""
+        ...
+
+
+class RunningJob(Protocol):
+    """What the context's parts (``calls.py``, ``stages.py``) use of the context: its
+    identity, its lease, its store and host, its safe boundary and its counters."""
+
+    app: JobHost
+    job: Job
+    lease: Lease
+    job_stage: str | None
+    stats: Counter[str]
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def attempt(self) -> int: ...
+
+    @property
+    def project(self) -> str: ...
+
+    @property
+    def store(self) -> JobStore: ...
+
+    def check(self) -> None: ...
+
+    def set_stage(self, name: str | None) -> None: ...
+
+    def next_position(self) -> int: ...
