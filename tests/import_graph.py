@@ -36,7 +36,8 @@ _PLACES: dict[str, str] = {
     "store": "store", "blobs": "store",
     "job": "job", "context": "job", "checkpoint": "job",  # the last two: before tether/job
     "worker": "worker",
-    "app": "app", "submission": "app",
+    "app": "app", "submission": "app", "loader": "app",
+    "wire": "interfaces",  # what the interfaces share: below each of them, above the facade
     "api": "interfaces", "cli": "interfaces", "mcp": "interfaces", "dashboard": "interfaces",
     "demo": "interfaces", "testing": "interfaces", "worker.__main__": "interfaces",
 }

@@ -8,12 +8,8 @@ from pathlib import Path
 
 from tests.import_graph import cycles, imports, layer_of, modules, upward
 
-# Known cases that other branches remove; empty this list once they are merged.
-ALLOWED_CYCLES: list[set[str]] = [
-    # arch-store: open_store in store/base.py imports both backends, which import base back.
-    {"tether.store.base", "tether.store.calls", "tether.store.postgres.store",
-     "tether.store.sql", "tether.store.sqlite.store"},
-]
+# Known cases to be removed; empty today, and kept so that an exception is explicit.
+ALLOWED_CYCLES: list[set[str]] = []
 ALLOWED_UPWARD: set[tuple[str, str]] = set()
 
 
@@ -62,3 +58,16 @@ def test_the_walker_sees_imports_inside_functions_and_type_checking(tmp_path: Pa
                               "tether.worker.executor"]]
     assert upward(graph) == [("tether.core.states", "tether.job.context"),
                              ("tether.job.context", "tether.worker.executor")]
+
+
+def test_rest_and_mcp_share_only_the_wire() -> None:
+    """REST and MCP are two doors of one house: each imports ``tether.wire`` and the facade,
+    never the other, and ``wire`` imports no interface."""
+    def package(module: str) -> str:
+        return module.split(".")[1] if module.count(".") else module
+
+    crossings = sorted((a, b) for a, targets in imports().items() for b in targets
+                       if {package(a), package(b)} == {"api", "mcp"}
+                       or (package(a) == "wire" and layer_of(b) == "interfaces"
+                           and package(b) != "wire"))
+    assert crossings == []

@@ -21,7 +21,8 @@ from typing import Any, AsyncIterator, Iterable
 from fastapi import APIRouter, FastAPI
 
 from .. import __version__
-from ..app import Tether, load_app
+from ..app import Tether
+from ..loader import load_app
 from ..errors import ConfigurationError
 from . import background, openapi, problems, routes_jobs, routes_queues, routes_system
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit

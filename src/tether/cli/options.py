@@ -17,7 +17,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..app import Tether, load_app
+from ..app import Tether
+from ..loader import load_app
 from .output import CliError
 
 DB_HELP = ("Database URL: sqlite:///path/to.db or postgresql://... "

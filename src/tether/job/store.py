@@ -14,12 +14,8 @@ from typing import Any, Protocol, Sequence
 from ..core.states import JobState
 from ..core.usage import Usage
 from ..records import Checkpoint, JournalEntry
-from ..store.base import CallReserve, CallSettle, Outcome
+from ..store.base import AccountResult, CallReserve, CallSettle, Outcome
 from ..store.ratelimits import RateLimit
-
-AccountOutcome = tuple[Any, BaseException | None]
-"""What ``account`` reports per operation: its value, or the error that failed only it."""
-
 
 class JobStore(Protocol):
     # the attempt
@@ -35,7 +31,7 @@ class JobStore(Protocol):
 
     # calls: reserve and settle (``account``), release, the journal, the cache, rate limits
     def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
-                now: float | None = None) -> list[AccountOutcome]: ...
+                now: float | None = None) -> list[AccountResult]: ...
     def release(self, job_id: int, token: int, *, key: str, error_code: str,
                 error_summary: str, billed: bool | None, now: float | None = None) -> None: ...
     def journal(self, job_id: int, key: str | None = None) -> list[JournalEntry]: ...

@@ -23,7 +23,8 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import ValidationError
 
 from .. import __version__
-from ..app import Tether, load_app
+from ..app import Tether
+from ..loader import load_app
 from ..errors import ConfigurationError
 from ..wire.principal import Principal
 from . import failures

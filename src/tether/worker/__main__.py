@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.database_url:
         os.environ["TETHER_DATABASE_URL"] = args.database_url
-    from ..app import load_app
+    from ..loader import load_app
     app = load_app(args.app)
     if args.database_url:
         app.database_url = args.database_url

@@ -23,9 +23,8 @@ from ..core.states import JobState
 from ..core.usage import Usage
 from ..errors import LeaseLost
 from ..job import JobStore
-from ..job.store import AccountOutcome
 from ..records import Checkpoint, JournalEntry
-from ..store.base import CallReserve, CallSettle, Claim, Outcome
+from ..store.base import AccountResult, CallReserve, CallSettle, Claim, Outcome
 from ..store.ratelimits import RateLimit
 
 log = logging.getLogger("tether.committer")
@@ -152,7 +151,7 @@ class CommittingStore(WorkerStore):
         return self._run(self._store.add_examples, job_id, token, n, now=now)
 
     def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
-                now: float | None = None) -> list[AccountOutcome]:
+                now: float | None = None) -> list[AccountResult]:
         return self._run(self._store.account, job_id, token, ops, now=now)
 
     def release(self, job_id: int, token: int, *, key: str, error_code: str,

@@ -92,7 +92,7 @@ class Worker:
         self._registered = False
         self._drained = False  # the last claim got fewer jobs than it asked for
         self.committer = (GroupCommitter(self.store)
-                          if group_commit and getattr(self.store, "group_commit", False)
+                          if group_commit and self.store.group_commit
                           else None)
         self.writes = CommittingStore(self.store, self.committer) if self.committer else self.store
         self._finishing: dict[int, Lease] = {}
@@ -201,9 +201,7 @@ class Worker:
         if install_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
             signal.signal(signal.SIGINT, lambda *_: self.stop())
-        check = getattr(self.store, "check_integrity", None)
-        if check is not None:
-            check()  # a corrupt SQLite file is one clear error at start, not a loop of them
+        self.store.check_integrity()  # a corrupt SQLite file is one clear error at start
         self.heartbeat.start()
         backoff = self.poll_interval
         try:
