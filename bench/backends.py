@@ -203,3 +203,12 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.02):
         if time.monotonic() > deadline:
             return value
         time.sleep(interval)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time ``pid`` has used so far (from /proc), None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
