@@ -31,6 +31,7 @@ class Sizes:
     latency_gap_s: tuple[float, float] = (0.02, 0.6)
     calls: int = 5_000              # W4
     call_concurrency: int = 8
+    call_in_flight: tuple[int, ...] = (8, 64, 256)  # W4 against the floor (issue 25)
     calls_timeout_s: float = 300.0
     claim_small: int = 1_000        # W5
     claim_big: int = 1_000_000
@@ -60,7 +61,7 @@ FULL = Sizes()
 QUICK = Sizes(throughput_jobs=100, drain_timeout_s=30.0, enqueue_single=30,
               enqueue_batch_jobs=300, enqueue_batch_size=100, latency_samples=6,
               latency_gap_s=(0.02, 0.1),
-              calls=40, calls_timeout_s=30.0, claim_small=100, claim_big=3_000,
+              calls=40, calls_timeout_s=30.0, call_in_flight=(8, 16), claim_small=100, claim_big=3_000,
               claim_finished=3_000, claim_samples=15, recovery_samples=1, lease_ttl=1.0,
               rss_low=50, rss_high=250, rss_timeout_s=60.0, llm_jobs=24, llm_calls=3,
               llm_latency_s=0.05, llm_workers=2, llm_concurrency=4, llm_timeout_s=60.0,
