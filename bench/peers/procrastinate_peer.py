@@ -1,6 +1,6 @@
 """procrastinate on PostgreSQL: its schema in a database of its own, ``batch_defer`` for bulk
-enqueue, worker processes at its defaults (``run_worker()``: one job at a time). Jobs are kept after success
-(its default), so ``done`` counts status 'succeeded'."""
+enqueue, worker processes at its defaults (``run_worker()``: one job at a time). Jobs are kept
+after success (its default), so ``done`` counts status 'succeeded'."""
 
 from __future__ import annotations
 
