@@ -7,8 +7,9 @@ flight per running job). Reported:
   latency-bound ideal: calls x latency / calls in flight (target: within 10 %);
 - engine CPU per call: the worker processes' user + system CPU (``/proc``) from when they
   are idle and registered to the end of the drain, divided by the calls;
-- the database's commits per call (``bench/commits.py``: PostgreSQL ``xact_commit`` delta,
-  less the harness's own progress queries; SQLite WAL commit frames)."""
+- the database's commits per call (``bench/commits.py``: PostgreSQL ``xact_commit`` delta
+  of a database of the run's own, less the harness's own progress queries; SQLite WAL
+  commit frames)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ import time
 from ..apps import make_app
 from ..backends import SCRATCH, TetherDB, cpu_seconds, stop, tether_worker, wait_for
 from ..commits import PgCommits, WalCommits
-from ..config import PG_DB_PREFIX
 from ..measure import drain
 from ..stats import summarize
 
@@ -26,14 +26,14 @@ TITLE = "LLM workload: drain time vs the latency-bound ideal"
 
 
 def tether_once(backend: str, sz) -> dict:
-    db = TetherDB(backend, "w8")
+    db = TetherDB(backend, "w8", own_database=True)
     app = make_app(db.url)
     app.store  # migrate before the workers start
     bill = SCRATCH / f"w8-{db.label}.bill"
     procs = [tether_worker(db.url, concurrency=sz.llm_concurrency,
                            poll_interval=sz.poll_interval, name=f"w8-{backend}-{i}")
              for i in range(sz.llm_workers)]
-    counter = WalCommits(db.path) if backend == "sqlite" else PgCommits(PG_DB_PREFIX)
+    counter = WalCommits(db.path) if backend == "sqlite" else PgCommits(db.dbname)
     polls = 0
 
     def done() -> int:
