@@ -15,7 +15,9 @@ the bound set by the durable commits alone is measured too (``commit_bound``, se
 ``bench/commit_cost.py``): the pages a batch of reservations and one of settlements write,
 and what commits of that many pages cost on this disk; and the floor (``floor``, see
 ``bench/call_floor.py``): the same calls made by a bare implementation that keeps only the
-two durable writes a call must make, in tether's tables, with its SQL."""
+two durable writes a call must make, in tether's tables, with its SQL. ``in_flight`` sets
+the ``ctx.map`` job against that floor at 8, 64 and 256 calls in flight, calls/s and CPU per
+call (issue 25's restated target)."""
 
 from __future__ import annotations
 
