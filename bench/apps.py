@@ -75,6 +75,23 @@ async def acalls(ctx, payload):
     return {"calls": len(out), "started": started, "finished": time.time()}
 
 
+def llm(ctx, payload):
+    """W8's pipeline: ``payload['calls']`` journaled simulated calls one after another, each
+    taking ``latency_s`` at the provider, as a job's steps each wait on a model."""
+    from tether.providers.simulated import SimulatedProvider
+    provider = SimulatedProvider(payload["bill"], latency_s=payload["latency_s"])
+    try:
+        for i in range(payload["calls"]):
+            prompt, key = f"step {i}", f"s{i}"
+            ctx.call(key=key, provider="simulated", model="sim-small",
+                     estimate=Estimate(input_text=prompt, max_output_tokens=64),
+                     fn=lambda prompt=prompt, key=key: provider.complete(
+                         prompt, key=key, max_tokens=64, job_id=ctx.id))
+    finally:
+        provider.close()
+    return None
+
+
 def register(app: Tether) -> Tether:
     """Register every benchmark job type on ``app``."""
     app.register("noop", noop)
@@ -82,6 +99,7 @@ def register(app: Tether) -> Tether:
     app.register("hold", hold, safe_to_retry=True, max_attempts=5)
     app.register("calls", calls)
     app.register("acalls", acalls)
+    app.register("llm", llm)
     return app
 
 

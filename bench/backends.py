@@ -71,9 +71,13 @@ def ensure_pg_database(admin: str = PG_ADMIN_URL) -> str:
 
 
 class TetherDB:
-    """One empty tether database: ``url`` for apps and workers, ``count`` for progress."""
+    """One empty tether database: ``url`` for apps and workers, ``count`` for progress.
 
-    def __init__(self, backend: str, label: str) -> None:
+    On PostgreSQL a schema of ``tether_bench``, or with ``own_database`` a database of its
+    own (``tether_bench_<label>``), for figures read per database (``pg_stat_database``)
+    that another run in ``tether_bench`` must not touch."""
+
+    def __init__(self, backend: str, label: str, *, own_database: bool = False) -> None:
         self.backend = backend
         self.label = f"{label}_{uuid.uuid4().hex[:6]}"
         if backend == "sqlite":
@@ -81,8 +85,13 @@ class TetherDB:
             self.path = SCRATCH / f"{self.label}.db"
             self.url = f"sqlite:///{self.path}"
             self.schema = None
+        elif own_database:
+            self.dbname = f"{PG_DB_PREFIX}_{self.label}".lower()
+            self.base = self.url = fresh_pg_database(self.label.lower())
+            self.schema = None
         else:
             import psycopg
+            self.dbname = PG_DB_PREFIX
             self.base = ensure_pg_database()
             self.schema = f"b_{self.label}".lower()
             with psycopg.connect(self.base, autocommit=True) as conn:
@@ -128,6 +137,8 @@ class TetherDB:
                     os.unlink(f"{self.path}{suffix}")
                 except FileNotFoundError:
                     pass
+        elif self.schema is None:
+            drop_pg_database(self.label.lower())
         else:
             import psycopg
             with psycopg.connect(self.base, autocommit=True) as conn:
@@ -203,3 +214,12 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.02):
         if time.monotonic() > deadline:
             return value
         time.sleep(interval)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time ``pid`` has used so far (from /proc), None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

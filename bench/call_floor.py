@@ -387,8 +387,10 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
     open_writer = functools.partial(_open_writer, db, job, token, price, profile_id)
     write, close = _writer_process(open_writer) if variant.writer_process else open_writer()
     calls = _Calls(job, price, provider, write, n, concurrency)
+    cpu = time.process_time()  # this process's threads; a writer process's are not counted
     try:
         elapsed = variant.run(calls, **variant.options)
+        cpu = time.process_time() - cpu
     finally:
         close()
         provider.close()
@@ -401,16 +403,19 @@ def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency
     finally:
         conn.close()
     return {"calls_per_s": n / elapsed, "commits": calls.commits, "journaled": done,
-            "ledger_rows": paid}
+            "ledger_rows": paid, "cpu_us_per_call": None if variant.writer_process
+            else cpu / n * 1e6}
 
 
-def measure(concurrency: int, calls: int, runs: int = 1) -> dict:
-    """Every variant, ``runs`` times each, interleaved; each run on a fresh database."""
+def measure(concurrency: int, calls: int, runs: int = 1, only: tuple[str, ...] = ()) -> dict:
+    """Every variant (or those in ``only``), ``runs`` times each, interleaved; each run on a
+    fresh database."""
     from tether import Tether
 
-    out: dict[str, list] = {name: [] for name in VARIANTS}
+    chosen = {name: v for name, v in VARIANTS.items() if not only or name in only}
+    out: dict[str, list] = {name: [] for name in chosen}
     for _ in range(runs):
-        for name, variant in VARIANTS.items():
+        for name, variant in chosen.items():
             folder = SCRATCH / f"call-floor-{uuid.uuid4().hex[:8]}"
             folder.mkdir(parents=True, exist_ok=True)
             app = Tether(database_url=f"sqlite:///{folder}/tether.db")

@@ -21,6 +21,7 @@ class Sizes:
     poll_interval: float = 0.5      # tether worker default (python -m tether.worker)
     throughput_jobs: int = 20_000   # W1
     drain_timeout_s: float = 300.0  # W1: a drain slower than this is cut and flagged
+    probe_batch: int = 100          # W1: jobs a claim of the batched probe takes (probe.py)
     enqueue_single: int = 1_000     # W2: separate submit() calls
     enqueue_batch_jobs: int = 5_000  # W2: submit_many
     enqueue_batch_size: int = 1_000
@@ -30,6 +31,7 @@ class Sizes:
     latency_gap_s: tuple[float, float] = (0.02, 0.6)
     calls: int = 5_000              # W4
     call_concurrency: int = 8
+    call_in_flight: tuple[int, ...] = (8, 64, 256)  # W4 against the floor (issue 25)
     calls_timeout_s: float = 300.0
     claim_small: int = 1_000        # W5
     claim_big: int = 1_000_000
@@ -41,6 +43,12 @@ class Sizes:
     rss_low: int = 1_000            # W7
     rss_high: int = 100_000
     rss_timeout_s: float = 600.0
+    llm_jobs: int = 2_000           # W8
+    llm_calls: int = 20             # calls a job, one after another
+    llm_latency_s: float = 0.2      # each call's fixed provider latency
+    llm_workers: int = 4            # worker processes
+    llm_concurrency: int = 64       # jobs (= calls) in flight per worker process
+    llm_timeout_s: float = 600.0
     ceiling_seconds: float = 10.0
     ceiling_clients: int = 8
     runs: int = 3
@@ -53,9 +61,12 @@ FULL = Sizes()
 QUICK = Sizes(throughput_jobs=100, drain_timeout_s=30.0, enqueue_single=30,
               enqueue_batch_jobs=300, enqueue_batch_size=100, latency_samples=6,
               latency_gap_s=(0.02, 0.1),
-              calls=40, calls_timeout_s=30.0, claim_small=100, claim_big=3_000,
+              calls=40, calls_timeout_s=30.0, call_in_flight=(8, 16), claim_small=100,
+              claim_big=3_000,
               claim_finished=3_000, claim_samples=15, recovery_samples=1, lease_ttl=1.0,
-              rss_low=50, rss_high=250, rss_timeout_s=60.0, ceiling_seconds=1.0, runs=1,
+              rss_low=50, rss_high=250, rss_timeout_s=60.0, llm_jobs=24, llm_calls=3,
+              llm_latency_s=0.05, llm_workers=2, llm_concurrency=4, llm_timeout_s=60.0,
+              ceiling_seconds=1.0, runs=1,
               poll_interval=0.2)
 
 

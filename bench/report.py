@@ -1,79 +1,14 @@
-"""Turning results into the targets of issue 8 and a table (rich when available)."""
+"""Turning results into tables (rich when available): tether against the peers and the
+floors, each peer row with its settings, and issue 25's targets (``bench/targets.py``)."""
 
 from __future__ import annotations
 
 from . import call_floor
 from .stats import ratio
-
-
-def _get(d: dict | None, *path, default=None):
-    for p in path:
-        if not isinstance(d, dict) or p not in d:
-            return default
-        d = d[p]
-    return d
-
-
-def targets(res: dict) -> list[dict]:
-    """Each target of issue 8 with the figures it was judged on; ``met`` is None when the
-    figures are missing (workload or peer not run)."""
-    w = res["workloads"]
-    ceil = res["ceilings"]
-    out: list[dict] = []
-
-    def add(name: str, value, limit, met, note: str = "") -> None:
-        out.append({"target": name, "value": value, "limit": limit,
-                    "met": None if met is None else bool(met), "note": note})
-
-    for k in ("p1", "p2"):
-        t = _get(w, "W1", "postgres", "tether", k, "jobs_per_s")
-        p = _get(w, "W1", "postgres", "peers", "pgqueuer", k, "jobs_per_s")
-        r = ratio(t, p)
-        add(f"W1 PostgreSQL {k[1]} proc: >= 2x pgqueuer", r, 2.0, None if r is None else r >= 2,
-            f"tether {_n(t)} vs pgqueuer {_n(p)} jobs/s")
-        t = _get(w, "W1", "sqlite", "tether", k, "jobs_per_s")
-        h = _get(w, "W1", "sqlite", "peers", "huey", k, "jobs_per_s")
-        r = ratio(t, h)
-        add(f"W1 SQLite {k[1]} proc: >= 3x huey", r, 3.0, None if r is None else r >= 3,
-            f"tether {_n(t)} vs huey {_n(h)} jobs/s")
-        for b in ("sqlite", "postgres"):
-            t = _get(w, "W1", b, "tether", k, "jobs_per_s")
-            c = _get(ceil, b, "commits_per_s")
-            r = ratio(t, c)
-            add(f"W1 {_b(b)} {k[1]} proc: above one-row-commit rate", r, 1.0,
-                None if r is None else r > 1, f"tether {_n(t)} jobs/s vs {_n(c)} commits/s")
-    t = _get(w, "W3", "postgres", "tether", "p50_ms")
-    p = _get(w, "W3", "postgres", "peers", "pgqueuer", "p50_ms")
-    add("W3 PostgreSQL p50 pickup <= pgqueuer's", ratio(t, p), 1.0,
-        None if t is None or p is None else t <= p, f"tether {_n(t, 1)} ms vs pgqueuer {_n(p, 1)} ms")
-    for b in ("sqlite", "postgres"):
-        for key, label in (("ratio_queued_big", "big queue / small queue"),
-                           ("ratio_finished_big", "small queue + big finished / small queue")):
-            r = _get(w, "W5", b, key)
-            add(f"W5 {_b(b)} claim cost {label} < 1.5", r, 1.5, None if r is None else r < 1.5)
-    t = _get(w, "W4", "sqlite", "tether", "calls_per_s")
-    c = _get(ceil, "sqlite", "commits_per_s")
-    r = ratio(t, c)
-    add("W4 SQLite journaled calls/s above SQLite one-row-commit rate", r, 1.0,
-        None if r is None else r > 1, f"{_n(t)} calls/s vs {_n(c)} commits/s")
-    for b in ("sqlite", "postgres"):
-        g = _get(w, "W7", b, "tether", "growth_pct")
-        capped = _get(w, "W7", b, "tether", "capped")
-        add(f"W7 {_b(b)} worker RSS growth < 10%", g, 10.0, None if g is None else g < 10,
-            "run cut short (see jobs_high)" if capped else "")
-    return out
-
-
-def _b(b: str) -> str:
-    return "SQLite" if b == "sqlite" else "PostgreSQL"
-
-
-def _n(v, digits: int = 0) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.{digits}f}"
-    return f"{v:,}"
+from .targets import backend_name as _b
+from .targets import fmt as _n
+from .targets import get as _get
+from .targets import targets
 
 
 def rows(res: dict) -> list[list[str]]:
@@ -86,7 +21,7 @@ def rows(res: dict) -> list[list[str]]:
         peers = _get(w, wl, b, "peers") or {}
         cells = []
         for name, d in peers.items():
-            if "error" in d and len(d) == 1:
+            if "skipped" in d or ("error" in d and len(d) == 1):
                 cells.append(f"{name}: n/a")
                 continue
             v = _get(d, *path)
@@ -107,6 +42,12 @@ def rows(res: dict) -> list[list[str]]:
             row.append(_n(t) + (" (capped)" if capped else "") + ceil_note(b, t) if t else "-")
             row.append(peers_cell(b, "W1", (k, "jobs_per_s"), t))
         out.append(row)
+    for k in ("p1", "p2"):
+        v = _get(w, "W1", "postgres", "probe", k, "jobs_per_s")
+        t = _get(w, "W1", "postgres", "tether", k, "jobs_per_s")
+        r = ratio(t, v)
+        out.append(["W1", f"batched claim/complete probe, {k[1]} proc (jobs/s)", "-", "",
+                    _n(v), f"no engine (bench/probe.py)" + (f"; tether x{r:.2f}" if r else "")])
     row = ["W1", "bulk enqueue before drain (jobs/s)"]
     for b in ("sqlite", "postgres"):
         t = _get(w, "W1", b, "tether", "p1", "enqueue_jobs_per_s")
@@ -150,6 +91,14 @@ def rows(res: dict) -> list[list[str]]:
         t = _get(w, "W4", "sqlite", "floor", name, "calls_per_s")
         out.append(["W4", variant.label, _n(t) + ceil_note("sqlite", t) if t else "-",
                     variant.note, "-", ""])
+    for c, d in (_get(w, "W4", "sqlite", "in_flight") or {}).items():
+        pct, x = d.get("pct_of_floor"), d.get("cpu_x_floor")
+        out.append(["W4", f"{c} calls in flight: tether / floor (calls/s; CPU us a call)",
+                    f"{_n(_get(d, 'tether', 'calls_per_s'))} / "
+                    f"{_n(_get(d, 'floor', 'calls_per_s'))} ({_n(pct, 1)} %); "
+                    f"{_n(_get(d, 'tether', 'cpu_us_per_call'))} / "
+                    f"{_n(_get(d, 'floor', 'cpu_us_per_call'))} us (x{_n(x, 2)})",
+                    "floor: call_floor.py durable variant", "-", ""])
     row = ["W4", "journaled calls, commits not flushed (diagnostic)"]
     for b in ("sqlite", "postgres"):
         t = _get(w, "W4", b, "tether_nodurable", "calls_per_s")
@@ -191,6 +140,18 @@ def rows(res: dict) -> list[list[str]]:
         else:
             row += ["-", ""]
     out.append(row)
+    for key, label, digits in (("drain_s", "drain (s) vs latency-bound ideal", 2),
+                               ("cpu_us_per_call", "worker CPU a call (us)", 0),
+                               ("commits_per_call", "database commits a call", 2)):
+        row = ["W8", f"LLM workload: {label}"]
+        for b in ("sqlite", "postgres"):
+            d = _get(w, "W8", b, "tether") or {}
+            v = d.get(key)
+            txt = _n(v, digits)
+            if key == "drain_s" and v is not None:
+                txt += f" vs {_n(d.get('ideal_s'), 2)} ({d['over_ideal_pct']:+.1f} %)"
+            row += [txt, ""]
+        out.append(row)
     row = ["ceiling", "DB one-row commits/s"]
     for b in ("sqlite", "postgres"):
         c = _get(ceil, b) or {}
@@ -201,6 +162,37 @@ def rows(res: dict) -> list[list[str]]:
         else:
             row += [_n(c.get("commits_per_s")) if c else "-", c.get("error", "")]
     out.append(row)
+    return out
+
+
+PEER_HEADERS = ["peer row", "backend", "W1 1 proc (jobs/s)", "W1 2 procs (jobs/s)",
+                "W2 bulk enqueue (jobs/s)", "W2 single (jobs/s)", "W3 p50 / p99 (ms)",
+                "settings"]
+
+
+def peer_rows(res: dict) -> list[list[str]]:
+    """One row per peer variant, with the settings it ran at (or why it was skipped)."""
+    w = res["workloads"]
+    names: dict[tuple[str, str], dict] = {}
+    for wl in ("W1", "W2", "W3"):
+        for b in ("sqlite", "postgres"):
+            for name, d in (_get(w, wl, b, "peers") or {}).items():
+                names.setdefault((name, b), {})[wl] = d
+    out = []
+    for (name, b), by in names.items():
+        first = next((d for d in by.values() if d), {})
+        runs = _get(by, "W1", "p1", "runs") or _get(by, "W2", "runs") or [{}]
+        settings = first.get("settings") or runs[0].get("settings", "")
+        if first.get("skipped"):
+            out.append([name, _b(b), "skipped", "", "", "", "", f"{settings}; {first['skipped']}"])
+            continue
+        extra = ", ".join(f"{k} {runs[0][k]}" for k in ("driver", "sqlite_synchronous")
+                          if runs[0].get(k))
+        out.append([name, _b(b), _n(_get(by, "W1", "p1", "jobs_per_s")),
+                    _n(_get(by, "W1", "p2", "jobs_per_s")),
+                    _n(_get(by, "W2", "batch_jobs_per_s")), _n(_get(by, "W2", "single_per_s")),
+                    f"{_n(_get(by, 'W3', 'p50_ms'), 2)} / {_n(_get(by, 'W3', 'p99_ms'), 2)}",
+                    settings + (f" ({extra})" if extra else "")])
     return out
 
 
@@ -227,7 +219,13 @@ def print_table(res: dict) -> None:
     for r in body:  # cells are text: "[x1.58 of DB commits/s]" is not markup
         table.add_row(*(escape(cell) for cell in r))
     console.print(table)
-    t2 = Table(title="issue 8 targets")
+    t3 = Table(title="peers, each row at the settings it states")
+    for h in PEER_HEADERS:
+        t3.add_column(h, overflow="fold")
+    for r in peer_rows(res):
+        t3.add_row(*(escape(cell) for cell in r))
+    console.print(t3)
+    t2 = Table(title="issue 25 targets")
     for h in ("target", "value", "limit", "met", "figures"):
         t2.add_column(h, overflow="fold")
     for t in tg:
@@ -243,6 +241,9 @@ def markdown(res: dict) -> str:
                "PostgreSQL: peers"]
     lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
     for r in rows(res):
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
+    lines += ["", "| " + " | ".join(PEER_HEADERS) + " |", "|" + " --- |" * len(PEER_HEADERS)]
+    for r in peer_rows(res):
         lines.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
     lines += ["", "| target | value | limit | met | figures |", "| --- | --- | --- | --- | --- |"]
     for t in targets(res):

@@ -23,7 +23,8 @@ from .backends import BACKENDS, pg_problem
 from .config import PG_ADMIN_URL, RESULTS, ROOT, sizes
 from .env import Env
 from .peers import ALL as ALL_PEERS
-from .report import print_table, targets
+from .report import print_table
+from .targets import targets
 from .workloads import WORKLOADS
 
 
@@ -79,7 +80,11 @@ def _overrides(items: list[str]) -> dict:
         if key not in types:
             raise SystemExit(f"--set: unknown size {key!r}; one of {', '.join(types)}")
         kind = types[key] if isinstance(types[key], str) else types[key].__name__
-        out[key] = float(value) if kind == "float" else int(value) if kind == "int" else value
+        if kind.startswith("tuple"):
+            item_type = int if "int" in kind else float
+            out[key] = tuple(item_type(v) for v in value.split(",") if v.strip())
+        else:
+            out[key] = float(value) if kind == "float" else int(value) if kind == "int" else value
     return out
 
 

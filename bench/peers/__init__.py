@@ -1,7 +1,8 @@
 """The engines users would pick instead, run by the same harness on the same machine.
 
-Each peer gets the same job counts, the same number of worker processes and the same
-per-process concurrency as tether, and its own durable defaults. Its no-op job is written the
+Each peer gets the same job counts and the same number of worker processes as tether, and
+runs at its documented defaults (its own concurrency, batch sizes and durability); its other
+variants (``Peer.VARIANTS``) are extra rows, never a replacement. Its no-op job is written the
 way that engine expects (``async def`` where its workers are asyncio loops)."""
 
 from __future__ import annotations
@@ -16,4 +17,6 @@ ALL: dict[str, type[Peer]] = {"huey": HueyPeer, "procrastinate": ProcrastinatePe
 
 
 def peers_for(backend: str, enabled: tuple[str, ...] | list[str]) -> list[Peer]:
-    return [cls() for name, cls in ALL.items() if name in enabled and cls.backend == backend]
+    """Every variant of every enabled peer on ``backend``, its defaults first."""
+    return [cls(variant) for name, cls in ALL.items() if name in enabled and cls.backend == backend
+            for variant in cls.VARIANTS]

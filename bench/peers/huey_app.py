@@ -1,5 +1,9 @@
-"""huey's side of the benchmark: a SqliteHuey in WAL with fsync (synchronous=FULL), like
-tether's SQLite default. Loaded by ``huey_consumer bench.peers.huey_app.huey``."""
+"""huey's side of the benchmark, loaded by ``huey_consumer bench.peers.huey_app.huey``.
+
+``BENCH_HUEY_FSYNC`` unset: ``SqliteHuey(filename)`` as huey's docs show it, every other
+argument at its default (``journal_mode="wal"``, ``fsync=None``: huey leaves SQLite's
+``synchronous`` as the library was built, which ``HueyPeer.info`` records). ``1``:
+``fsync=True`` (``synchronous=FULL``), tether's durability."""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ import time
 
 from huey import SqliteHuey
 
-huey = SqliteHuey("bench", filename=os.environ.get("BENCH_HUEY_DB", "huey-bench.db"),
-                  fsync=True, journal_mode="wal")
+_options = {"fsync": True} if os.environ.get("BENCH_HUEY_FSYNC") == "1" else {}
+huey = SqliteHuey("bench", filename=os.environ.get("BENCH_HUEY_DB", "huey-bench.db"), **_options)
 
 
 @huey.task()

@@ -1,8 +1,9 @@
 """pgqueuer on PostgreSQL: installed with ``pgq install`` (default durability: every table
-logged) in a database of its own; bulk enqueue passes lists to ``Queries.enqueue``; workers
-are ``pgqueuer.run`` processes (bench/peers/pgqueuer_app.py: ``pgq run`` is broken in 1.6.0) with ``--max-concurrent-tasks <concurrency>`` and
-``--batch-size <concurrency/2>`` (pgqueuer requires max >= 2 x batch). A finished job is
-deleted from the queue table, so ``done`` = jobs enqueued - rows left."""
+logged) in a database of its own; bulk enqueue passes lists to ``Queries.enqueue`` (its own
+bulk path) over its preferred driver; workers are ``pgqueuer.run`` processes
+(bench/peers/pgqueuer_app.py: ``pgq run`` is broken in 1.6.0) at its defaults, and a second
+row at the settings of pgqueuer's published benchmark. A finished job is deleted from the
+queue table, so ``done`` = jobs enqueued - rows left."""
 
 from __future__ import annotations
 
@@ -15,12 +16,21 @@ from .base import Peer
 
 
 class PgQueuerPeer(Peer):
-    name = "pgqueuer"
+    family = "pgqueuer"
     backend = "postgres"
     module = "pgqueuer"
+    VARIANTS = {
+        "defaults": "pgqueuer.run(factory) defaults: batch_size=10, no max_concurrent_tasks "
+                    "cap, dequeue_timeout=30s; 1 connection a process",
+        "published": "its published benchmark's settings (tools/benchmark.py): 5 PgQueuers "
+                     "a process, 5 connections, batch_size=10, no cap (asyncio loop: uvloop "
+                     "not installed here)",
+    }
 
     def setup(self) -> None:
         import psycopg
+
+        from .pgqueuer_app import connect
         self.url = fresh_pg_database("pgqueuer")
         out = subprocess.run([sys.executable, "-m", "pgqueuer", "--pg-dsn", self.url, "install"],
                              capture_output=True, text=True, timeout=60, env=python_env())
@@ -29,11 +39,8 @@ class PgQueuerPeer(Peer):
         self._conn = psycopg.connect(self.url, autocommit=True)
         self.enqueued = 0
         self.loop = asyncio.new_event_loop()
-        self.aconn = self.loop.run_until_complete(
-            psycopg.AsyncConnection.connect(self.url, autocommit=True))
-        from pgqueuer.db import PsycopgDriver
-        from pgqueuer.queries import Queries
-        self.queries = Queries(PsycopgDriver(self.aconn))
+        self.aconn, pgq = self.loop.run_until_complete(connect(self.url))
+        self.queries = pgq.queries
 
     def teardown(self) -> None:
         self._conn.close()
@@ -67,7 +74,7 @@ class PgQueuerPeer(Peer):
         left = self._conn.execute("SELECT count(*) FROM pgqueuer").fetchone()[0]
         return self.enqueued - left
 
-    def start_workers(self, k: int, concurrency: int) -> list[subprocess.Popen]:
+    def start_workers(self, k: int) -> list[subprocess.Popen]:
         env = python_env(BENCH_PGQUEUER_URL=self.url)
-        return [spawn([sys.executable, "-m", "bench.peers.pgqueuer_app", str(concurrency)],
-                      name=f"pgqueuer-{i}", env=env) for i in range(k)]
+        return [spawn([sys.executable, "-m", "bench.peers.pgqueuer_app", self.variant],
+                      name=f"{self.name}-{i}", env=env) for i in range(k)]

@@ -1,11 +1,11 @@
 """procrastinate's side of the benchmark (PostgreSQL, LISTEN/NOTIFY on, default polling).
 
-``python -m bench.peers.procrastinate_app CONCURRENCY`` runs one worker process."""
+``python -m bench.peers.procrastinate_app`` runs one worker process at its defaults
+(``run_worker()``: concurrency 1)."""
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import procrastinate
@@ -27,4 +27,4 @@ async def stamp(path: str, marker: str):
 
 
 if __name__ == "__main__":
-    app.run_worker(concurrency=int(sys.argv[1]) if len(sys.argv) > 1 else 1, wait=True)
+    app.run_worker(wait=True)

@@ -1,6 +1,6 @@
 """procrastinate on PostgreSQL: its schema in a database of its own, ``batch_defer`` for bulk
-enqueue, worker processes with ``concurrency`` async slots. Jobs are kept after success
-(its default), so ``done`` counts status 'succeeded'."""
+enqueue, worker processes at its defaults (``run_worker()``: one job at a time). Jobs are kept
+after success (its default), so ``done`` counts status 'succeeded'."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from .base import Peer
 
 
 class ProcrastinatePeer(Peer):
-    name = "procrastinate"
+    family = "procrastinate"
+    VARIANTS = {"defaults": "app.run_worker() defaults: concurrency=1, LISTEN/NOTIFY on, "
+                            "jobs kept after success"}
     backend = "postgres"
     module = "procrastinate"
 
@@ -52,7 +54,7 @@ class ProcrastinatePeer(Peer):
         return self._conn.execute("SELECT count(*) FROM procrastinate_jobs "
                                   "WHERE status = 'succeeded'").fetchone()[0]
 
-    def start_workers(self, k: int, concurrency: int) -> list[subprocess.Popen]:
+    def start_workers(self, k: int) -> list[subprocess.Popen]:
         env = python_env(BENCH_PROCRASTINATE_URL=self.url)
-        return [spawn([sys.executable, "-m", "bench.peers.procrastinate_app", str(concurrency)],
+        return [spawn([sys.executable, "-m", "bench.peers.procrastinate_app"],
                       name=f"procrastinate-{i}", env=env) for i in range(k)]

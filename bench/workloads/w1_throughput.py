@@ -9,6 +9,7 @@ import time
 
 from tether import Tether
 
+from .. import probe
 from ..apps import make_app
 
 from ..backends import TetherDB, stop, tether_worker
@@ -56,10 +57,19 @@ def run(backend: str, sz, env) -> dict:
             runs.append(tether_once(backend, sz, k))
             env.log(f"   -> {_fmt(runs[-1])}")
         out["tether"][f"p{k}"] = summarize(runs)
+    if backend == "postgres":
+        out["probe"] = {}
+        for k in PROCESSES:
+            runs = []
+            for r in range(env.runs):
+                env.log(f"W1 postgres probe {k} process(es) run {r + 1}/{env.runs}")
+                runs.append(probe.measure(sz.throughput_jobs, k, sz.probe_batch))
+                env.log(f"   -> {runs[-1]['jobs_per_s']:.0f} jobs/s")
+            out["probe"][f"p{k}"] = summarize(runs)
     for peer in peers_for(backend, env.peers):
         ok, why = peer.available()
         if not ok:
-            out["peers"][peer.name] = {"error": why}
+            out["peers"][peer.name] = peer.skipped(why)
             continue
         out["peers"][peer.name] = {}
         for k in PROCESSES:

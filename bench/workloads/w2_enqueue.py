@@ -47,7 +47,7 @@ def run(backend: str, sz, env) -> dict:
     for peer in peers_for(backend, env.peers):
         ok, why = peer.available()
         if not ok:
-            out["peers"][peer.name] = {"error": why}
+            out["peers"][peer.name] = peer.skipped(why)
             continue
         runs = []
         for r in range(env.runs):

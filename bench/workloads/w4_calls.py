@@ -15,7 +15,9 @@ the bound set by the durable commits alone is measured too (``commit_bound``, se
 ``bench/commit_cost.py``): the pages a batch of reservations and one of settlements write,
 and what commits of that many pages cost on this disk; and the floor (``floor``, see
 ``bench/call_floor.py``): the same calls made by a bare implementation that keeps only the
-two durable writes a call must make, in tether's tables, with its SQL."""
+two durable writes a call must make, in tether's tables, with its SQL. ``in_flight`` sets
+the ``ctx.map`` job against that floor at 8, 64 and 256 calls in flight, calls/s and CPU per
+call (issue 25's restated target)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import time
 
 from .. import call_floor, commit_cost
 from ..apps import make_app
-from ..backends import SCRATCH, TetherDB, stop, tether_worker, wait_for
+from ..backends import SCRATCH, TetherDB, cpu_seconds, stop, tether_worker, wait_for
 from ..stats import summarize
 
 KEY = "W4"
@@ -62,19 +64,28 @@ def provider_rate(n: int, threads: int) -> float:
 NOT_DURABLE = {"TETHER_SQLITE_SYNCHRONOUS": "OFF", "PGOPTIONS": "-c synchronous_commit=off"}
 
 
-def tether_once(backend: str, sz, job_type: str = "calls", durable: bool = True) -> dict:
+def tether_once(backend: str, sz, job_type: str = "calls", durable: bool = True,
+                concurrency: int | None = None) -> dict:
+    """One job of ``sz.calls`` calls, ``concurrency`` (default ``sz.call_concurrency``) at a
+    time. ``cpu_us_per_call``: the worker process's CPU from idle and registered to the job's
+    end, per call."""
     db = TetherDB(backend, "w4")
     app = make_app(db.url)
+    app.store  # migrate before the worker starts
     bill = SCRATCH / f"w4-{db.label}.bill"
     proc = None
     try:
-        job = app.submit(job_type, {"n": sz.calls, "bill": str(bill),
-                                   "concurrency": sz.call_concurrency})
         proc = tether_worker(db.url, concurrency=1, poll_interval=sz.poll_interval,
                              name=f"w4-{backend}", extra_env=None if durable else NOT_DURABLE)
+        wait_for(lambda: db.scalar("SELECT count(*) FROM workers"), timeout=60)
+        cpu0 = cpu_seconds(proc.pid)
+        job = app.submit(job_type, {"n": sz.calls, "bill": str(bill),
+                                   "concurrency": concurrency or sz.call_concurrency})
         done = wait_for(lambda: app.get(job.id).state.value in ("succeeded", "failed",
                                                                "paused", "cancelled"),
                         timeout=sz.calls_timeout_s, interval=0.1)
+        cpu = cpu_seconds(proc.pid)
+        cpu_us = (cpu - cpu0) / sz.calls * 1e6 if cpu is not None and cpu0 is not None else None
         final = app.get(job.id)
         if not done:  # cut by calls_timeout_s: the rate over the calls journaled so far
             journaled = int(db.scalar(
@@ -89,7 +100,8 @@ def tether_once(backend: str, sz, job_type: str = "calls", durable: bool = True)
                              f"{final.error_summary})"}
         r = final.result
         return {"calls_per_s": sz.calls / (r["finished"] - r["started"]),
-                "job_s": r["finished"] - r["started"], "calls": r["calls"]}
+                "job_s": r["finished"] - r["started"], "calls": r["calls"],
+                "cpu_us_per_call": cpu_us}
     finally:
         if proc is not None:
             stop([proc])
@@ -119,4 +131,29 @@ def run(backend: str, sz, env) -> dict:
         env.log("W4 sqlite floor (bench/call_floor.py)")
         floor = call_floor.measure(sz.call_concurrency, sz.calls, runs=env.runs)
         out["floor"] = {name: summarize(got) for name, got in floor.items()}
+    out["in_flight"] = in_flight(backend, sz, env)
+    return out
+
+
+def in_flight(backend: str, sz, env) -> dict:
+    """Issue 25's restated target: the ``ctx.map`` job at each of ``sz.call_in_flight`` calls
+    in flight against the floor's durable variant (SQLite: the floor exists there only) at
+    the same, runs interleaved: calls/s as % of the floor's, and CPU per journaled call."""
+    out: dict = {}
+    for c in sz.call_in_flight:
+        tether, floor = [], []
+        for r in range(env.runs):
+            env.log(f"W4 {backend} {c} calls in flight run {r + 1}/{env.runs}")
+            tether.append(tether_once(backend, sz, concurrency=c))
+            if backend == "sqlite":
+                floor += call_floor.measure(c, sz.calls, only=("durable",))["durable"]
+            env.log(f"   -> tether {tether[-1]}; floor {floor[-1] if floor else '-'}")
+        row = {"tether": summarize(tether)}
+        if floor:
+            row["floor"] = summarize(floor)
+            t, f = row["tether"].get("calls_per_s"), row["floor"].get("calls_per_s")
+            tc, fc = row["tether"].get("cpu_us_per_call"), row["floor"].get("cpu_us_per_call")
+            row["pct_of_floor"] = t / f * 100 if t and f else None
+            row["cpu_x_floor"] = tc / fc if tc and fc else None
+        out[str(c)] = row
     return out

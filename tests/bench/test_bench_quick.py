@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -9,20 +10,26 @@ import sys
 import pytest
 
 from bench import call_floor
+from bench.peers import ALL as ALL_PEERS
+from bench.peers.huey_peer import HueyPeer
 from tests.conftest import ROOT
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8")
 
 
-@pytest.mark.timeout(180)
-def test_quick_mode_writes_every_workload(tmp_path):
+def _quick(tmp_path, *args: str) -> dict:
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--quick", "--peers", "none", "--quiet",
-         "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=170)
+        [sys.executable, "-m", "bench.run", "--quick", "--quiet", "--json", str(out), *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=230)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    res = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+@pytest.mark.timeout(240)
+def test_quick_mode_writes_every_workload(tmp_path):
+    res = _quick(tmp_path, "--peers", "none")
+    sz = res["meta"]["sizes"]
     assert res["meta"]["mode"] == "quick"
     backends = res["meta"]["backends"]
     assert "sqlite" in backends
@@ -50,4 +57,67 @@ def test_quick_mode_writes_every_workload(tmp_path):
         for run in floor[variant]["runs"]:
             assert run["journaled"] == run["ledger_rows"] == res["meta"]["sizes"]["calls"]
         assert floor[variant]["calls_per_s"] > 0
-    assert {t["target"] for t in res["targets"]}, "targets are evaluated"
+    # W4 against the floor at each number of calls in flight, with the CPU a call costs
+    in_flight = res["workloads"]["W4"]["sqlite"]["in_flight"]
+    assert sorted(in_flight, key=int) == [str(c) for c in sz["call_in_flight"]]
+    for row in in_flight.values():
+        assert row["pct_of_floor"] > 0 and row["cpu_x_floor"] > 0
+        assert row["tether"]["cpu_us_per_call"] > 0 and row["floor"]["cpu_us_per_call"] > 0
+    # W8: every job drained, set against the ideal, with CPU and commits per call
+    calls = sz["llm_jobs"] * sz["llm_calls"]
+    ideal = calls * sz["llm_latency_s"] / (sz["llm_workers"] * sz["llm_concurrency"])
+    for b in backends:
+        w8 = res["workloads"]["W8"][b]["tether"]
+        assert w8["jobs_done"] == sz["llm_jobs"] and w8["calls"] == calls
+        assert w8["ideal_s"] == pytest.approx(ideal)
+        assert w8["drain_s"] >= ideal  # no drain beats the latency bound
+        assert w8["cpu_us_per_call"] > 0
+        assert w8["commits"] > 0 and w8["commits_per_call"] > 0  # calls may share commits
+    if "postgres" in backends:
+        for k in ("p1", "p2"):
+            probe = res["workloads"]["W1"]["postgres"]["probe"][k]
+            assert probe["jobs_per_s"] > 0
+            assert probe["runs"][0]["moved"] == sz["throughput_jobs"]
+            assert probe["runs"][0]["events"] == 2 * sz["throughput_jobs"]
+    names = {t["target"] for t in res["targets"]}
+    assert any(n.startswith("W8 SQLite drain within 10 %") for n in names)
+    assert any("half the batched probe" in n for n in names)
+
+
+@pytest.mark.timeout(240)
+def test_quick_mode_runs_every_peer_row_at_its_settings(tmp_path):
+    """Each peer variant is a row of its own with its settings; a peer whose package is
+    absent is recorded as skipped, with why."""
+    res = _quick(tmp_path, "--only", "W1,W2", "--peers", ",".join(ALL_PEERS), "--no-ceiling")
+    for family, cls in ALL_PEERS.items():
+        installed = importlib.util.find_spec(cls.module) is not None
+        for variant in cls.VARIANTS:
+            peer = cls(variant)
+            w1 = res["workloads"]["W1"][cls.backend]["peers"][peer.name]
+            w2 = res["workloads"]["W2"][cls.backend]["peers"][peer.name]
+            if not installed:
+                assert "is not installed" in w1["skipped"] and w2["skipped"]
+                continue
+            for k in ("p1", "p2"):
+                run = w1[k]["runs"][0]
+                assert "error" not in run, (peer.name, run)
+                assert run["done"] == res["meta"]["sizes"]["throughput_jobs"]
+                assert run["settings"] == cls.VARIANTS[variant]
+            assert w2["batch_jobs_per_s"] > 0 and w2["single_per_s"] > 0
+    if importlib.util.find_spec("huey"):
+        runs = res["workloads"]["W1"]["sqlite"]["peers"]
+        # what huey's connections really ran with is recorded, for both rows
+        assert runs["huey_durable"]["p1"]["runs"][0]["sqlite_synchronous"] == "FULL"
+        assert runs["huey"]["p1"]["runs"][0]["sqlite_synchronous"] in (
+            "OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def test_a_peer_without_its_package_is_skipped_and_says_why():
+    class Absent(HueyPeer):
+        module = "tether_bench_no_such_package"
+
+    ok, why = Absent().available()
+    assert not ok and "is not installed" in why
+    record = Absent("durable").skipped(why)
+    assert record["skipped"] == why and record["variant"] == "durable"
+    assert record["settings"] == HueyPeer.VARIANTS["durable"]
