@@ -1,12 +1,13 @@
 """``tether demo``: why tether exists, in under a minute, on the embedded SQLite default.
 
-The example question-generation pipeline (``tether.examples.pipeline``, shipped in the
-package so the demo runs from a plain ``pip install tether``) runs in a real worker process on a fresh SQLite file with a deliberately small budget. The demo kills that worker
-with SIGKILL in the middle of the generate stage, starts a fresh one that resumes from the
-journal without repaying a completed call, lets the job hit its budget and pause, raises the
-limit, and lets it finish. The summary's figures come from tether's store and the simulated
-provider's own bill, so they can be checked against each other, and ``verdict`` says whether
-tether's ledger covers the bill and why it is higher.
+The example question-generation pipeline (``tether.examples.pipeline``, shipped in the package
+so the demo runs from a plain ``pip install tether``) runs in a real worker process on a fresh
+SQLite file with a deliberately small budget. The demo kills that worker with SIGKILL in the
+middle of the generate stage, starts a fresh one that resumes from the journal without repaying
+a completed call, lets the job hit its budget and pause, raises the limit, and lets it finish.
+The summary's figures come from tether's store and the simulated provider's own bill, so they
+can be checked against each other, and ``verdict`` says whether tether's ledger covers the bill
+and why it is higher.
 """
 
 from __future__ import annotations
@@ -89,7 +90,6 @@ def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
              kill_after_calls: int = 60) -> DemoResult:
     started = time.monotonic()
     folder.mkdir(parents=True, exist_ok=True)
-
     db = folder / "tether.db"
     for leftover in folder.glob("tether.db*"):
         leftover.unlink()

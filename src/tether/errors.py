@@ -204,6 +204,7 @@ ERROR_CODES: dict[str, type[BaseException]] = {
         JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel, JobError,
         TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled, JobPaused,
         BudgetExhausted, LeaseLost, WorkerShutdown,
+        MissingExtra,
     )
 }
 """Every stable code and the class that carries it."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.errors import MissingExtra, TetherError
+from tether.errors import ERROR_CODES, MissingExtra, TetherError
 from tether.optional import PROVIDES, load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +79,7 @@ def test_open_store_names_the_postgres_extra(tmp_path):
 def test_missing_extra_is_a_tether_error_with_a_stable_code():
     exc = MissingExtra("the REST API", "server")
     assert isinstance(exc, TetherError) and exc.code == "missing_extra"
+    assert ERROR_CODES["missing_extra"] is MissingExtra
     assert exc.message == "the REST API needs the 'server' extra: pip install 'tether[server]'"
 
 
