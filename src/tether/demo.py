@@ -1,12 +1,13 @@
 """``tether demo``: why tether exists, in under a minute, on the embedded SQLite default.
 
-The example question-generation pipeline (``examples/pipeline.py``) runs in a real worker
-process on a fresh SQLite file with a deliberately small budget. The demo kills that worker
-with SIGKILL in the middle of the generate stage, starts a fresh one that resumes from the
-journal without repaying a completed call, lets the job hit its budget and pause, raises the
-limit, and lets it finish. The summary's figures come from tether's store and the simulated
-provider's own bill, so they can be checked against each other, and ``verdict`` says whether
-tether's ledger covers the bill and why it is higher.
+The example question-generation pipeline (``tether.examples.pipeline``, shipped in the package
+so the demo runs from a plain ``pip install tether``) runs in a real worker process on a fresh
+SQLite file with a deliberately small budget. The demo kills that worker with SIGKILL in the
+middle of the generate stage, starts a fresh one that resumes from the journal without repaying
+a completed call, lets the job hit its budget and pause, raises the limit, and lets it finish.
+The summary's figures come from tether's store and the simulated provider's own bill, so they
+can be checked against each other, and ``verdict`` says whether tether's ledger covers the bill
+and why it is higher.
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ from typing import Callable
 
 from .app import Tether
 from .core.states import JobState
-from .errors import ConfigurationError
+from .examples.pipeline import app as pipeline_app, sample_text
 from .providers.simulated import bill_total, read_bill
 
-ROOT = Path(__file__).resolve().parents[2]
-APP_SPEC = "examples.pipeline:app"
+APP_SPEC = "tether.examples.pipeline:app"
 
 
 @dataclass
@@ -78,14 +78,6 @@ def verdict(spent: Decimal, billed: Decimal, unconfirmed: int, unconfirmed_usd: 
             f"billed; it is ${spent - billed:.6f} higher because {why}")
 
 
-def _examples_root() -> Path:
-    for candidate in (Path.cwd(), ROOT):
-        if (candidate / "examples" / "pipeline.py").exists():
-            return candidate
-    raise ConfigurationError("the demo needs the examples/ folder of a tether checkout; run it "
-                             "from the repository (./dev demo)")
-
-
 def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -98,10 +90,6 @@ def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
              kill_after_calls: int = 60) -> DemoResult:
     started = time.monotonic()
     folder.mkdir(parents=True, exist_ok=True)
-    root = _examples_root()
-    sys.path.insert(0, str(root))
-    from examples.pipeline import app as pipeline_app, sample_text  # noqa: E402
-
     db = folder / "tether.db"
     for leftover in folder.glob("tether.db*"):
         leftover.unlink()
@@ -123,14 +111,13 @@ def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
     say(steps[-1])
 
     env = dict(os.environ, TETHER_SIM_BILL=str(bill), TETHER_SIM_LATENCY="0.01",
-               TETHER_EXAMPLE_OUTPUT_DIR=str(folder),
-               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+               TETHER_EXAMPLE_OUTPUT_DIR=str(folder))
 
     def worker() -> subprocess.Popen:
         return subprocess.Popen(
             [sys.executable, "-m", "tether.worker", "--app", APP_SPEC, "--database-url", url,
              "--concurrency", "1", "--lease-ttl", "1", "--poll-interval", "0.05"],
-            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     first = worker()
     say(f"worker {first.pid} started")

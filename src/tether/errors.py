@@ -93,6 +93,18 @@ class UnpricedModel(TetherError):
     code = "unpriced_model"
 
 
+class MissingExtra(TetherError):
+    """A feature needs an optional part of tether that is not installed (``pip install
+    'tether[<extra>]'``); ``extra`` names that part, so the fix is one command."""
+
+    code = "missing_extra"
+
+    def __init__(self, what: str, extra: str, *, module: str | None = None) -> None:
+        super().__init__(f"{what} needs the {extra!r} extra: pip install 'tether[{extra}]'",
+                         extra=extra, module=module)
+        self.extra = extra
+
+
 # --- failures raised by job code (classified by the retry policy) ----------------------------
 
 class JobError(TetherError):
@@ -197,7 +209,7 @@ ERROR_CODES: dict[str, type[BaseException]] = {
         TetherError, ConfigurationError, UnknownJobType, InvalidPayload, InvalidCall,
         JobNotFound, JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull,
         UnpricedModel, JobError, TransientError, ProviderError, ProviderAuthError, PolicyBlock,
-        JobCancelled, JobPaused, BudgetExhausted, LeaseLost, WorkerShutdown,
+        JobCancelled, JobPaused, BudgetExhausted, LeaseLost, WorkerShutdown, MissingExtra,
     )
 }
 """Every stable code and the class that carries it."""

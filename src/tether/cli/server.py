@@ -1,29 +1,23 @@
 """``tether serve`` (REST API and dashboard) and ``tether mcp`` (the MCP server).
 
 Both are thin: they import their server lazily, so the rest of the CLI never pays for FastAPI
-or the MCP SDK, and hand it the resolved ``--app`` and database URL.
+or the MCP SDK (and works without them: a missing extra is one ``missing_extra`` error naming
+it), and hand it the resolved ``--app`` and database URL.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Annotated, Any, Optional
 
 import typer
 
+from ..optional import load
 from .options import AppSpec, DatabaseUrl, database_url as resolve_url
-from .output import EXIT_FAILED, CliError
+from .output import CliError
 
 
-def _load(module: str, attr: str, what: str) -> Any:
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and (exc.name == module or module.startswith(exc.name + ".")):
-            raise CliError(f"{what} is not available in this build ({module} is missing)",
-                           code="not_available", exit_code=EXIT_FAILED) from None
-        raise
-    return getattr(mod, attr)
+def _load(module: str, attr: str, extra: str, what: str) -> Any:
+    return getattr(load(module, extra=extra, what=what), attr)
 
 
 def serve(
@@ -43,7 +37,7 @@ def serve(
 
     Example: tether serve --app myproject.jobs:app --port 8000 --worker
     """
-    run = _load("tether.api.server", "serve", "the REST API")
+    run = _load("tether.api.server", "serve", "server", "the REST API")
     run(app_spec, host=host, port=port, database_url=resolve_url(database_url),
         insecure_no_auth=insecure_no_auth, run_worker=worker, log_level=log_level)
 
@@ -69,6 +63,6 @@ def mcp(
     """
     if transport not in ("stdio", "http"):
         raise CliError(f"--transport: use stdio or http, not {transport!r}")
-    run = _load("tether.mcp.server", "run", "the MCP server")
+    run = _load("tether.mcp.server", "run", "mcp", "the MCP server")
     run(transport, app_spec, resolve_url(database_url), token, host, port,
         insecure_no_auth=insecure_no_auth)

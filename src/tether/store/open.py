@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..optional import load
 from .base import Store
 from .sqlite.store import SQLiteStore
 
@@ -13,13 +14,12 @@ _PG_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
 def open_store(url: str, **options: Any) -> Store:
     """A store for ``url``: ``sqlite:///path`` (default) or ``postgresql://...``;
-    ``options`` go to the backend's constructor."""
+    ``options`` go to the backend's constructor. PostgreSQL needs the ``postgres`` extra
+    (``MissingExtra`` without it); psycopg is imported only by programs that use it."""
     if url.startswith("sqlite:") or "://" not in url:
         return SQLiteStore(url, **options)
     if url.startswith(_PG_PREFIXES):
-        try:  # psycopg is loaded only by programs that use PostgreSQL
-            from .postgres.store import PostgresStore
-        except ImportError as exc:  # pragma: no cover - the backend ships with tether
-            raise ConfigurationError(f"PostgreSQL backend unavailable: {exc}") from exc
-        return PostgresStore(url, **options)
+        backend = load("tether.store.postgres.store", extra="postgres",
+                       what="a postgresql:// database URL")
+        return backend.PostgresStore(url, **options)
     raise ConfigurationError(f"unsupported database URL {url!r}; use sqlite:/// or postgresql://")
