@@ -45,6 +45,25 @@ class InvalidPayload(TetherError):
     code = "invalid_payload"
 
 
+class InvalidArgument(TetherError):
+    """An argument is malformed: a bad name, a NUL character in text, an id out of range, a
+    flag of the wrong kind. Nothing was changed."""
+
+    code = "invalid_argument"
+
+
+class InvalidIdempotencyKey(InvalidArgument):
+    """An idempotency key must be 1 to 200 visible ASCII characters."""
+
+    code = "invalid_idempotency_key"
+
+
+class QueueNotFound(TetherError):
+    """No queue of that name exists or is declared by a registered job type."""
+
+    code = "queue_not_found"
+
+
 class JobNotFound(TetherError):
     """No job with that id (in the projects you may see)."""
 
@@ -188,7 +207,8 @@ class WorkerShutdown(ControlSignal):
 ERROR_CODES: dict[str, type[BaseException]] = {
     cls.code: cls
     for cls in (
-        TetherError, ConfigurationError, UnknownJobType, InvalidPayload, JobNotFound,
+        TetherError, ConfigurationError, UnknownJobType, InvalidPayload, InvalidArgument,
+        InvalidIdempotencyKey, QueueNotFound, JobNotFound,
         JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel, JobError,
         TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled, JobPaused,
         BudgetExhausted, LeaseLost, WorkerShutdown,

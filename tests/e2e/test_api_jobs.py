@@ -161,7 +161,7 @@ def test_ledger_and_cost_of_a_priced_job(api):
     assert isinstance(row["cost_usd"], str) and float(row["cost_usd"]) > 0
     assert job["actual_cost_usd"] == job["budget"]["used"]["spent_usd"]
     assert float(job["actual_cost_usd"]) == pytest.approx(float(row["cost_usd"]))
-    assert job["budget"]["limits"]["max_cost_usd"] == "1.00"
+    assert job["budget"]["limits"]["max_cost_usd"] == "1"  # canonical: no trailing zeros
     assert job["budget"]["limits"]["max_calls"] == 5 and job["budget"]["used"]["calls"] == 1
     (cp,) = api.p1.get(f"/api/v1/jobs/{job['id']}/checkpoints").json()["items"]
     assert cp["stage"] == "prepare" and cp["position"] == 1 and len(cp["blob"]) == 64

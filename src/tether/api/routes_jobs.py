@@ -23,7 +23,7 @@ from .auth import Principal, principal
 from .openapi import problem_responses as _errors
 from ..wire.problems import Problem
 from ..wire.models import (
-    INT63, AttemptList, AttemptOut, BudgetLimits, CancelRequest, CheckpointList, CheckpointOut,
+    INT63, AttemptList, AttemptOut, BudgetChange, CancelRequest, CheckpointList, CheckpointOut,
     EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
 )
 
@@ -208,7 +208,10 @@ _control("requeue", "Queue an interrupted (or paused, or failed) job again")
 
 
 @router.patch("/{job_id}/budget", response_model=JobOut, responses=_errors(404, 409, 413),
-              summary="Change a job's budget limits; limits not named stay as they were")
-def patch_budget(job_id: JobId, body: BudgetLimits, who: Principal = Depends(principal),
+              summary="Change a job's budget limits; limits not named stay as they were",
+              description="A job paused because its budget ran out resumes, unless the body "
+                          "says `\"resume\": false`.")
+def patch_budget(job_id: JobId, body: BudgetChange, who: Principal = Depends(principal),
                  app: Tether = Depends(tether)) -> JobOut:
-    return JobOut.of(app.set_budget(job_id, body.to_facade(), projects=who.scope))
+    return JobOut.of(app.set_budget(job_id, body.to_facade(), resume=body.resume,
+                                    projects=who.scope))

@@ -2,7 +2,8 @@
 
 ``create_app(tether_app)`` builds the FastAPI app: every route of DESIGN §7 under ``/api/v1``,
 OpenAPI at ``/openapi.json``, ``/healthz`` and ``/metrics`` at the root as well, problem+json
-errors, a request body limit, and bearer-token auth.
+errors, a request body limit, ``Cache-Control: no-store``, and bearer-token auth. Nothing is
+loaded from another site: there is no Swagger UI page.
 
 Extension point: routers passed as ``extra_routers`` are mounted after the API's own routes;
 ``dashboard=True`` (the default) also mounts ``tether.dashboard.create_router(tether_app)`` when
@@ -26,6 +27,7 @@ from ..errors import ConfigurationError
 from . import background, openapi, problems, routes_jobs, routes_queues, routes_system
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
+from .nostore import NoStore
 
 log = logging.getLogger("tether.api")
 
@@ -73,7 +75,10 @@ def create_app(tether_app: Tether, *, auth: bool = True,
             if close_on_shutdown:
                 tether_app.close()
 
+    # No /docs or /redoc: FastAPI's pages load Swagger UI from a CDN, and the API must work
+    # offline. /openapi.json is served; docs/api.md says how to browse it.
     app = FastAPI(title="tether", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None,
                   description="A durable job engine: submit, watch and control jobs. Errors are "
                               "RFC 9457 problem documents; authenticate with a bearer token.")
     app.state.tether = tether_app
@@ -105,6 +110,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
 
     app.openapi = custom_openapi  # type: ignore[method-assign]
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
+    app.add_middleware(NoStore)
     return app
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from decimal import InvalidOperation
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from ..core.states import JobState
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
@@ -23,7 +24,24 @@ NAME = Field(min_length=1, max_length=200)
 
 
 def _money(value: Any) -> str | None:
-    return None if value is None else str(value)
+    """Money as plain fixed-point text without trailing zeros (``"0"``, ``"0.0000125"``,
+    ``"100"``), never an exponent: SQLite hands back ``0E-7`` where PostgreSQL's numeric says
+    ``0.000000``, and clients must see the same digits from either backend."""
+    if value is None:
+        return None
+    try:
+        amount = value if isinstance(value, Decimal) else Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return str(value)
+    if not amount.is_finite():
+        return str(amount)
+    if amount == 0:
+        return "0"
+    return format(amount.normalize(), "f")
+
+
+Money = Annotated[str, BeforeValidator(_money)]
+MaybeMoney = Annotated[str | None, BeforeValidator(_money)]
 
 
 # --- requests -------------------------------------------------------------------------------------
@@ -45,6 +63,19 @@ class BudgetLimits(BaseModel):
         out = self.model_dump(exclude_none=True)
         if "max_cost_usd" in out:
             out["max_cost_usd"] = str(out["max_cost_usd"])
+        return out
+
+
+class BudgetChange(BudgetLimits):
+    """``PATCH /jobs/{id}/budget``: the limits to change, and whether a job paused because its
+    budget ran out resumes at once (``resume``, default true) or stays paused."""
+
+    resume: StrictBool = Field(True, description="resume a job paused by budget_exhausted; "
+                                                 "false only raises the limits")
+
+    def to_facade(self) -> dict[str, Any]:
+        out = super().to_facade()
+        out.pop("resume", None)
         return out
 
 
@@ -75,8 +106,8 @@ class CancelRequest(BaseModel):
 class BudgetUsed(BaseModel):
     """What a job has spent, and what it has reserved for calls in flight."""
 
-    spent_usd: str = "0"
-    reserved_usd: str = "0"
+    spent_usd: Money = "0"
+    reserved_usd: Money = "0"
     calls: int = 0
     reserved_calls: int = 0
     input_tokens: int = 0
@@ -87,7 +118,7 @@ class BudgetUsed(BaseModel):
 
 
 class BudgetLimitsOut(BaseModel):
-    max_cost_usd: str | None = None
+    max_cost_usd: MaybeMoney = None
     max_calls: int | None = None
     max_input_tokens: int | None = None
     max_output_tokens: int | None = None
@@ -120,9 +151,10 @@ class JobOut(BaseModel):
     result: Any = None
     error_code: str | None
     error_summary: str | None
-    estimated_cost_usd: str | None = Field(description="pre-flight estimate, when one was made")
-    actual_cost_usd: str = Field(description="spent so far (settled calls and lost reservations)")
-    reserved_cost_usd: str = Field(description="reserved for calls in flight")
+    estimated_cost_usd: MaybeMoney = Field(description="pre-flight estimate, when one was made")
+    actual_cost_usd: Money = Field(description="spent so far (settled calls and lost "
+                                               "reservations)")
+    reserved_cost_usd: Money = Field(description="reserved for calls in flight")
     budget: BudgetOut
     lease_owner: str | None
     lease_expires_at: datetime | None
@@ -221,16 +253,16 @@ class LedgerEntryOut(BaseModel):
     output_tokens: int
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
-    input_per_mtok: str | None = None
-    output_per_mtok: str | None = None
-    cached_input_per_mtok: str | None = None
+    input_per_mtok: MaybeMoney = None
+    output_per_mtok: MaybeMoney = None
+    cached_input_per_mtok: MaybeMoney = None
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
-    cache_write_per_mtok: str | None = None
-    cache_write_1h_per_mtok: str | None = None
+    cache_write_per_mtok: MaybeMoney = None
+    cache_write_1h_per_mtok: MaybeMoney = None
     price_profile: str | None = None
-    cost_usd: str | None = None
-    reserved_usd: str | None = None
+    cost_usd: MaybeMoney = None
+    reserved_usd: MaybeMoney = None
     confirmed: bool
     overrun: bool = False
     created_at: datetime
