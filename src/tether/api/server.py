@@ -24,6 +24,7 @@ from fastapi import APIRouter, FastAPI
 from .. import __version__
 from ..app import Tether, load_app
 from ..errors import ConfigurationError
+from ..wire.waits import WaitHub
 from . import background, openapi, problems, routes_jobs, routes_queues, routes_system
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
@@ -49,12 +50,16 @@ def create_app(tether_app: Tether, *, auth: bool = True,
                public_metrics: bool | None = None,
                extra_routers: Iterable[APIRouter] = (), dashboard: bool = True,
                run_worker: bool = False, worker_options: dict[str, Any] | None = None,
-               close_on_shutdown: bool = False) -> FastAPI:
+               close_on_shutdown: bool = False, max_waits_per_token: int | None = None,
+               wait_fallback_s: float | None = None) -> FastAPI:
     """The ASGI app serving ``tether_app``.
 
     ``auth=False`` makes every caller an unrestricted admin (logged loudly). ``public_metrics``
     (default ``TETHER_PUBLIC_METRICS``) serves ``/metrics`` without a token. ``run_worker``
     runs a worker for ``tether_app`` in a background thread for the app's lifetime.
+    ``max_waits_per_token`` (default ``TETHER_MAX_WAITS_PER_TOKEN`` or 100) caps the
+    ``?wait=`` requests one token may hold open; ``wait_fallback_s`` (default
+    ``TETHER_WAIT_FALLBACK_S`` or 5) is how often waited jobs are re-read without a wake-up.
     """
     if not auth:
         log.warning(INSECURE_WARNING)
@@ -70,6 +75,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
         try:
             yield
         finally:
+            hub.close()
             if runner is not None:
                 runner.stop()
             if close_on_shutdown:
@@ -82,6 +88,8 @@ def create_app(tether_app: Tether, *, auth: bool = True,
                   description="A durable job engine: submit, watch and control jobs. Errors are "
                               "RFC 9457 problem documents; authenticate with a bearer token.")
     app.state.tether = tether_app
+    hub = WaitHub(tether_app, max_per_token=max_waits_per_token, fallback_s=wait_fallback_s)
+    app.state.waits = hub
     app.state.auth = auth
     app.state.public_metrics = (_truthy("TETHER_PUBLIC_METRICS") if public_metrics is None
                                 else public_metrics)
