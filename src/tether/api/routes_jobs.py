@@ -75,7 +75,9 @@ async def submit_job(
     who: Principal = Depends(principal), app: Tether = Depends(tether),
     hub: WaitHub = Depends(waits),
     idempotency_key: Annotated[str | None, Header(
-        alias=idempotency.HEADER, description="1-200 visible ASCII characters")] = None,
+        alias=idempotency.HEADER, description="1-200 visible ASCII characters; any other "
+        "is 400 invalid_idempotency_key", json_schema_extra={"pattern": "^[!-~]{1,200}$"})
+    ] = None,
     wait: Annotated[float | None, Query(ge=0, le=MAX_WAIT_S, description=(
         "seconds to wait for a terminal state"))] = None,
 ) -> JobOut:

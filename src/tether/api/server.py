@@ -19,7 +19,7 @@ import threading
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Iterable
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 
 from .. import __version__
 from ..app import Tether, load_app
@@ -29,6 +29,7 @@ from . import background, openapi, problems, routes_jobs, routes_queues, routes_
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
 from .nostore import NoStore
+from .strict_query import known_query
 
 log = logging.getLogger("tether.api")
 
@@ -97,7 +98,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     app.state.max_body_bytes = max_body_bytes
     problems.install(app)
 
-    api = APIRouter(prefix=API_PREFIX)
+    api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(known_query)])
     api.include_router(routes_jobs.router)
     api.include_router(routes_queues.router)
     app.include_router(api)

@@ -8,18 +8,37 @@ is how every interface presents a job.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from decimal import Decimal
 from decimal import InvalidOperation
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, WithJsonSchema
 
 from ..core.states import JobState
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
 
 INT32 = 2**31 - 1
 INT63 = 2**63 - 1
+COUNT_MAX = 2**53 - 1
+"""Largest count a budget limit takes: every JSON number up to it is exact, even one a client
+wrote as a float, so the document's ``maximum`` and the server agree on the boundary."""
+USD_MAX = Decimal(10**12)
+_USD_TEXT = r"^[0-9]{1,12}(\.[0-9]{1,18})?$"
+
+
+def _usd_text(value: Any) -> Any:
+    """A USD limit given as text must be plain decimal digits (what the document says)."""
+    if isinstance(value, str) and not re.fullmatch(_USD_TEXT, value):
+        raise ValueError("a USD amount as text is digits with an optional fraction, e.g. 2.50")
+    return value
+
+
+USD_LIMIT = Annotated[Decimal, BeforeValidator(_usd_text), WithJsonSchema({
+    "anyOf": [{"type": "number", "minimum": 0, "maximum": 10**12},
+              {"type": "string", "pattern": _USD_TEXT}],
+    "description": "USD, at most 10^12: a decimal string (exact) or a number"})]
 NAME = Field(min_length=1, max_length=200)
 
 
@@ -51,13 +70,12 @@ class BudgetLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_cost_usd: Decimal | None = Field(None, ge=0, max_digits=30, decimal_places=12,
-                                         description="USD; a decimal string or number")
-    max_calls: int | None = Field(None, ge=0, le=INT63)
-    max_input_tokens: int | None = Field(None, ge=0, le=INT63)
-    max_output_tokens: int | None = Field(None, ge=0, le=INT63)
+    max_cost_usd: USD_LIMIT | None = Field(None, ge=0, le=USD_MAX)
+    max_calls: int | None = Field(None, ge=0, le=COUNT_MAX)
+    max_input_tokens: int | None = Field(None, ge=0, le=COUNT_MAX)
+    max_output_tokens: int | None = Field(None, ge=0, le=COUNT_MAX)
     max_duration_s: float | None = Field(None, ge=0, le=1e12)
-    max_examples: int | None = Field(None, ge=0, le=INT63)
+    max_examples: int | None = Field(None, ge=0, le=COUNT_MAX)
 
     def to_facade(self) -> dict[str, Any]:
         out = self.model_dump(exclude_none=True)
