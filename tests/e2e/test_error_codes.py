@@ -163,3 +163,20 @@ def test_every_problem_code_has_one_http_status():
     assert STATUS_BY_CODE["invalid_argument"] == 422
     assert STATUS_BY_CODE["invalid_idempotency_key"] == 400
     assert STATUS_BY_CODE["invalid_payload"] == 422
+
+
+def test_a_result_holding_nul_fails_its_job_as_invalid_result_on_both_backends(database_url):
+    """Refused where JSON is canonicalised, before any store write: on PostgreSQL the result
+    never reaches jsonb (which would answer a store error), on SQLite it is not stored."""
+    app = Tether(database_url)
+
+    @app.job("nul_result", max_attempts=1)
+    def nul_result(ctx, payload):
+        return {"text": "a\x00b"}
+
+    try:
+        job = app.run("nul_result", {}, timeout=30)
+    finally:
+        app.close()
+    assert job.state == "failed" and job.error_code == "invalid_result", job
+    assert "NUL" in job.error_summary and job.result is None
