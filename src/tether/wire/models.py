@@ -365,3 +365,5 @@ class ProblemOut(BaseModel):
     instance: str | None = None
     errors: list[FieldError] | None = None
     job_id: int | None = None
+    argument: str | None = Field(None, description="invalid_argument: which argument")
+    limit: int | None = Field(None, description="payload_too_large, too_many_waits: the limit")

@@ -166,7 +166,12 @@ class WaitHub:
             while not self._busy.wait(1.0):
                 if self._stop.is_set():
                     return
-            which = self._next(store)
+            try:
+                which = self._next(store)
+            except Exception as exc:  # noqa: BLE001 - e.g. the SQLite file is locked
+                log.warning("waiting for the store's signal failed: %s", exc)
+                self._stop.wait(self.fallback_s)
+                which = None
 
     def _next(self, store: Any) -> set[int] | None:
         """Block until something may have finished: the ids notified, or None for "any"."""
