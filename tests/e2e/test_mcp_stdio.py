@@ -65,7 +65,7 @@ def test_submit_get_list_events_cancel_over_stdio(db):
             assert sub["created"] is True
             job = sub["job"]
             assert job["project"] == "agents" and job["state"] == "queued"
-            assert job["budget"]["limits"]["max_cost_usd"] == "0.50"
+            assert job["budget"]["limits"]["max_cost_usd"] == "0.5"  # canonical money
             again = data(await client.call_tool("tether_submit_job", {
                 "type": "steps", "payload": {"steps": 5}, "idempotency_key": "mcp-1",
                 "budget": {"max_cost_usd": "0.50"}}))
