@@ -273,6 +273,7 @@ class Tether:
              search: str | None = None, before_id: int | None = None,
              limit: int = 50) -> list[Job]:
         validate.texts(project=project, type=type, queue=queue, search=search)
+        validate.state(state)
         scope = None if projects is None else set(projects)
         if project is not None:
             scope = {project} if scope is None else scope & {project}
@@ -283,7 +284,7 @@ class Tether:
                projects: Iterable[str] | None = None) -> list[Event]:
         """The job's log after ``after`` (a seq), oldest first; JobNotFound for no such job."""
         self.get(job_id, projects=projects)
-        return self.store.events(int(job_id), after=after, limit=limit)
+        return self.store.events(int(job_id), after=validate.seq(after), limit=limit)
 
     def attempts(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[Attempt]:
         self.get(job_id, projects=projects)

@@ -119,6 +119,10 @@ def test_ids_out_of_range_are_invalid_argument_in_the_library_and_cli(sides, cap
             sides.lib.get(bad)
         with pytest.raises(errors.InvalidArgument):
             sides.lib.cancel(bad)
+    with pytest.raises(errors.InvalidArgument):
+        sides.lib.events(sides.job.id, after=2**63)
+    with pytest.raises(errors.InvalidArgument):
+        sides.lib.list(state="sleeping")
     r = run_main(capsys, "job", "status", str(2**63), db=sides.url)
     assert r.code == 2 and r.err.strip().endswith("(invalid_argument)"), r
     # REST refuses the same path value as a request shape (pydantic bounds), like MCP

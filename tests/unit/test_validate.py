@@ -61,3 +61,13 @@ def test_flags_are_bools_only():
     for value in ("false", 0, None):
         with pytest.raises(InvalidArgument, match="true or false"):
             validate.flag(value, "resume")
+
+
+def test_event_seqs_and_states():
+    assert validate.seq(0) == 0 and validate.seq(2**63 - 1) == 2**63 - 1
+    for bad in (-1, 2**63, "3", True):
+        with pytest.raises(InvalidArgument):
+            validate.seq(bad)
+    assert validate.state("failed") == "failed" and validate.state(None) is None
+    with pytest.raises(InvalidArgument, match="state must be one of"):
+        validate.state("sleeping")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidArgument, InvalidIdempotencyKey
+from .states import JobState
 
 MAX_NAME = 200
 MAX_KEY = 200
@@ -76,6 +77,26 @@ def job_id(value: Any) -> int:
         raise InvalidArgument(f"job id must be between 1 and {MAX_ID}, got {value}",
                               argument="job_id")
     return value
+
+
+def seq(value: Any, what: str = "after") -> int:
+    """An event sequence number to read after: an integer in 0..2^63-1."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
+        raise InvalidArgument(f"{what} must be an integer between 0 and {MAX_ID}, got "
+                              f"{value!r:.40}", argument=what)
+    return value
+
+
+def state(value: Any) -> str | None:
+    """None, or the name of a job state."""
+    if value is None:
+        return None
+    try:
+        return str(JobState(value))
+    except ValueError:
+        known = ", ".join(s.value for s in JobState)
+        raise InvalidArgument(f"state must be one of {known}, got {value!r:.40}",
+                              argument="state") from None
 
 
 def flag(value: Any, what: str) -> bool:
