@@ -1,8 +1,9 @@
-"""Unknown query parameters are refused (422 ``validation_error`` naming each), not ignored.
+"""Unknown or repeated query parameters are refused (422 ``validation_error`` naming each).
 
 ``GET /jobs?stat=failed`` would otherwise list every job as if no filter had been asked for,
-and a client would never learn about its typo. Each route accepts the query parameters it
-declares, those of its dependencies included.
+and ``?state=failed&state=queued`` would silently use the last value: a client would never
+learn about its mistake. Each route accepts the query parameters it declares (those of its
+dependencies included), each once: every query parameter of the API is a single value.
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ def known_query(request: Request) -> None:
     route = request.scope.get("route")
     if route is None or not request.query_params:
         return
-    unknown = sorted(set(request.query_params) - _allowed(route))
+    query = request.query_params
+    unknown = sorted(set(query) - _allowed(route))
+    repeated = sorted(name for name in set(query) if len(query.getlist(name)) > 1)
+    if repeated and not unknown:
+        raise Problem(422, "validation_error", f"{repeated[0]}: given more than once",
+                      errors=[{"field": name, "in": "query", "message": "given more than once"}
+                              for name in repeated])
     if unknown:
         raise Problem(422, "validation_error",
                       f"{unknown[0] or '(empty name)'}: unknown query parameter",
