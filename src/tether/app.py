@@ -10,13 +10,14 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .blobs import BlobStore, DatabaseBlobStore, FileBlobStore
 from .clock import SYSTEM_CLOCK, Clock
+from .core import validate
 from .core.budget import Budget, BudgetStatus
 from .core.estimate import CostEstimate, estimate_cost
 from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
-from .errors import ConfigurationError, JobNotFound, JobStateError
+from .errors import ConfigurationError, JobNotFound, JobStateError, QueueNotFound
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
@@ -209,7 +210,7 @@ class Tether:
     # --- reads ----------------------------------------------------------------------------------
 
     def get(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
-        job = self.store.get_job(int(job_id))
+        job = self.store.get_job(validate.job_id(job_id))
         if job is None or (projects is not None and job.project not in set(projects)):
             raise JobNotFound(f"job {job_id} not found", job_id=job_id)
         return job
@@ -218,6 +219,8 @@ class Tether:
              state: str | None = None, type: str | None = None, queue: str | None = None,
              search: str | None = None, before_id: int | None = None,
              limit: int = 50) -> list[Job]:
+        validate.texts(project=project, type=type, queue=queue, search=search)
+        validate.state(state)
         scope = None if projects is None else set(projects)
         if project is not None:
             scope = {project} if scope is None else scope & {project}
@@ -228,7 +231,7 @@ class Tether:
                projects: Iterable[str] | None = None) -> list[Event]:
         """The job's log after ``after`` (a seq), oldest first; JobNotFound for no such job."""
         self.get(job_id, projects=projects)
-        return self.store.events(int(job_id), after=after, limit=limit)
+        return self.store.events(int(job_id), after=validate.seq(after), limit=limit)
 
     def attempts(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[Attempt]:
         self.get(job_id, projects=projects)
@@ -242,21 +245,22 @@ class Tether:
     def cancel(self, job_id: int, *, reason: str | None = None,
                projects: Iterable[str] | None = None) -> Job:
         """Cancel: at once if the job is not running, else at its next safe boundary."""
-        return self.store.control(int(job_id), "cancel", projects=projects, reason=reason)
+        return self.store.control(validate.job_id(job_id), "cancel", projects=projects,
+                                  reason=validate.text(reason, "reason"))
 
     def pause(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
-        return self.store.control(int(job_id), "pause", projects=projects)
+        return self.store.control(validate.job_id(job_id), "pause", projects=projects)
 
     def resume(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
-        return self.store.control(int(job_id), "resume", projects=projects)
+        return self.store.control(validate.job_id(job_id), "resume", projects=projects)
 
     def retry(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
         """Queue a failed job again (never automatic)."""
-        return self.store.control(int(job_id), "retry", projects=projects)
+        return self.store.control(validate.job_id(job_id), "retry", projects=projects)
 
     def requeue(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
         """Queue an interrupted (or paused, or failed) job again; it resumes from checkpoints."""
-        return self.store.control(int(job_id), "requeue", projects=projects)
+        return self.store.control(validate.job_id(job_id), "requeue", projects=projects)
 
     def set_budget(self, job_id: int, budget: Budget | Mapping[str, Any] | None = None, *,
                    projects: Iterable[str] | None = None, resume: bool = True,
@@ -264,7 +268,8 @@ class Tether:
         """Raise (or lower) a job's limits; limits not named stay as they were. A job paused
         because its budget ran out is resumed (``resume=False`` leaves it paused)."""
         changes = as_budget(budget).merged(limits) if limits else as_budget(budget)
-        job = self.store.set_budget(int(job_id), changes, projects=projects)
+        validate.flag(resume, "resume")
+        job = self.store.set_budget(validate.job_id(job_id), changes, projects=projects)
         if resume and job.state == JobState.PAUSED and job.error_code == "budget_exhausted":
             job = self.resume(job.id, projects=projects)
         return job
@@ -327,10 +332,19 @@ class Tether:
         return self.store.list_queues()
 
     def pause_queue(self, name: str) -> QueueInfo:
-        return self.store.set_queue_paused(checked_name(name, "queue"), True)
+        return self.store.set_queue_paused(self._known_queue(name), True)
 
     def resume_queue(self, name: str) -> QueueInfo:
-        return self.store.set_queue_paused(checked_name(name, "queue"), False)
+        return self.store.set_queue_paused(self._known_queue(name), False)
+
+    def _known_queue(self, name: str) -> str:
+        """A queue that has a row (a job was submitted to it, or it was paused) or that a
+        registered job type declares; pausing any other name would create a queue by typo."""
+        declared = {self.registry.get(t).queue for t in self.registry.names()}
+        if checked_name(name, "queue") in declared or name in {q.name for q in self.queues()}:
+            return name
+        raise QueueNotFound(f"queue {name!r} not found: no job was ever submitted to it and "
+                            "no registered job type declares it", queue=name)
 
     def prune(self, *, older_than_s: float) -> int:
         """Delete terminal jobs (with their history) finished more than ``older_than_s`` ago."""

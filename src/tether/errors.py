@@ -51,6 +51,25 @@ class InvalidCall(TetherError):
     code = "invalid_call"
 
 
+class InvalidArgument(TetherError):
+    """An argument is malformed: a bad name, a NUL character in text, an id out of range, a
+    flag of the wrong kind. Nothing was changed."""
+
+    code = "invalid_argument"
+
+
+class InvalidIdempotencyKey(InvalidArgument):
+    """An idempotency key must be 1 to 200 visible ASCII characters."""
+
+    code = "invalid_idempotency_key"
+
+
+class QueueNotFound(TetherError):
+    """No queue of that name exists or is declared by a registered job type."""
+
+    code = "queue_not_found"
+
+
 class JobNotFound(TetherError):
     """No job with that id (in the projects you may see)."""
 
@@ -207,9 +226,10 @@ ERROR_CODES: dict[str, type[BaseException]] = {
     cls.code: cls
     for cls in (
         TetherError, ConfigurationError, UnknownJobType, InvalidPayload, InvalidCall,
-        JobNotFound, JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull,
-        UnpricedModel, JobError, TransientError, ProviderError, ProviderAuthError, PolicyBlock,
-        JobCancelled, JobPaused, BudgetExhausted, LeaseLost, WorkerShutdown, MissingExtra,
+        InvalidArgument, InvalidIdempotencyKey, QueueNotFound, JobNotFound, JobStateError,
+        IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel, JobError,
+        TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled, JobPaused,
+        BudgetExhausted, LeaseLost, WorkerShutdown, MissingExtra,
     )
 }
 """Every stable code and the class that carries it."""

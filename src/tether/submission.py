@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from .clock import to_ts
+from .core import validate
 from .core.budget import Budget
 from .core.estimate import estimate_cost
 from .core.pricing import PriceProfile
@@ -35,11 +36,8 @@ def as_budget(value: Budget | Mapping[str, Any] | None) -> Budget:
     raise InvalidPayload(f"budget must be a Budget or a mapping, got {type(value).__name__}")
 
 
-def checked_name(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 200 or not value.isprintable():
-        raise InvalidPayload(f"{what} must be a non-empty printable string of at most 200 "
-                             f"characters, got {value!r}")
-    return value
+checked_name = validate.name
+"""A name (job type, project, queue): ``invalid_argument`` unless 1-200 printable characters."""
 
 
 def resolve(registry: Registry, strict: bool, profile: PriceProfile, type: str, payload: Any,
@@ -56,8 +54,7 @@ def resolve(registry: Registry, strict: bool, profile: PriceProfile, type: str, 
     if strict or type in registry:
         job_type = registry.get(type)
     project = checked_name(project, "project")
-    if idempotency_key is not None:
-        checked_name(idempotency_key, "idempotency_key")
+    validate.idempotency_key(idempotency_key)
     queue = checked_name(queue or (job_type.queue if job_type else DEFAULT_QUEUE), "queue")
     if priority is None:
         priority = job_type.priority if job_type else 0

@@ -3,6 +3,7 @@
 import pytest
 
 from tether import IdempotencyConflict, InvalidPayload, JobState, UnknownJobType
+from tether.errors import InvalidArgument
 
 
 def register(app):
@@ -93,9 +94,9 @@ def test_bad_input_is_a_clear_error_and_the_store_is_unchanged(app, bad):
     register(app)
     app.submit("echo", {"ok": True})
     before = snapshot(app.store)
-    with pytest.raises((UnknownJobType, InvalidPayload)) as info:
+    with pytest.raises((UnknownJobType, InvalidPayload, InvalidArgument)) as info:
         app.submit(bad.pop("type"), bad.pop("payload"), **bad)
-    assert info.value.code in ("unknown_job_type", "invalid_payload")
+    assert info.value.code in ("unknown_job_type", "invalid_payload", "invalid_argument")
     assert snapshot(app.store) == before
 
 

@@ -26,6 +26,13 @@ def steps(ctx, payload):
     return {"steps": n}
 
 
+@app.job("held_steps", queue="held")
+def held_steps(ctx, payload):
+    """``steps`` in the queue "held", which the tests pause before submitting to it (a queue
+    a registered job type declares may be paused before it has jobs)."""
+    return steps(ctx, payload)
+
+
 @app.job("refuse", max_attempts=1)
 def refuse(ctx, payload):
     raise PolicyBlock("refused by policy")

@@ -8,13 +8,30 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import httpx
+import pytest
+
+from tests.conftest import PG_URL, require_postgres
+from tests.pg import fresh_schema_url
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+"""``params=`` for a module-scoped fixture that runs one server per backend."""
+
+
+def backend_url(backend: str, directory: Path) -> str:
+    """A fresh database of ``backend``: a SQLite file in ``directory``, or a private schema."""
+    if backend == "sqlite":
+        return f"sqlite:///{directory}/tether.db"
+    require_postgres()
+    return fresh_schema_url(PG_URL, f"t_{uuid.uuid4().hex[:12]}")
 
 
 def free_port() -> int:

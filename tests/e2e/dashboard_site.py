@@ -95,9 +95,9 @@ def _seed(app: Tether) -> tuple[dict[str, str], dict[str, int]]:
     add("fails-1", "always_fails", "alpha")
     add("fails-2", "always_fails", "alpha")
     add("gamma-fails", "always_fails", "gamma")
-    app.pause_queue("parked")
     for i in range(3):
         add(f"parked-{i}", "long_loop", "delta", queue="parked")
+    app.pause_queue("parked")  # pausing needs a queue that exists (no worker runs yet)
     add("later", "long_loop", "gamma", queue="later", run_after=time.time() + 86_400)
     add("tiny-limit", "long_loop", "alpha", queue="tomorrow", run_after=time.time() + 86_400,
         budget=Budget(max_cost_usd="0.00001"))

@@ -96,6 +96,9 @@ def test_a_payload_tether_cannot_store_is_422_invalid_payload(api):
     ("/api/v1/jobs/0", "job_id"),
     ("/api/v1/jobs/99999999999999999999", "job_id"),
     ("/api/v1/jobs/1/events?after=-1", "after"),
+    ("/api/v1/jobs?stat=failed", "stat"),  # a typo is refused, not ignored
+    ("/api/v1/jobs?state=failed&state=queued", "state"),  # one value each
+    ("/api/v1/jobs/1?wait=5", "wait"),
 ])
 def test_invalid_query_and_path_values_are_422_naming_them(api, path, field):
     body = assert_problem(api.c.get(path), 422, "validation_error")

@@ -161,7 +161,7 @@ def test_ledger_and_cost_of_a_priced_job(api):
     assert isinstance(row["cost_usd"], str) and float(row["cost_usd"]) > 0
     assert job["actual_cost_usd"] == job["budget"]["used"]["spent_usd"]
     assert float(job["actual_cost_usd"]) == pytest.approx(float(row["cost_usd"]))
-    assert job["budget"]["limits"]["max_cost_usd"] == "1.00"
+    assert job["budget"]["limits"]["max_cost_usd"] == "1"  # canonical: no trailing zeros
     assert job["budget"]["limits"]["max_calls"] == 5 and job["budget"]["used"]["calls"] == 1
     (cp,) = api.p1.get(f"/api/v1/jobs/{job['id']}/checkpoints").json()["items"]
     assert cp["stage"] == "prepare" and cp["position"] == 1 and len(cp["blob"]) == 64
@@ -237,8 +237,8 @@ def test_retry_a_failed_job_and_refuse_an_invalid_transition(api):
 
 
 def test_patch_budget_changes_only_the_named_limits(api):
-    api.admin.post("/api/v1/queues/held-budget/pause")
-    job = api.p1.post("/api/v1/jobs", json={"type": "echo", "queue": "held-budget",
+    assert api.admin.post("/api/v1/queues/held/pause").status_code == 200
+    job = api.p1.post("/api/v1/jobs", json={"type": "echo", "queue": "held",
                                             "budget": {"max_calls": 3}}).json()
     r = api.p1.patch(f"/api/v1/jobs/{job['id']}/budget", json={"max_cost_usd": "2.5"})
     assert r.status_code == 200, r.text
@@ -246,7 +246,7 @@ def test_patch_budget_changes_only_the_named_limits(api):
     assert limits["max_cost_usd"] == "2.5" and limits["max_calls"] == 3
     bad = api.p1.patch(f"/api/v1/jobs/{job['id']}/budget", json={"max_cost_usd": "-1"})
     assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "max_cost_usd"
-    api.admin.post("/api/v1/queues/held-budget/resume")
+    api.admin.post("/api/v1/queues/held/resume")
 
 
 def test_unknown_job_type_is_rejected_with_app(api):

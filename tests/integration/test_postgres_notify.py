@@ -63,8 +63,8 @@ def test_nothing_eligible_means_no_wake_up(pair):
 
 def test_resuming_a_queue_notifies(pair):
     store, app = pair
-    app.pause_queue("q")
     app.submit("t", {}, queue="q")
+    app.pause_queue("q")  # a queue must exist (or be declared) to be paused
     store.wait_for_work(5)  # the submit's own notification
     assert store.wait_for_work(0.3) is False
     app.resume_queue("q")

@@ -60,3 +60,21 @@ def test_an_object_whose_equality_raises_is_walked_not_trusted():
 
     text, back = dumps_back({"odd": Odd()})
     assert text == '{"odd":{"k":1}}' and back == {"odd": {"k": 1}}
+
+
+@pytest.mark.parametrize("value, path", [
+    ("a\x00b", "$"),
+    ({"k": ["x", "\x00"]}, "$.k[1]"),
+    ({"k\x00": 1}, "$ (a key)"),
+    ({"deep": {"er": "\x00"}}, "$.deep.er"),
+])
+def test_nul_is_refused_on_every_backend_alike_naming_where(value, path):
+    """PostgreSQL's jsonb cannot hold NUL; SQLite could, but the same input gets one answer."""
+    with pytest.raises(InvalidPayload, match="NUL") as info:
+        dumps_back(value, what="payload")
+    assert info.value.details["path"] == path
+
+
+@pytest.mark.parametrize("text", ["\\u0000", "\\\\u0000", "a\\\\\\\\u0000b", "\\x00"])
+def test_a_backslash_before_u0000_is_text_not_nul(text):
+    assert dumps_back(text)[1] == text

@@ -71,6 +71,8 @@ def install(app: FastAPI) -> None:
         job_id = exc.details.get("job_id") if exc.details else None
         if isinstance(job_id, int) and exc.code != "job_not_found":
             extra["job_id"] = job_id
+        if exc.details and isinstance(exc.details.get("argument"), str):
+            extra["argument"] = exc.details["argument"]
         title = (type(exc).__doc__ or "").strip().splitlines()[0] if type(exc).__doc__ else None
         return problem_response(status, exc.code, exc.message, title=title,
                                 instance=request.url.path, **extra)
@@ -81,11 +83,16 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+            # FastAPI's "error parsing the body" when the JSON nests deeper than Python parses
+            return problem_response(422, "invalid_payload", "the request body is nested too "
+                                    "deeply", instance=request.url.path)
         if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
             # FastAPI's "error parsing the body": a body that is not UTF-8 is invalid JSON too
             return validation_problem([{"type": "json_invalid", "loc": ("body",)}],
                                       instance=request.url.path)
-        code = HTTP_CODES.get(exc.status_code, "http_error")
+        code = HTTP_CODES.get(exc.status_code,
+                              "bad_request" if exc.status_code < 500 else "internal_error")
         detail = exc.detail if isinstance(exc.detail, str) else TITLES.get(exc.status_code, "")
         return problem_response(exc.status_code, code, detail, instance=request.url.path,
                                 headers=getattr(exc, "headers", None))

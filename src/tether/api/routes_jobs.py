@@ -6,8 +6,7 @@ another project answers 404 ``job_not_found``, exactly like a job that does not 
 
 from __future__ import annotations
 
-import asyncio
-import time
+from contextlib import nullcontext
 from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Callable
@@ -19,18 +18,18 @@ from ..app import DEFAULT_PROJECT, Tether
 from ..core.states import JobState
 from ..records import Job
 from ..wire import idempotency, pagination
+from ..wire.waits import WaitHub
 from .auth import Principal, principal
 from .openapi import problem_responses as _errors
 from ..wire.problems import Problem
 from ..wire.models import (
-    INT63, AttemptList, AttemptOut, BudgetLimits, CancelRequest, CheckpointList, CheckpointOut,
+    INT63, AttemptList, AttemptOut, BudgetChange, CancelRequest, CheckpointList, CheckpointOut,
     EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
 )
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
 MAX_WAIT_S = 300.0
-WAIT_POLL_S = 0.05
 JobId = Annotated[int, Path(ge=1, le=INT63, description="job id")]
 
 
@@ -56,12 +55,8 @@ def _options(body: JobCreate, who: Principal) -> dict[str, Any]:
     return options
 
 
-async def _wait(app: Tether, job: Job, seconds: float, who: Principal) -> Job:
-    deadline = time.monotonic() + seconds
-    while not job.terminal and time.monotonic() < deadline:
-        await asyncio.sleep(min(WAIT_POLL_S, max(0.0, deadline - time.monotonic())))
-        job = await run_in_threadpool(app.get, job.id, projects=who.scope)
-    return job
+def waits(request: Request) -> WaitHub:
+    return request.app.state.waits
 
 
 @router.post(
@@ -70,28 +65,33 @@ async def _wait(app: Tether, job: Job, seconds: float, who: Principal) -> Job:
     description="201 when created; 200 with the existing job when the Idempotency-Key and the "
                 "body repeat; 422 `idempotency_conflict` when the key was used with another body; "
                 "400 for a malformed key. With `?wait=SECONDS` the call waits for a terminal state "
-                "and answers 202 with the job if it is still running.",
+                "and answers 202 with the job if it is still running; a token holding too many "
+                "waits open gets 429 `too_many_waits` with Retry-After.",
     responses={200: {"model": JobOut, "description": "the job this key already created"},
                202: {"model": JobOut, "description": "submitted, still running after ?wait"},
-               **_errors(400, 403, 413)})
+               **_errors(400, 403, 413, 429)})
 async def submit_job(
     body: JobCreate, response: Response,
     who: Principal = Depends(principal), app: Tether = Depends(tether),
+    hub: WaitHub = Depends(waits),
     idempotency_key: Annotated[str | None, Header(
-        alias=idempotency.HEADER, description="1-200 visible ASCII characters")] = None,
+        alias=idempotency.HEADER, description="1-200 visible ASCII characters; any other "
+        "is 400 invalid_idempotency_key", json_schema_extra={"pattern": "^[!-~]{1,200}$"})
+    ] = None,
     wait: Annotated[float | None, Query(ge=0, le=MAX_WAIT_S, description=(
         "seconds to wait for a terminal state"))] = None,
 ) -> JobOut:
     key = idempotency.parse_key(idempotency_key)
     options = _options(body, who)
-    job, created = await run_in_threadpool(idempotency.submit, app, options, key)
-    response.status_code = 201 if created else 200
-    if created:
-        response.headers["Location"] = f"/api/v1/jobs/{job.id}"
-    if wait:
-        job = await _wait(app, job, wait, who)
-        if not job.terminal:
-            response.status_code = 202
+    with hub.slot(who.id, wait) if wait else nullcontext():
+        job, created = await run_in_threadpool(idempotency.submit, app, options, key)
+        response.status_code = 201 if created else 200
+        if created:
+            response.headers["Location"] = f"/api/v1/jobs/{job.id}"
+        if wait:
+            job = await hub.wait(job, wait)
+            if not job.terminal:
+                response.status_code = 202
     return JobOut.of(job)
 
 
@@ -208,7 +208,10 @@ _control("requeue", "Queue an interrupted (or paused, or failed) job again")
 
 
 @router.patch("/{job_id}/budget", response_model=JobOut, responses=_errors(404, 409, 413),
-              summary="Change a job's budget limits; limits not named stay as they were")
-def patch_budget(job_id: JobId, body: BudgetLimits, who: Principal = Depends(principal),
+              summary="Change a job's budget limits; limits not named stay as they were",
+              description="A job paused because its budget ran out resumes, unless the body "
+                          "says `\"resume\": false`.")
+def patch_budget(job_id: JobId, body: BudgetChange, who: Principal = Depends(principal),
                  app: Tether = Depends(tether)) -> JobOut:
-    return JobOut.of(app.set_budget(job_id, body.to_facade(), projects=who.scope))
+    return JobOut.of(app.set_budget(job_id, body.to_facade(), resume=body.resume,
+                                    projects=who.scope))

@@ -26,14 +26,18 @@ def list_queues(_: Principal = Depends(admin), app: Tether = Depends(tether)) ->
     return QueueList(items=[QueueOut.of(q) for q in app.queues()])
 
 
-@router.post("/queues/{name}/pause", response_model=QueueOut, responses=problem_responses(403),
-             summary="Pause a queue: workers stop claiming from it (running jobs go on)")
+@router.post("/queues/{name}/pause", response_model=QueueOut,
+             responses=problem_responses(403, 404),
+             summary="Pause a queue: workers stop claiming from it (running jobs go on)",
+             description="Only a queue that exists (a job was submitted to it) or that a "
+                         "registered job type declares; any other name is 404 `queue_not_found`.")
 def pause_queue(name: QueueName, _: Principal = Depends(admin),
                 app: Tether = Depends(tether)) -> QueueOut:
     return QueueOut.of(app.pause_queue(name))
 
 
-@router.post("/queues/{name}/resume", response_model=QueueOut, responses=problem_responses(403),
+@router.post("/queues/{name}/resume", response_model=QueueOut,
+             responses=problem_responses(403, 404),
              summary="Resume a paused queue")
 def resume_queue(name: QueueName, _: Principal = Depends(admin),
                  app: Tether = Depends(tether)) -> QueueOut:

@@ -2,7 +2,8 @@
 
 ``create_app(tether_app)`` builds the FastAPI app: every route of DESIGN §7 under ``/api/v1``,
 OpenAPI at ``/openapi.json``, ``/healthz`` and ``/metrics`` at the root as well, problem+json
-errors, a request body limit, and bearer-token auth.
+errors, a request body limit, ``Cache-Control: no-store``, and bearer-token auth. Nothing is
+loaded from another site: there is no Swagger UI page.
 
 Extension point: routers passed as ``extra_routers`` are mounted after the API's own routes;
 ``dashboard=True`` (the default) also mounts ``tether.dashboard.create_router(tether_app)`` when
@@ -18,15 +19,18 @@ import threading
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Iterable
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 
 from .. import __version__
 from ..app import Tether
 from ..loader import load_app
 from ..errors import ConfigurationError
+from ..wire.waits import WaitHub
 from . import background, openapi, problems, routes_jobs, routes_queues, routes_system
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
+from .nostore import NoStore
+from .strict_query import known_query
 
 log = logging.getLogger("tether.api")
 
@@ -48,12 +52,16 @@ def create_app(tether_app: Tether, *, auth: bool = True,
                public_metrics: bool | None = None,
                extra_routers: Iterable[APIRouter] = (), dashboard: bool = True,
                run_worker: bool = False, worker_options: dict[str, Any] | None = None,
-               close_on_shutdown: bool = False) -> FastAPI:
+               close_on_shutdown: bool = False, max_waits_per_token: int | None = None,
+               wait_fallback_s: float | None = None) -> FastAPI:
     """The ASGI app serving ``tether_app``.
 
     ``auth=False`` makes every caller an unrestricted admin (logged loudly). ``public_metrics``
     (default ``TETHER_PUBLIC_METRICS``) serves ``/metrics`` without a token. ``run_worker``
     runs a worker for ``tether_app`` in a background thread for the app's lifetime.
+    ``max_waits_per_token`` (default ``TETHER_MAX_WAITS_PER_TOKEN`` or 100) caps the
+    ``?wait=`` requests one token may hold open; ``wait_fallback_s`` (default
+    ``TETHER_WAIT_FALLBACK_S`` or 5) is how often waited jobs are re-read without a wake-up.
     """
     if not auth:
         log.warning(INSECURE_WARNING)
@@ -69,15 +77,21 @@ def create_app(tether_app: Tether, *, auth: bool = True,
         try:
             yield
         finally:
+            hub.close()
             if runner is not None:
                 runner.stop()
             if close_on_shutdown:
                 tether_app.close()
 
+    # No /docs or /redoc: FastAPI's pages load Swagger UI from a CDN, and the API must work
+    # offline. /openapi.json is served; docs/api.md says how to browse it.
     app = FastAPI(title="tether", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None,
                   description="A durable job engine: submit, watch and control jobs. Errors are "
                               "RFC 9457 problem documents; authenticate with a bearer token.")
     app.state.tether = tether_app
+    hub = WaitHub(tether_app, max_per_token=max_waits_per_token, fallback_s=wait_fallback_s)
+    app.state.waits = hub
     app.state.auth = auth
     app.state.public_metrics = (_truthy("TETHER_PUBLIC_METRICS") if public_metrics is None
                                 else public_metrics)
@@ -85,7 +99,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     app.state.max_body_bytes = max_body_bytes
     problems.install(app)
 
-    api = APIRouter(prefix=API_PREFIX)
+    api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(known_query)])
     api.include_router(routes_jobs.router)
     api.include_router(routes_queues.router)
     app.include_router(api)
@@ -106,6 +120,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
 
     app.openapi = custom_openapi  # type: ignore[method-assign]
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
+    app.add_middleware(NoStore)
     return app
 
 

@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import (
-    ConfigurationError, IdempotencyConflict, InvalidPayload, JobNotFound, JobStateError,
-    TetherError, UnknownJobType, UnpricedModel,
+    ConfigurationError, IdempotencyConflict, InvalidArgument, InvalidPayload, JobNotFound,
+    JobStateError, QueueNotFound, TetherError, UnknownJobType, UnpricedModel,
 )
 
 EXIT_OK = 0
@@ -32,8 +32,8 @@ EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
 EXIT_INTERRUPTED = 130
 
-_USAGE_ERRORS = (ConfigurationError, UnknownJobType, InvalidPayload, JobStateError,
-                 IdempotencyConflict, UnpricedModel)
+_USAGE_ERRORS = (ConfigurationError, UnknownJobType, InvalidPayload, InvalidArgument,
+                 JobStateError, IdempotencyConflict, UnpricedModel)
 
 _NON_TTY_WIDTH = 160
 
@@ -111,7 +111,7 @@ def note(message: str) -> None:
 
 
 def exit_code_for(exc: TetherError) -> int:
-    if isinstance(exc, JobNotFound):
+    if isinstance(exc, (JobNotFound, QueueNotFound)):
         return EXIT_NOT_FOUND
     if isinstance(exc, _USAGE_ERRORS):
         return EXIT_USAGE

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -40,6 +41,39 @@ def _check_finite(value: Any, path: str = "$") -> None:
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             _check_finite(v, f"{path}[{i}]")
+
+
+# A NUL in a string or key is written as the escape \u0000; an escape starts at a backslash
+# that follows an even number of backslashes (``\\u0000`` is a backslash, then "u0000").
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _nul_path(value: Any, path: str = "$") -> str | None:
+    """The path of the first string or key in ``value`` that contains NUL."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if "\x00" in str(k):
+                return f"{path} (a key)"
+            found = _nul_path(v, f"{path}.{k}")
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _nul_path(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _refuse_nul(text: str, value: Any, what: str) -> None:
+    """``InvalidPayload`` when the JSON text holds a NUL character: PostgreSQL's jsonb cannot
+    store one, and SQLite refuses it too so both backends answer the same input alike."""
+    if "\\u0000" in text and _NUL_ESCAPE.search(text):
+        path = _nul_path(value) or "$"
+        raise InvalidPayload(f"{what} contains a NUL character (\\u0000) at {path}, which "
+                             "cannot be stored", path=path)
 
 
 def _too_deep(what: str) -> InvalidPayload:
@@ -78,6 +112,7 @@ def dumps_back(value: Any, *, what: str = "payload",
     if size > limit:
         raise InvalidPayload(f"{what} is {size} bytes; the limit is {limit}",
                              size=size, limit=limit)
+    _refuse_nul(text, value, what)
     try:
         back = json.loads(text)
         same = back == value

@@ -13,22 +13,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..app import Tether
+from ..core import validate
 from ..records import Job
-from .problems import Problem
 
 HEADER = "Idempotency-Key"
-MAX_KEY_LENGTH = 200
+MAX_KEY_LENGTH = validate.MAX_KEY
 
 
 def parse_key(value: str | None) -> str | None:
-    """The key from the header, or a 400 ``invalid_idempotency_key`` when it is malformed:
-    1 to 200 visible ASCII characters (no spaces, no control characters)."""
-    if value is None:
-        return None
-    if not 1 <= len(value) <= MAX_KEY_LENGTH or not all("!" <= ch <= "~" for ch in value):
-        raise Problem(400, "invalid_idempotency_key",
-                      f"{HEADER} must be 1 to {MAX_KEY_LENGTH} visible ASCII characters")
-    return value
+    """The key from the header, or ``InvalidIdempotencyKey`` (400 ``invalid_idempotency_key``)
+    when it is malformed: the facade's own check, so every interface answers alike."""
+    return validate.idempotency_key(value)
 
 
 def submit(app: Tether, options: dict[str, Any], key: str | None) -> tuple[Job, bool]:

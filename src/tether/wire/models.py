@@ -8,22 +8,59 @@ is how every interface presents a job.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from decimal import InvalidOperation
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, WithJsonSchema
 
 from ..core.states import JobState
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
 
 INT32 = 2**31 - 1
 INT63 = 2**63 - 1
+COUNT_MAX = 2**53 - 1
+"""Largest count a budget limit takes: every JSON number up to it is exact, even one a client
+wrote as a float, so the document's ``maximum`` and the server agree on the boundary."""
+USD_MAX = Decimal(10**12)
+_USD_TEXT = r"^[0-9]{1,12}(\.[0-9]{1,18})?$"
+
+
+def _usd_text(value: Any) -> Any:
+    """A USD limit given as text must be plain decimal digits (what the document says)."""
+    if isinstance(value, str) and not re.fullmatch(_USD_TEXT, value):
+        raise ValueError("a USD amount as text is digits with an optional fraction, e.g. 2.50")
+    return value
+
+
+USD_LIMIT = Annotated[Decimal, BeforeValidator(_usd_text), WithJsonSchema({
+    "anyOf": [{"type": "number", "minimum": 0, "maximum": 10**12},
+              {"type": "string", "pattern": _USD_TEXT}],
+    "description": "USD, at most 10^12: a decimal string (exact) or a number"})]
 NAME = Field(min_length=1, max_length=200)
 
 
 def _money(value: Any) -> str | None:
-    return None if value is None else str(value)
+    """Money as plain fixed-point text without trailing zeros (``"0"``, ``"0.0000125"``,
+    ``"100"``), never an exponent: SQLite hands back ``0E-7`` where PostgreSQL's numeric says
+    ``0.000000``, and clients must see the same digits from either backend."""
+    if value is None:
+        return None
+    try:
+        amount = value if isinstance(value, Decimal) else Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return str(value)
+    if not amount.is_finite():
+        return str(amount)
+    if amount == 0:
+        return "0"
+    return format(amount.normalize(), "f")
+
+
+Money = Annotated[str, BeforeValidator(_money)]
+MaybeMoney = Annotated[str | None, BeforeValidator(_money)]
 
 
 # --- requests -------------------------------------------------------------------------------------
@@ -33,18 +70,30 @@ class BudgetLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_cost_usd: Decimal | None = Field(None, ge=0, max_digits=30, decimal_places=12,
-                                         description="USD; a decimal string or number")
-    max_calls: int | None = Field(None, ge=0, le=INT63)
-    max_input_tokens: int | None = Field(None, ge=0, le=INT63)
-    max_output_tokens: int | None = Field(None, ge=0, le=INT63)
+    max_cost_usd: USD_LIMIT | None = Field(None, ge=0, le=USD_MAX)
+    max_calls: int | None = Field(None, ge=0, le=COUNT_MAX)
+    max_input_tokens: int | None = Field(None, ge=0, le=COUNT_MAX)
+    max_output_tokens: int | None = Field(None, ge=0, le=COUNT_MAX)
     max_duration_s: float | None = Field(None, ge=0, le=1e12)
-    max_examples: int | None = Field(None, ge=0, le=INT63)
+    max_examples: int | None = Field(None, ge=0, le=COUNT_MAX)
 
     def to_facade(self) -> dict[str, Any]:
         out = self.model_dump(exclude_none=True)
         if "max_cost_usd" in out:
             out["max_cost_usd"] = str(out["max_cost_usd"])
+        return out
+
+
+class BudgetChange(BudgetLimits):
+    """``PATCH /jobs/{id}/budget``: the limits to change, and whether a job paused because its
+    budget ran out resumes at once (``resume``, default true) or stays paused."""
+
+    resume: StrictBool = Field(True, description="resume a job paused by budget_exhausted; "
+                                                 "false only raises the limits")
+
+    def to_facade(self) -> dict[str, Any]:
+        out = super().to_facade()
+        out.pop("resume", None)
         return out
 
 
@@ -75,8 +124,8 @@ class CancelRequest(BaseModel):
 class BudgetUsed(BaseModel):
     """What a job has spent, and what it has reserved for calls in flight."""
 
-    spent_usd: str = "0"
-    reserved_usd: str = "0"
+    spent_usd: Money = "0"
+    reserved_usd: Money = "0"
     calls: int = 0
     reserved_calls: int = 0
     input_tokens: int = 0
@@ -87,7 +136,7 @@ class BudgetUsed(BaseModel):
 
 
 class BudgetLimitsOut(BaseModel):
-    max_cost_usd: str | None = None
+    max_cost_usd: MaybeMoney = None
     max_calls: int | None = None
     max_input_tokens: int | None = None
     max_output_tokens: int | None = None
@@ -120,9 +169,10 @@ class JobOut(BaseModel):
     result: Any = None
     error_code: str | None
     error_summary: str | None
-    estimated_cost_usd: str | None = Field(description="pre-flight estimate, when one was made")
-    actual_cost_usd: str = Field(description="spent so far (settled calls and lost reservations)")
-    reserved_cost_usd: str = Field(description="reserved for calls in flight")
+    estimated_cost_usd: MaybeMoney = Field(description="pre-flight estimate, when one was made")
+    actual_cost_usd: Money = Field(description="spent so far (settled calls and lost "
+                                               "reservations)")
+    reserved_cost_usd: Money = Field(description="reserved for calls in flight")
     budget: BudgetOut
     lease_owner: str | None
     lease_expires_at: datetime | None
@@ -221,16 +271,16 @@ class LedgerEntryOut(BaseModel):
     output_tokens: int
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
-    input_per_mtok: str | None = None
-    output_per_mtok: str | None = None
-    cached_input_per_mtok: str | None = None
+    input_per_mtok: MaybeMoney = None
+    output_per_mtok: MaybeMoney = None
+    cached_input_per_mtok: MaybeMoney = None
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
-    cache_write_per_mtok: str | None = None
-    cache_write_1h_per_mtok: str | None = None
+    cache_write_per_mtok: MaybeMoney = None
+    cache_write_1h_per_mtok: MaybeMoney = None
     price_profile: str | None = None
-    cost_usd: str | None = None
-    reserved_usd: str | None = None
+    cost_usd: MaybeMoney = None
+    reserved_usd: MaybeMoney = None
     confirmed: bool
     overrun: bool = False
     created_at: datetime
@@ -315,3 +365,5 @@ class ProblemOut(BaseModel):
     instance: str | None = None
     errors: list[FieldError] | None = None
     job_id: int | None = None
+    argument: str | None = Field(None, description="invalid_argument: which argument")
+    limit: int | None = Field(None, description="payload_too_large, too_many_waits: the limit")

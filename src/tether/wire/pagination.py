@@ -1,7 +1,8 @@
 """Opaque cursors for keyset pagination over jobs (newest first).
 
 A cursor names the position after the last item of a page; clients treat it as an opaque
-string. A cursor that does not decode is a 422 naming ``cursor``.
+string. A cursor that does not decode is a 422 ``invalid_argument`` naming ``cursor``: the
+schema cannot tell an issued cursor from any other string, so this is not a request shape.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ def decode(cursor: str | None) -> int | None:
         if not raw.startswith(_PREFIX):
             raise ValueError(raw)
         value = int(raw[len(_PREFIX):])
-        if value < 1:
+        if not 1 <= value <= 2**63 - 1:
             raise ValueError(raw)
         return value
     except (ValueError, binascii.Error, UnicodeError):
-        raise Problem(422, "validation_error", "cursor: not a cursor this API issued",
-                      errors=[{"field": "cursor", "in": "query",
-                               "message": "not a cursor this API issued"}]) from None
+        raise Problem(422, "invalid_argument", "cursor: not a cursor this API issued",
+                      argument="cursor", errors=[{"field": "cursor", "in": "query",
+                                                  "message": "not a cursor this API issued"}]
+                      ) from None

@@ -32,6 +32,11 @@ class Principal:
         return None if self.token is None else self.token.scope
 
     @property
+    def id(self) -> str:
+        """The token's id (what per-token limits count), or ``insecure-local``."""
+        return "insecure-local" if self.token is None else self.token.id
+
+    @property
     def name(self) -> str:
         if self.token is None:
             return "insecure-local"

@@ -15,30 +15,52 @@ MEDIA_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:tether:problem:"
 
 STATUS_BY_CODE: dict[str, int] = {
+    # raised by the library (tether.errors)
+    "invalid_idempotency_key": 400,
     "job_not_found": 404,
+    "queue_not_found": 404,
     "invalid_transition": 409,
     "idempotency_conflict": 422,
+    "invalid_argument": 422,
     "invalid_payload": 422,
     "unknown_job_type": 422,
     "unpriced_model": 422,
+    "tether_error": 500,
     "configuration_error": 500,
     "store_error": 503,
+    "store_unavailable": 503,
+    "store_corrupt": 503,
     "storage_full": 507,
+    # raised by the interfaces
+    "bad_request": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "not_acceptable": 406,
+    "payload_too_large": 413,
+    "unsupported_media_type": 415,
+    "validation_error": 422,
+    "too_many_waits": 429,
+    "internal_error": 500,
 }
-"""HTTP status for each ``TetherError`` code; any other code is a 500."""
+"""The one table: the HTTP status of every problem code (docs/errors.md lists the same).
+A ``TetherError`` whose code is missing here answers 500."""
 
 TITLES: dict[int, str] = {
     400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found",
     405: "Method not allowed", 409: "Conflict", 413: "Payload too large",
-    415: "Unsupported media type", 422: "Unprocessable content", 500: "Internal server error",
+    415: "Unsupported media type", 422: "Unprocessable content", 429: "Too many requests",
+    500: "Internal server error",
     503: "Service unavailable", 507: "Insufficient storage",
 }
 
 HTTP_CODES: dict[int, str] = {
     400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-    405: "method_not_allowed", 406: "not_acceptable", 409: "conflict",
-    413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
+    405: "method_not_allowed", 406: "not_acceptable", 413: "payload_too_large",
+    415: "unsupported_media_type", 422: "validation_error",
 }
+"""The code of an HTTP error raised by the framework itself (no route, wrong method, ...)."""
 
 
 class Problem(Exception):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Callable
 
 import psycopg
 from psycopg import sql
@@ -25,16 +26,26 @@ from ...wakeup import Wakeup
 log = logging.getLogger("tether.store.postgres.notify")
 
 _CHANNEL = """
-SELECT left('tether:' || coalesce(
+SELECT left(%s || coalesce(
     (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE c.oid = to_regclass('jobs')), current_schema()), 63)
 """
 
 
+FINISHED = "tether.done:"
+"""Channel prefix of migration 0007: a job reached a terminal state (payload: its id)."""
+
+
 class Listener:
+    """LISTENs on ``<prefix><schema>``; ``on_notify`` (if given) gets each payload, in the
+    listening thread, before waiters are woken."""
+
     def __init__(self, conninfo: str, *, probe_interval: float = 15.0,
-                 max_backoff: float = 5.0) -> None:
+                 max_backoff: float = 5.0, prefix: str = "tether:",
+                 on_notify: Callable[[str], None] | None = None) -> None:
         self.conninfo = conninfo
+        self.prefix = prefix
+        self.on_notify = on_notify
         self.probe_interval = probe_interval
         self.max_backoff = max_backoff
         self.channel: str | None = None
@@ -102,7 +113,7 @@ class Listener:
             backoff = min(backoff * 2, self.max_backoff)
 
     def _listen(self, conn: psycopg.Connection) -> None:
-        self.channel = conn.execute(_CHANNEL).fetchone()[0]
+        self.channel = conn.execute(_CHANNEL, (self.prefix,)).fetchone()[0]
         conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
         self.backend_pid = conn.info.backend_pid
         self.connections += 1
@@ -113,8 +124,10 @@ class Listener:
         quiet_since = time.monotonic()
         while not self._stop.is_set():
             heard = False
-            for _ in conn.notifies(timeout=1.0):  # returns each second to notice close()
+            for note in conn.notifies(timeout=1.0):  # returns each second to notice close()
                 heard = True
+                if self.on_notify is not None:
+                    self.on_notify(note.payload)
                 self._signal()
             if heard:
                 quiet_since = time.monotonic()
@@ -128,3 +141,38 @@ class Listener:
         thread = self._thread
         if thread is not None:
             thread.join(timeout=3)
+
+
+class FinishListener:
+    """A ``FinishSignal`` over LISTEN on ``tether.done:<schema>``: the ids of jobs that reached a
+    terminal state since the last wait, or ``None`` after a timeout or a (re)connect, when some
+    notification may have been missed."""
+
+    def __init__(self, conninfo: str) -> None:
+        self._heard: set[int] = set()
+        self._lock = threading.Lock()
+        self._connections = 0
+        self._listener = Listener(conninfo, prefix=FINISHED, on_notify=self._note)
+        self._listener.wait(0)  # starts listening: what finishes from here on is heard
+        if self._listener.listening.wait(5.0):
+            self._connections = self._listener.connections
+
+    def _note(self, payload: str) -> None:
+        try:
+            job_id = int(payload)
+        except ValueError:
+            return
+        with self._lock:
+            self._heard.add(job_id)
+
+    def wait(self, timeout: float) -> set[int] | None:
+        heard = self._listener.wait(timeout)
+        with self._lock:
+            ids, self._heard = self._heard, set()
+        if self._listener.connections != self._connections:
+            self._connections = self._listener.connections
+            return None
+        return ids if heard else None
+
+    def close(self) -> None:
+        self._listener.close()

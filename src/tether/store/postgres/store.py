@@ -35,11 +35,11 @@ from ...core.states import JobState, check_transition
 from ...core.pricing import PriceProfile
 from ...records import Job
 from ...wakeup import Wakeup
-from ..base import CallerConnection, Claim, NewJob, Outcome
+from ..base import CallerConnection, Claim, FinishSignal, NewJob, Outcome
 from ..migrate import discover
 from ..rows import to_job
 from ..sql import SQLStore
-from .notify import Listener
+from .notify import FinishListener, Listener
 from .retry import TransientStoreError, retry_transient, translate
 from .tx import QUERIES, PgTx, connect_error, conninfo_from_url, json_as_text
 
@@ -259,6 +259,10 @@ class PostgresStore(SQLStore):
                 self._listener = Listener(self.conninfo)
             listener = self._listener
         return listener.wait(timeout, wake)
+
+    def finish_signal(self) -> FinishSignal:
+        """NOTIFY on ``tether.done:<schema>`` (migration 0007), on a connection of its own."""
+        return FinishListener(self.conninfo)
 
     @property
     def listener(self) -> Listener | None:

@@ -28,6 +28,7 @@ from typing import Any, Iterator, Sequence
 from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ConfigurationError, StorageFull, StoreCorrupt, StoreError
 from ...wakeup import Wakeup
+from ..base import FinishSignal
 from ..migrate import discover
 from ..queries import load_queries, positional
 from ..sql import SQLStore
@@ -321,6 +322,10 @@ class SQLiteStore(SQLStore):
             else:
                 time.sleep(step)
 
+    def finish_signal(self) -> FinishSignal:
+        """SQLite has no NOTIFY: any commit of another connection may have finished a job."""
+        return DataVersionSignal(self)
+
     def _now(self, tx: Any, now: float | None) -> float:
         return self.clock.time() if now is None else now
 
@@ -386,3 +391,21 @@ def _split_sql(sql: str) -> list[str]:
 
 def is_disk_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG)
+
+
+class DataVersionSignal:
+    """A ``FinishSignal`` over ``PRAGMA data_version``: wakes on any other connection's commit
+    and reports ``None`` ("re-read every waited job"). Create and use it on one thread: the
+    version it compares with is that thread's, taken when it is made."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+        self._closed = Wakeup()
+        store.wait_for_work(0)
+
+    def wait(self, timeout: float) -> set[int] | None:
+        self.store.wait_for_work(timeout, wake=self._closed)
+        return None
+
+    def close(self) -> None:
+        self._closed.set()

@@ -1,0 +1,107 @@
+"""Checks on the arguments every interface hands the facade: names, keys, ids, text, flags.
+
+One module, so the library, the CLI, REST and MCP refuse the same input with the same code
+(``invalid_argument``, or ``invalid_idempotency_key`` for a key) before anything is stored.
+Text may not contain NUL: PostgreSQL cannot store it in text or jsonb, and SQLite must give
+the same answer for the same input. Pure functions; each returns the value it accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InvalidArgument, InvalidIdempotencyKey
+from .states import JobState
+
+MAX_NAME = 200
+MAX_KEY = 200
+MAX_ID = 2**63 - 1
+
+
+def name(value: Any, what: str) -> str:
+    """A queue, job type or project name: 1 to 200 printable characters."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} name must be a string, got {type(value).__name__}",
+                              argument=what)
+    if not value or len(value) > MAX_NAME:
+        raise InvalidArgument(f"{what} name must be 1 to {MAX_NAME} characters, got "
+                              f"{len(value)}", argument=what)
+    if not value.isprintable():
+        raise InvalidArgument(f"{what} name {value!r} contains a control or unprintable "
+                              "character", argument=what)
+    return value
+
+
+def idempotency_key(value: Any) -> str | None:
+    """None, or 1 to 200 visible ASCII characters (no spaces, no control characters)."""
+    if value is None:
+        return None
+    if (not isinstance(value, str) or not 1 <= len(value) <= MAX_KEY
+            or not all("!" <= ch <= "~" for ch in value)):
+        raise InvalidIdempotencyKey(f"idempotency key must be 1 to {MAX_KEY} visible ASCII "
+                                    f"characters, got {value!r:.60}")
+    return value
+
+
+def text(value: Any, what: str) -> str | None:
+    """None, or a string without NUL (a filter, a search, a reason)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}",
+                              argument=what)
+    if "\x00" in value:
+        raise InvalidArgument(f"{what} contains a NUL character (\\u0000), which cannot be "
+                              "stored or matched", argument=what)
+    return value
+
+
+def texts(**values: Any) -> None:
+    """``text`` on each named value."""
+    for what, value in values.items():
+        text(value, what)
+
+
+def job_id(value: Any) -> int:
+    """A job id: an integer in 1..2^63-1 (a bool or a float is refused, not converted)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            converted = int(value) if isinstance(value, str) else None
+        except ValueError:
+            converted = None
+        if converted is None:
+            raise InvalidArgument(f"job id must be an integer, got {value!r:.40}",
+                                  argument="job_id")
+        value = converted
+    if not 1 <= value <= MAX_ID:
+        raise InvalidArgument(f"job id must be between 1 and {MAX_ID}, got {value}",
+                              argument="job_id")
+    return value
+
+
+def seq(value: Any, what: str = "after") -> int:
+    """An event sequence number to read after: an integer in 0..2^63-1."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
+        raise InvalidArgument(f"{what} must be an integer between 0 and {MAX_ID}, got "
+                              f"{value!r:.40}", argument=what)
+    return value
+
+
+def state(value: Any) -> str | None:
+    """None, or the name of a job state."""
+    if value is None:
+        return None
+    try:
+        return str(JobState(value))
+    except ValueError:
+        known = ", ".join(s.value for s in JobState)
+        raise InvalidArgument(f"state must be one of {known}, got {value!r:.40}",
+                              argument="state") from None
+
+
+def flag(value: Any, what: str) -> bool:
+    """A true/false switch: only a bool is accepted (``"false"`` is not false)."""
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{what} must be true or false, got {value!r:.40}",
+                              argument=what)
+    return value
