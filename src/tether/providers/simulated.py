@@ -108,8 +108,8 @@ class SimulatedProvider:
     def _bill(self, key: str, job_id: int | None, model: str, usage: Usage, status: str) -> None:
         cost = self.prices.price("simulated", model).cost(usage) if status != "refused_unbilled" \
             else Decimal(0)
-        # The line json.dumps of the dict would write, formatted directly: through json.dumps
-        # billing took 16 of complete()'s 39 us here.
+        # The line json.dumps of the dict would write, formatted directly: json.dumps was
+        # most of what billing cost.
         line = (f'{{"ts": {time.time()!r}, "key": {_quoted(key)}, '
                 f'"job_id": {"null" if job_id is None else int(job_id)}, '
                 f'"model": {_quoted(model)}, "input_tokens": {usage.input_tokens}, '
@@ -147,7 +147,8 @@ class SimulatedProvider:
     def answer(self, prompt: str, max_tokens: int, model: str) -> tuple[str, int]:
         """8-47 words (at most ``max_tokens``) drawn from one 64-byte digest of (seed, model,
         prompt): deterministic, and cheap enough that a zero-latency benchmark measures the
-        engine rather than the simulator (a seeded ``random.Random`` per call cost 10 us)."""
+        engine rather than the simulator (a seeded ``random.Random`` per call cost more than
+        the rest of the call)."""
         h = hashlib.blake2b(f"{self.seed}:{model}:{prompt}:answer".encode()).digest()
         n = max(1, min(max_tokens, 8 + h[0] * 40 // 256))
         return " ".join(map(_WORD_OF_BYTE.__getitem__, h[1:1 + n])), n
