@@ -8,43 +8,26 @@ import time
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .clock import SYSTEM_CLOCK, Clock, to_ts
+from .clock import SYSTEM_CLOCK, Clock
 from .checkpoint import BlobStore, DatabaseBlobStore, FileBlobStore
 from .context import JobContext, Lease
 from .core.budget import Budget, BudgetStatus
 from .core.estimate import CostEstimate, estimate_cost
 from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
-from .core.serialize import config_hash, dumps
 from .core.states import TERMINAL, JobState
-from .errors import ConfigurationError, InvalidPayload, JobNotFound, JobStateError
+from .errors import ConfigurationError, JobNotFound, JobStateError
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
+from .resolve import DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, check_name
 from .store.base import NewJob, Store
 from .store.open import open_store
 from .store.ratelimits import RateLimit
 
 DEFAULT_URL = "sqlite:///./tether.db"
-DEFAULT_PROJECT = "default"
-DEFAULT_QUEUE = "default"
-
-
-def _budget(value: Budget | Mapping[str, Any] | None) -> Budget:
-    if value is None:
-        return Budget()
-    if isinstance(value, Budget):
-        return value
-    if isinstance(value, Mapping):
-        return Budget.from_dict(dict(value))
-    raise InvalidPayload(f"budget must be a Budget or a mapping, got {type(value).__name__}")
-
-
-def _name(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 200 or not value.isprintable():
-        raise InvalidPayload(f"{what} must be a non-empty printable string of at most 200 "
-                             f"characters, got {value!r}")
-    return value
+_budget = as_budget
+_name = check_name
 
 
 class Tether:
@@ -192,50 +175,13 @@ class Tether:
 
     # --- submission -----------------------------------------------------------------------------
 
-    def _resolve(self, type: str, payload: Any, *, project: str = DEFAULT_PROJECT,
-                 idempotency_key: str | None = None, queue: str | None = None,
-                 priority: int | None = None, run_after: datetime | float | None = None,
-                 max_attempts: int | None = None,
-                 budget: Budget | Mapping[str, Any] | None = None,
-                 parent_id: int | None = None) -> NewJob:
-        _name(type, "job type")
-        job_type = None
+    def _resolve(self, type: str, payload: Any, **options: Any) -> NewJob:
+        """One job's submit arguments resolved (``resolve.Resolver``)."""
+        return self._resolver().one(type, payload, **options)
+
+    def _resolver(self) -> Resolver:
         strict = self.strict_types if self.strict_types is not None else len(self.registry) > 0
-        if strict or type in self.registry:
-            job_type = self.registry.get(type)
-        project = _name(project, "project")
-        if idempotency_key is not None:
-            _name(idempotency_key, "idempotency_key")
-        queue = _name(queue or (job_type.queue if job_type else DEFAULT_QUEUE), "queue")
-        if priority is None:
-            priority = job_type.priority if job_type else 0
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise InvalidPayload(f"priority must be an integer, got {priority!r}")
-        if max_attempts is None:
-            max_attempts = job_type.max_attempts if job_type else 3
-        if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
-            raise InvalidPayload(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
-        limits = _budget(budget)
-        if job_type and job_type.budget is not None:
-            limits = job_type.budget.merged(limits)
-        payload_json = dumps(payload, what="payload")
-        profile = self.price_profile
-        estimated = None
-        if job_type is not None and job_type.estimator is not None:
-            estimated = str(estimate_cost(job_type.estimator(payload), profile).cost_usd)
-        resolved = {"type": type, "payload": payload, "project": project, "queue": queue,
-                    "priority": priority, "max_attempts": max_attempts,
-                    "budget": limits.to_dict()}
-        try:
-            run_at = to_ts(run_after)
-        except (TypeError, ValueError, AttributeError):
-            raise InvalidPayload(f"run_after must be a datetime or unix time, got {run_after!r}")
-        return NewJob(type=type, payload_json=payload_json, project=project, queue=queue,
-                      priority=priority, run_after=run_at, max_attempts=max_attempts,
-                      safe_to_retry=job_type.safe_to_retry if job_type else True,
-                      idempotency_key=idempotency_key, input_config_hash=config_hash(resolved),
-                      budget=limits, parent_id=parent_id, price_profile=profile.id,
-                      estimated_cost_usd=estimated)
+        return Resolver(self.registry, self.price_profile, strict=strict)
 
     def submit(self, type: str, payload: Any = None, *, project: str = DEFAULT_PROJECT,
                idempotency_key: str | None = None, queue: str | None = None,
@@ -264,10 +210,7 @@ class Tether:
     def submit_many(self, jobs: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
         """Enqueue many jobs in one transaction: all of them or none. Each item is a mapping
         of ``submit``'s arguments (``type``, ``payload``, ``project``, ...)."""
-        specs = []
-        for item in jobs:
-            item = dict(item)
-            specs.append(self._resolve(item.pop("type"), item.pop("payload", None), **item))
+        specs = self._resolver().many(jobs)
         return [job for job, _ in self.store.submit(specs, conn=conn, profile=self._pin())]
 
     # --- reads ----------------------------------------------------------------------------------
