@@ -24,7 +24,7 @@ from .registry import JobFn, JobType, Registry, as_stages
 from .store.base import NewJob, Store
 from .store.open import open_store
 from .store.ratelimits import RateLimit
-from .submission import DEFAULT_PROJECT, DEFAULT_QUEUE, as_budget, checked_name, resolve
+from .submission import DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name
 from .worker import Worker
 
 DEFAULT_URL = "sqlite:///./tether.db"
@@ -175,8 +175,11 @@ class Tether:
     def _resolve(self, type: str, payload: Any, **options: Any) -> NewJob:
         """The row to insert; it pins the current price profile, which the store saves in the
         submission's own transaction (a job never names a profile that did not commit)."""
+        return self._resolver().one(type, payload, **options)
+
+    def _resolver(self) -> Resolver:
         strict = self.strict_types if self.strict_types is not None else len(self.registry) > 0
-        return resolve(self.registry, strict, self.price_profile, type, payload, **options)
+        return Resolver(self.registry, self.price_profile, strict=strict)
 
     def submit(self, type: str, payload: Any = None, *, project: str = DEFAULT_PROJECT,
                idempotency_key: str | None = None, queue: str | None = None,
@@ -201,10 +204,7 @@ class Tether:
     def submit_many(self, jobs: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
         """Enqueue many jobs in one transaction: all of them or none. Each item is a mapping
         of ``submit``'s arguments (``type``, ``payload``, ``project``, ...)."""
-        specs = []
-        for item in jobs:
-            item = dict(item)
-            specs.append(self._resolve(item.pop("type"), item.pop("payload", None), **item))
+        specs = self._resolver().many(jobs)
         return [job for job, _ in self.store.submit(specs, conn=conn, profile=self.price_profile)]
 
     # --- reads ----------------------------------------------------------------------------------

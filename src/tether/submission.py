@@ -5,30 +5,37 @@ the CLI, REST and MCP. The resolved configuration (type, payload, project, queue
 max_attempts, budget) is hashed into ``input_config_hash``, and the store compares that hash
 when an idempotency key is used again: a repeat returns the existing job only if it resolves to
 the same configuration — the same priority included — and raises ``IdempotencyConflict``
-otherwise. ``run_after`` is a scheduling hint and not part of a job's identity."""
+otherwise. ``run_after`` is a scheduling hint and not part of a job's identity.
+
+A ``Resolver`` serves one submission. What the jobs of a batch share (a type's defaults and
+budget, the canonical text of a budget or a name) is worked out once per batch, so a large
+``submit_many`` costs one payload encoding and one hash per job; the result is exactly what
+resolving each job alone gives, the same ``input_config_hash`` included."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from .clock import to_ts
 from .core import validate
 from .core.budget import Budget
 from .core.estimate import estimate_cost
 from .core.pricing import PriceProfile
-from .core.serialize import config_hash, dumps
+from .core.serialize import MAX_PAYLOAD_BYTES, config_hash, dumps
 from .errors import InvalidPayload
 from .registry import JobType, Registry
 from .store.base import NewJob
 
 DEFAULT_PROJECT = "default"
 DEFAULT_QUEUE = "default"
+_NO_LIMITS = Budget()
 
 
 def as_budget(value: Budget | Mapping[str, Any] | None) -> Budget:
     if value is None:
-        return Budget()
+        return _NO_LIMITS
     if isinstance(value, Budget):
         return value
     if isinstance(value, Mapping):
@@ -40,48 +47,107 @@ checked_name = validate.name
 """A name (job type, project, queue): ``invalid_argument`` unless 1-200 printable characters."""
 
 
-def resolve(registry: Registry, strict: bool, profile: PriceProfile, type: str, payload: Any,
-            *, project: str = DEFAULT_PROJECT, idempotency_key: str | None = None,
-            queue: str | None = None, priority: int | None = None,
-            run_after: datetime | float | None = None, max_attempts: int | None = None,
-            budget: Budget | Mapping[str, Any] | None = None,
-            parent_id: int | None = None) -> NewJob:
-    """The row for one submission: defaults from the job type (when ``strict`` or the type is
-    registered), arguments checked, the payload canonicalised, the configuration hashed (the
-    identity an idempotency key is compared by). ``profile`` is the price profile it pins."""
-    checked_name(type, "job type")
-    job_type: JobType | None = None
-    if strict or type in registry:
-        job_type = registry.get(type)
-    project = checked_name(project, "project")
-    validate.idempotency_key(idempotency_key)
-    queue = checked_name(queue or (job_type.queue if job_type else DEFAULT_QUEUE), "queue")
-    if priority is None:
-        priority = job_type.priority if job_type else 0
-    if not isinstance(priority, int) or isinstance(priority, bool):
-        raise InvalidPayload(f"priority must be an integer, got {priority!r}")
-    if max_attempts is None:
-        max_attempts = job_type.max_attempts if job_type else 3
-    if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
-        raise InvalidPayload(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
-    limits = as_budget(budget)
-    if job_type and job_type.budget is not None:
-        limits = job_type.budget.merged(limits)
-    payload_json = dumps(payload, what="payload")
-    estimated = None
-    if job_type is not None and job_type.estimator is not None:
-        estimated = str(estimate_cost(job_type.estimator(payload), profile).cost_usd)
-    resolved = {"type": type, "payload": payload, "project": project, "queue": queue,
-                "priority": priority, "max_attempts": max_attempts,
-                "budget": limits.to_dict()}
-    try:
-        run_at = to_ts(run_after)
-    except (TypeError, ValueError, AttributeError):
-        raise InvalidPayload(f"run_after must be a datetime or unix time, got {run_after!r}")
-    return NewJob(type=type, payload_json=payload_json, project=project, queue=queue,
-                  priority=priority, run_after=run_at, max_attempts=max_attempts,
-                  safe_to_retry=job_type.safe_to_retry if job_type else True,
-                  idempotency_key=idempotency_key, input_config_hash=config_hash(resolved),
-                  budget=limits, parent_id=parent_id, price_profile=profile.id,
-                  estimated_cost_usd=estimated)
+class Resolver:
+    """Resolves the jobs of one submission against ``registry`` and the price ``profile``
+    they pin; ``strict``: an unregistered type is refused (``UnknownJobType``)."""
 
+    def __init__(self, registry: Registry, profile: PriceProfile, *, strict: bool) -> None:
+        self.registry = registry
+        self.profile = profile
+        self.strict = strict
+        self._types: dict[str, JobType | None] = {}
+        self._names: set[str] = set()
+        self._texts: dict[Any, str] = {}
+        self._last_budget: tuple[Budget, str] = (_NO_LIMITS, "{}")
+
+    def many(self, items: Iterable[Mapping[str, Any]]) -> list[NewJob]:
+        """``submit_many``'s items: mappings of ``submit``'s arguments."""
+        out = []
+        for item in items:
+            item = dict(item)
+            out.append(self.one(item.pop("type"), item.pop("payload", None), **item))
+        return out
+
+    def one(self, type: str, payload: Any, *, project: str = DEFAULT_PROJECT,
+            idempotency_key: str | None = None, queue: str | None = None,
+            priority: int | None = None, run_after: datetime | float | None = None,
+            max_attempts: int | None = None, budget: Budget | Mapping[str, Any] | None = None,
+            parent_id: int | None = None) -> NewJob:
+        self._name(type, "job type")
+        job_type = self._job_type(type)
+        self._name(project, "project")
+        validate.idempotency_key(idempotency_key)
+        queue = self._name(queue or (job_type.queue if job_type else DEFAULT_QUEUE), "queue")
+        if priority is None:
+            priority = job_type.priority if job_type else 0
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise InvalidPayload(f"priority must be an integer, got {priority!r}")
+        if max_attempts is None:
+            max_attempts = job_type.max_attempts if job_type else 3
+        if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
+            raise InvalidPayload(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
+        limits = as_budget(budget)
+        if job_type and job_type.budget is not None:
+            limits = job_type.budget.merged(limits)
+        payload_json = "null" if payload is None else dumps(payload, what="payload")
+        estimated = None
+        if job_type is not None and job_type.estimator is not None:
+            estimated = str(estimate_cost(job_type.estimator(payload), self.profile).cost_usd)
+        digest = self._config_hash(type, payload, payload_json, project, queue, priority,
+                                   max_attempts, limits)
+        try:
+            run_at = to_ts(run_after)
+        except (TypeError, ValueError, AttributeError):
+            raise InvalidPayload(f"run_after must be a datetime or unix time, got {run_after!r}")
+        return NewJob(type=type, payload_json=payload_json, project=project, queue=queue,
+                      priority=priority, run_after=run_at, max_attempts=max_attempts,
+                      safe_to_retry=job_type.safe_to_retry if job_type else True,
+                      idempotency_key=idempotency_key, input_config_hash=digest,
+                      budget=limits, parent_id=parent_id, price_profile=self.profile.id,
+                      estimated_cost_usd=estimated)
+
+    def _name(self, value: Any, what: str) -> str:
+        if value.__class__ is str and value in self._names:
+            return value
+        checked_name(value, what)
+        if value.__class__ is str:
+            self._names.add(value)
+        return value
+
+    def _job_type(self, name: str) -> JobType | None:
+        try:
+            return self._types[name]
+        except KeyError:
+            pass
+        job_type = None
+        if self.strict or name in self.registry:
+            job_type = self.registry.get(name)
+        self._types[name] = job_type
+        return job_type
+
+    def _text(self, value: Any) -> str:
+        """Canonical JSON of a name or a budget (hashable, shared by many jobs)."""
+        text = self._texts.get(value)
+        if text is None:
+            text = dumps(value.to_dict() if isinstance(value, Budget) else value,
+                         what="configuration")
+            self._texts[value] = text
+        return text
+
+    def _config_hash(self, type: str, payload: Any, payload_json: str, project: str,
+                     queue: str, priority: int, max_attempts: int, limits: Budget) -> str:
+        """``config_hash`` of the resolved configuration, with the canonical text assembled
+        from parts already encoded (its keys in sorted order) rather than encoded again."""
+        last, budget = self._last_budget
+        if limits is not last:
+            budget = self._text(limits)
+            self._last_budget = (limits, budget)
+        text = (f'{{"budget":{budget},"max_attempts":{int(max_attempts)!r},'
+                f'"payload":{payload_json},"priority":{int(priority)!r},'
+                f'"project":{self._text(project)},"queue":{self._text(queue)},'
+                f'"type":{self._text(type)}}}')
+        if len(text) * 4 > MAX_PAYLOAD_BYTES:  # near the size limit: the full check decides
+            return config_hash({"type": type, "payload": payload, "project": project,
+                                "queue": queue, "priority": priority,
+                                "max_attempts": max_attempts, "budget": limits.to_dict()})
+        return hashlib.sha256(text.encode()).hexdigest()

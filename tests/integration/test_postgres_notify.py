@@ -143,3 +143,23 @@ def test_an_idle_worker_is_woken_by_notify_not_by_its_poll(pg_url):
         worker.stop()
         thread.join(10)
         app.close()
+
+
+def test_a_bulk_submit_notifies_each_queue_it_fed_once(pg_url):
+    """One notification per queue per submit, however many jobs; a submit that inserts
+    nothing (only repeated keys) notifies nobody."""
+    app = Tether(pg_url)
+    try:
+        app.register("t", lambda ctx, payload: payload)
+        items = [{"type": "t", "queue": "a" if i % 3 else "b", "idempotency_key": f"k{i}"}
+                 for i in range(600)]
+        app.submit_many(items[:1])  # migrations and the queue rows, before listening
+        with psycopg.connect(conninfo_from_url(pg_url), autocommit=True) as conn:
+            schema = conn.execute("SELECT current_schema()").fetchone()[0]
+            conn.execute(f'LISTEN "tether:{schema}"')
+            app.submit_many(items)
+            app.submit_many(items)
+            got = [n.payload for n in conn.notifies(timeout=1.0)]
+        assert sorted(got) == ["a", "b"]
+    finally:
+        app.close()

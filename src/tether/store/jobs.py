@@ -16,7 +16,7 @@ from ..errors import IdempotencyConflict
 from ..records import Attempt, Event, Job
 from .base import CallerConnection, NewJob
 from .profiles import Profiles
-from .rows import to_attempt, to_event, to_job
+from .rows import as_datetime, load_json, new_job, to_attempt, to_event, to_job
 from .transitions import compact_json
 from .tx import Row, Tx
 
@@ -27,8 +27,9 @@ class Jobs(Profiles):
     def submit(self, jobs: Sequence[NewJob], *, conn: CallerConnection | None = None,
                profile: PriceProfile | None = None) -> list[tuple[Job, bool]]:
         """Insert jobs in one transaction (the caller's, with ``conn``); ``profile`` is the
-        price profile they pin, stored in the same transaction."""
-        out: list[tuple[Job, bool]] = []
+        price profile they pin, stored in the same transaction. Whatever the batch size, the
+        jobs are one statement, their events one more (PostgreSQL: the same one), and the
+        existing jobs of repeated keys one lookup."""
         queues, pin = self._setup_rows(jobs, profile, conn)
         with self._write(conn) as tx:
             now = self._now(tx, None)
@@ -36,20 +37,13 @@ class Jobs(Profiles):
                 self._save_profile(tx, profile, now)
             for queue in queues:
                 tx.run("ensure_queue", name=queue, now=now)
-            for spec, row in zip(jobs, self._insert_jobs(tx, jobs, now)):
-                if row is not None:
-                    out.append((to_job(row), True))
-                    continue
-                existing = tx.one("job_by_key", project=spec.project,
-                                  idempotency_key=spec.idempotency_key)
-                if existing is None:  # pragma: no cover - conflict row vanished mid-transaction
-                    raise IdempotencyConflict("idempotency key conflict could not be resolved")
-                if existing["input_config_hash"] != spec.input_config_hash:
-                    raise IdempotencyConflict(
-                        f"idempotency key {spec.idempotency_key!r} in project {spec.project!r} "
-                        f"belongs to job {existing['id']} with a different configuration",
-                        job_id=existing["id"], idempotency_key=spec.idempotency_key)
-                out.append((to_job(existing), False))
+            new = self._insert_jobs(tx, jobs, now)
+            out = [(job, True) if job is not None else None for job in new]
+            repeats = [i for i, job in enumerate(new) if job is None]
+            if repeats:
+                found = self._jobs_by_keys(tx, [jobs[i] for i in repeats])
+                for i in repeats:
+                    out[i] = (self._existing(jobs[i], found), False)
         if conn is None:
             known = self._known_rows()
             known.update(queues)
@@ -60,35 +54,70 @@ class Jobs(Profiles):
     _submit_writes_events = False
     """True where ``insert_jobs`` also writes the submitted events (PostgreSQL)."""
 
-    def _insert_jobs(self, tx: Tx, jobs: Sequence[NewJob], now: float) -> list[Row | None]:
-        """Insert ``jobs`` with one statement; the new row at each position, or None where
+    def _insert_jobs(self, tx: Tx, jobs: Sequence[NewJob], now: float | None) -> list[Job | None]:
+        """Insert ``jobs`` with one statement; the new job at each position, or None where
         the idempotency key already existed (or came earlier in this batch). Rows are
-        matched back by key, and unkeyed rows by id order, which follows insertion order."""
+        matched back by key, and unkeyed rows by id order, which follows insertion order.
+        The statement returns only what the database chose (id, times, the stored payload);
+        the rest of each Job comes from its spec."""
+        budgets: dict[int, Any] = {}
+        for j in jobs:
+            if id(j.budget) not in budgets:
+                budgets[id(j.budget)] = self._json_param(j.budget.to_dict())
         rows = tx.all("insert_jobs", jobs=compact_json([{
             "ord": i, "type": j.type, "project": j.project, "queue": j.queue,
             "priority": j.priority,
             "run_after": j.run_after, "max_attempts": j.max_attempts,
             "safe_to_retry": j.safe_to_retry, "idempotency_key": j.idempotency_key,
             "input_config_hash": j.input_config_hash, "payload": j.payload_json,
-            "budget": self._json_param(j.budget.to_dict()), "price_profile": j.price_profile,
+            "budget": budgets[id(j.budget)], "price_profile": j.price_profile,
             "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id}
             for i, j in enumerate(jobs)]), now=now)
         keyed = {(r["project"], r["idempotency_key"]): r for r in rows
                  if r["idempotency_key"] is not None}
         plain = iter(sorted((r for r in rows if r["idempotency_key"] is None),
                             key=lambda r: r["id"]))
-        out: list[Row | None] = []
+        times: dict[Any, Any] = {}
+        out: list[Job | None] = []
         for j in jobs:
-            if j.idempotency_key is None:
-                out.append(next(plain))
-            else:
-                out.append(keyed.pop((j.project, j.idempotency_key), None))
+            r = next(plain) if j.idempotency_key is None else keyed.pop(
+                (j.project, j.idempotency_key), None)
+            if r is None:
+                out.append(None)
+                continue
+            created, run_after = r["created_at"], r["run_after"]
+            if created not in times:
+                times[created] = as_datetime(created)
+            if run_after not in times:
+                times[run_after] = as_datetime(run_after)
+            payload = r["payload"]
+            out.append(new_job(j, int(r["id"]), times[created], times[run_after],
+                               None if payload == "null" else load_json(payload)))
         if not self._submit_writes_events:
             tx.many("insert_event", [self._event_row(
-                r["id"], 1, now, "submitted", None, "queued", None,
-                {"type": r["type"], "queue": r["queue"],
-                 "idempotency_key": r["idempotency_key"]}) for r in out if r is not None])
+                job.id, 1, now, "submitted", None, "queued", None,
+                {"type": job.type, "queue": job.queue,
+                 "idempotency_key": job.idempotency_key}) for job in out if job is not None])
         return out
+
+    def _jobs_by_keys(self, tx: Tx, jobs: Sequence[NewJob]) -> dict[tuple[str, str], Row]:
+        """The existing rows (as ``get_job`` reads them) of these jobs' keys, one statement."""
+        keys = sorted({(j.project, j.idempotency_key) for j in jobs})
+        rows = tx.all("jobs_by_keys", keys=compact_json([list(k) for k in keys]))
+        return {(r["project"], r["idempotency_key"]): r for r in rows}
+
+    @staticmethod
+    def _existing(spec: NewJob, found: dict[tuple[str, str], Row]) -> Job:
+        """The job a repeated key names, or IdempotencyConflict for another configuration."""
+        existing = found.get((spec.project, spec.idempotency_key))
+        if existing is None:  # pragma: no cover - conflict row vanished mid-transaction
+            raise IdempotencyConflict("idempotency key conflict could not be resolved")
+        if existing["input_config_hash"] != spec.input_config_hash:
+            raise IdempotencyConflict(
+                f"idempotency key {spec.idempotency_key!r} in project {spec.project!r} "
+                f"belongs to job {existing['id']} with a different configuration",
+                job_id=existing["id"], idempotency_key=spec.idempotency_key)
+        return to_job(existing)
 
     def _setup_rows(self, jobs: Sequence[NewJob], profile: Any,
                     conn: Any) -> tuple[list[str], bool]:

@@ -16,6 +16,7 @@ from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
 from ..core.states import JobState
 from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from ..tokens import TokenInfo
+from .base import NewJob
 from .tx import Row
 
 _D0 = Decimal(0)
@@ -112,6 +113,31 @@ def to_job(row: Row) -> Job:
         estimated_cost_usd=Decimal(str(est)) if est is not None else None,
         parent_id=row.get("parent_id"),
     )
+
+
+def fresh_budget(limits: Budget) -> BudgetStatus:
+    """A new job's budget as ``get_job`` reads it: its limits, nothing used yet."""
+    if limits is _NO_LIMITS or limits == _NO_LIMITS:
+        return _UNLIMITED
+    return BudgetStatus(limits, _ZERO)
+
+
+def new_job(spec: NewJob, id: int, created_at: datetime, run_after: datetime,
+            payload: Any) -> Job:
+    """The job a submit just inserted, from its spec and the values the database chose:
+    field for field what ``to_job`` makes of the row ``get_job`` reads."""
+    est = spec.estimated_cost_usd
+    return Job(
+        id=id, type=spec.type, project=spec.project, queue=spec.queue, state=JobState.QUEUED,
+        stage=None, attempt_count=0, max_attempts=int(spec.max_attempts),
+        idempotency_key=spec.idempotency_key, input_config_hash=spec.input_config_hash,
+        priority=int(spec.priority), run_after=run_after, error_code=None, error_summary=None,
+        result=None, budget=fresh_budget(spec.budget), lease_owner=None,
+        lease_expires_at=None, created_at=created_at, updated_at=created_at, payload=payload,
+        safe_to_retry=bool(spec.safe_to_retry), lease_token=None, finished_at=None,
+        price_profile=spec.price_profile,
+        estimated_cost_usd=Decimal(est) if est is not None else None,
+        parent_id=spec.parent_id)
 
 
 def to_event(row: Row) -> Event:

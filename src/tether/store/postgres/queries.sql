@@ -6,7 +6,7 @@
 -- name: insert_jobs
 -- %(jobs)s is a JSON array of job objects, inserted in array order with their submitted
 -- events, one statement for the whole batch; a key that already exists inserts nothing (the
--- caller looks it up). %(now)s NULL: the statement's own now() (a submit in autocommit).
+-- caller looks it up). Returns only what the database chose; the caller has the rest. %(now)s NULL: the statement's own now() (a submit in autocommit).
 WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), input AS (
@@ -26,21 +26,23 @@ WITH clock AS (
            estimated_cost_usd::numeric, parent_id, 1, clock.now, clock.now
     FROM input, clock ORDER BY ord
     ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING *
+    RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload
 ), events AS (
     INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
     SELECT id, 1, created_at, 'submitted', NULL, 'queued', NULL,
            jsonb_build_object('type', type, 'queue', queue, 'idempotency_key', idempotency_key)
     FROM inserted
 )
-SELECT * FROM inserted;
+SELECT id, project, idempotency_key, created_at, run_after, payload FROM inserted;
 
--- name: job_by_key
--- With the job's accumulators, as get_job: an idempotent repeat returns what get returns.
+-- name: jobs_by_keys
+-- %(keys)s is a JSON array of [project, idempotency_key] pairs; rows as get_job reads them.
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
        b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
-WHERE j.project = %(project)s AND j.idempotency_key = %(idempotency_key)s;
+WHERE j.idempotency_key IS NOT NULL
+  AND (j.project, j.idempotency_key) IN (
+      SELECT k ->> 0, k ->> 1 FROM jsonb_array_elements(%(keys)s::jsonb) AS k);
 
 -- name: get_job
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,

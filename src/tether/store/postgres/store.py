@@ -212,12 +212,12 @@ class PostgresStore(SQLStore):
             now = self.clock.time() if self.clock is not None else None
             try:
                 with self._read() as tx:
-                    row = self._insert_jobs(tx, jobs, now)[0]
+                    job = self._insert_jobs(tx, jobs, now)[0]
             except TransientStoreError as exc:
                 exc.during_commit = _outcome_unknown(exc) and jobs[0].idempotency_key is None
                 raise
-            if row is not None:
-                return [(to_job(row), True)]
+            if job is not None:
+                return [(job, True)]
         return super().submit(jobs, conn=conn, profile=profile)
 
     def _succeed_plain(self, tx: Any, items: Sequence[tuple[int, int, Outcome]],

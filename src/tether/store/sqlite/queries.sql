@@ -4,6 +4,7 @@
 -- name: insert_jobs
 -- :jobs is a JSON array of job objects, inserted in array order in one statement; a key that
 -- already exists inserts nothing (the caller looks it up). The submitted events follow.
+-- Returns only what the database chose; the caller has the rest.
 INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
                   idempotency_key, input_config_hash, payload, budget, price_profile,
                   estimated_cost_usd, parent_id, event_seq, created_at, updated_at)
@@ -17,14 +18,17 @@ SELECT json_extract(j.value, '$.type'), json_extract(j.value, '$.project'),
        json_extract(j.value, '$.parent_id'), 1, :now, :now
 FROM json_each(:jobs) AS j WHERE true ORDER BY j.key
 ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING *;
+RETURNING id, project, idempotency_key, created_at, run_after, payload;
 
--- name: job_by_key
--- With the job's accumulators, as get_job: an idempotent repeat returns what get returns.
+-- name: jobs_by_keys
+-- :keys is a JSON array of [project, idempotency_key] pairs; rows as get_job reads them.
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
        b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
-WHERE j.project = :project AND j.idempotency_key = :idempotency_key;
+WHERE j.idempotency_key IS NOT NULL
+  AND (j.project, j.idempotency_key) IN (
+      SELECT json_extract(k.value, '$[0]'), json_extract(k.value, '$[1]')
+      FROM json_each(:keys) AS k);
 
 -- name: get_job
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,

@@ -1,0 +1,2 @@
+-- PostgreSQL only (its insert trigger now notifies once per statement). SQLite has no
+-- NOTIFY; this empty step keeps both backends at the same schema version.

@@ -1,0 +1,63 @@
+"""The batch resolver gives each job exactly what resolving it alone with the full encoder
+gives: the same input_config_hash (idempotent repeats keep matching across versions) and the
+same errors."""
+
+from decimal import Decimal
+
+import pytest
+
+from tether import Budget, InvalidPayload, UnknownJobType
+from tether.core.pricing import load_profile
+from tether.core.serialize import config_hash
+from tether.errors import InvalidArgument
+from tether.registry import JobType, Registry
+from tether.submission import Resolver
+
+
+def registry():
+    reg = Registry()
+    reg.add(JobType(name="typed", fn=lambda ctx, p: None, queue="q-ü", priority=4,
+                    max_attempts=7, budget=Budget(max_calls=3)))
+    return reg
+
+
+def expected_hash(type, payload, project, queue, priority, max_attempts, budget):
+    return config_hash({"type": type, "payload": payload, "project": project, "queue": queue,
+                        "priority": priority, "max_attempts": max_attempts,
+                        "budget": budget.to_dict()})
+
+
+@pytest.mark.parametrize("payload", [None, 0, -1.5, 1e20, "ü\u2028\"\\", [1, [2, {"z": 1, "a": None}]],
+                                     {"b": {"y": 1, "x": 2}, "a": [True, False]}, {}, [], ""])
+def test_the_hash_is_the_full_encoders(payload):
+    r = Resolver(registry(), load_profile(None), strict=False)
+    plain = r.one("plain", payload, project="prj", priority=-2)
+    assert plain.input_config_hash == expected_hash("plain", payload, "prj", "default", -2, 3,
+                                                    Budget())
+    typed = r.one("typed", payload, budget={"max_cost_usd": "1.50"})
+    assert typed.input_config_hash == expected_hash(
+        "typed", payload, "default", "q-ü", 4, 7,
+        Budget(max_calls=3, max_cost_usd=Decimal("1.50")))
+    assert (typed.queue, typed.priority, typed.max_attempts) == ("q-ü", 4, 7)
+
+
+def test_a_batch_resolves_as_its_jobs_one_by_one():
+    items = [{"type": "typed", "payload": {"i": i}, "budget": {"max_calls": i % 3 + 1}}
+             for i in range(20)] + [{"type": "plain", "payload": i, "queue": "q"} for i in range(5)]
+    profile = load_profile(None)
+    batch = Resolver(registry(), profile, strict=False).many(items)
+    alone = [Resolver(registry(), profile, strict=False).many([it])[0] for it in items]
+    assert batch == alone
+
+
+def test_bad_input_in_a_batch_raises_what_a_single_submit_raises():
+    r = Resolver(registry(), load_profile(None), strict=True)
+    with pytest.raises(UnknownJobType):
+        r.many([{"type": "typed"}, {"type": "nope"}])
+    for bad in ({"project": ""}, {"queue": "a\nb"}):
+        with pytest.raises(InvalidArgument):
+            r.many([{"type": "typed", **bad}])
+    for bad in ({"priority": True}, {"max_attempts": 0}, {"budget": 3}, {"run_after": "soon"},
+                {"payload": float("nan")}):
+        with pytest.raises(InvalidPayload):
+            r.many([{"type": "typed", **bad}])
