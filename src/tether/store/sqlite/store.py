@@ -31,6 +31,7 @@ from ...wakeup import Wakeup
 from ..base import FinishSignal
 from ..migrate import discover
 from ..queries import load_queries, positional
+from .signal import DataVersionSignal
 from ..sql import SQLStore
 
 HERE = Path(__file__).parent
@@ -391,21 +392,3 @@ def _split_sql(sql: str) -> list[str]:
 
 def is_disk_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG)
-
-
-class DataVersionSignal:
-    """A ``FinishSignal`` over ``PRAGMA data_version``: wakes on any other connection's commit
-    and reports ``None`` ("re-read every waited job"). Create and use it on one thread: the
-    version it compares with is that thread's, taken when it is made."""
-
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-        self._closed = Wakeup()
-        store.wait_for_work(0)
-
-    def wait(self, timeout: float) -> set[int] | None:
-        self.store.wait_for_work(timeout, wake=self._closed)
-        return None
-
-    def close(self) -> None:
-        self._closed.set()
