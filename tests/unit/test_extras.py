@@ -65,6 +65,20 @@ def test_a_missing_extra_is_one_error_naming_it(tmp_path, args, what, extra):
                      f"pip install 'tether[{extra}]' (missing_extra)"], proc.stderr
 
 
+@pytest.mark.parametrize("module, what, extra", [
+    ("tether.api", "the REST API", "server"),
+    ("tether.mcp", "the MCP server", "mcp"),
+])
+def test_python_dash_m_names_the_missing_extra(tmp_path, module, what, extra):
+    proc = _python(f"import runpy\nsys.argv = ['{module}']\n"
+                   f"runpy.run_module('{module}', run_name='__main__', alter_sys=True)\n",
+                   cwd=tmp_path)
+    assert proc.returncode == 1, proc
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {what} needs the '{extra}' extra: pip install 'tether[{extra}]' "
+        "(missing_extra)"], proc.stderr
+
+
 def test_open_store_names_the_postgres_extra(tmp_path):
     proc = _python("from tether.store.open import open_store\n"
                    "from tether.errors import MissingExtra\n"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import TetherError
-from .server import serve
+from ..errors import MissingExtra, TetherError
+from ..optional import load
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,11 +23,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     try:
+        serve = load("tether.api.server", extra="server", what="the REST API").serve
         serve(args.app_spec, args.host, args.port, args.database_url, args.insecure_no_auth,
               args.run_worker, max_body_bytes=args.max_body_bytes, log_level=args.log_level)
     except TetherError as exc:
         print(f"error: {exc.message} ({exc.code})", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(1 if isinstance(exc, MissingExtra) else 2) from None
 
 
 if __name__ == "__main__":

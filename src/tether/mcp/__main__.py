@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import TetherError
-from .server import run
+from ..errors import MissingExtra, TetherError
+from ..optional import load
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,11 +21,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8001)
     args = parser.parse_args(argv)
     try:
+        run = load("tether.mcp.server", extra="mcp", what="the MCP server").run
         run(args.transport, args.app_spec, args.database_url, args.token, args.host, args.port,
             insecure_no_auth=args.insecure_no_auth)
     except TetherError as exc:
         print(f"error: {exc.message} ({exc.code})", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(1 if isinstance(exc, MissingExtra) else 2) from None
 
 
 if __name__ == "__main__":
