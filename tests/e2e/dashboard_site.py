@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +21,8 @@ import httpx
 import pytest
 
 from tether import Budget, Tether
+from tests.pg import free_port
+from tests.procs import stop, wait_until
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect
@@ -57,21 +57,8 @@ class Site:
             return client.get(f"/jobs/{job_id}").json()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_for(predicate, what: str, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    return wait_until(predicate, timeout=timeout, what=what)
 
 
 def _seed(app: Tether) -> tuple[dict[str, str], dict[str, int]]:
@@ -112,7 +99,7 @@ def site(tmp_path_factory) -> Iterator[Site]:
     url = f"sqlite:///{tmp}/tether.db"
     app = Tether(url)
     tokens, jobs = _seed(app)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "TETHER_DATABASE_URL": url, "TETHER_RUN_WORKER": "true",
            "TETHER_SIM_BILL": str(tmp / "bill.jsonl"), "TETHER_REVIEW_STEPS": "25",
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -135,13 +122,7 @@ def site(tmp_path_factory) -> Iterator[Site]:
         wait_for(lambda: site.job("loop-alpha")["state"] == "running", "loop-alpha to run")
         yield site
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, timeout=20)
         app.close()
 
 
