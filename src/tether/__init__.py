@@ -7,21 +7,23 @@ from .core.budget import Budget
 from .core.estimate import CallEstimate, CostEstimate
 from .core.usage import Estimate, Metered, Usage
 from .core.states import JobState
+from .core.waits import ChildFailure
 from .errors import (
-    BudgetExhausted, ControlSignal, IdempotencyConflict, InvalidPayload, JobCancelled,
-    JobNotFound, JobPaused, JobStateError, LeaseLost, PolicyBlock, ProviderError, TetherError,
-    TransientError, UnknownJobType, WorkerShutdown,
+    BudgetExhausted, ChildJobFailed, ControlSignal, IdempotencyConflict, InvalidPayload,
+    JobCancelled, JobNotFound, JobPaused, JobStateError, JobWaiting, LeaseLost, PolicyBlock,
+    ProviderError, SignalTimeout, TetherError, TransientError, UnknownJobType, WorkerShutdown,
 )
-from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
+from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, Wait
 from .registry import stage
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Attempt", "Budget", "BudgetExhausted", "CallEstimate", "Checkpoint", "Clock",
-    "ControlSignal", "CostEstimate", "Estimate", "Event", "FakeClock", "IdempotencyConflict",
-    "InvalidPayload", "Job", "JobCancelled", "JobContext", "JobNotFound", "JobPaused",
-    "JobState", "JobStateError", "JournalEntry", "LeaseLost", "LedgerEntry", "Metered",
-    "PolicyBlock", "ProviderError", "Tether", "TetherError", "TransientError", "UnknownJobType",
-    "Usage", "WorkerShutdown", "stage",
+    "Attempt", "Budget", "BudgetExhausted", "CallEstimate", "Checkpoint", "ChildFailure",
+    "ChildJobFailed", "Clock", "ControlSignal", "CostEstimate", "Estimate", "Event", "FakeClock",
+    "IdempotencyConflict", "InvalidPayload", "Job", "JobCancelled", "JobContext", "JobNotFound",
+    "JobPaused", "JobState", "JobStateError", "JobWaiting", "JournalEntry", "LeaseLost",
+    "LedgerEntry", "Metered", "PolicyBlock", "ProviderError", "SignalTimeout", "Tether",
+    "TetherError", "TransientError", "UnknownJobType", "Usage", "Wait", "WorkerShutdown",
+    "stage",
 ]

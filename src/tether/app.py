@@ -25,12 +25,13 @@ from .store.base import NewJob, Store
 from .store.open import open_store
 from .store.ratelimits import RateLimit
 from .submission import DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name
+from .facade.workflows import Workflows
 from .worker import Worker
 
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether:
+class Tether(Workflows):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store

@@ -179,6 +179,27 @@ class PolicyBlock(JobError):
         self.billed = billed
 
 
+class SignalTimeout(JobError):
+    """``ctx.wait_for_signal`` timed out before the signal came; job code may handle it."""
+
+    code = "signal_timeout"
+
+
+class ChildJobFailed(JobError):
+    """A child job a ``gather`` waited for did not succeed (``fail="fast"``). The parent fails
+    with the child's own error code (``code`` is set per instance), not retried: retrying the
+    parent would only gather the same failed child again."""
+
+    code = "child_failed"
+
+    def __init__(self, message: str = "", *, child_id: int | None = None,
+                 child_code: str | None = None, **details: object) -> None:
+        super().__init__(message, child_id=child_id, **details)
+        self.child_id = child_id
+        if child_code:
+            self.code = child_code
+
+
 # --- control signals ----------------------------------------------------------------------------
 
 class ControlSignal(BaseException):
@@ -216,6 +237,13 @@ class LeaseLost(ControlSignal):
     code = "lease_lost"
 
 
+class JobWaiting(ControlSignal):
+    """The job waits (children, a timer, a signal): its attempt ends here, without a lease,
+    and the job is queued again when the wait is satisfied, then replays to this point."""
+
+    code = "waiting"
+
+
 class WorkerShutdown(ControlSignal):
     """The worker is draining; the job hands its lease back at a safe boundary."""
 
@@ -229,7 +257,8 @@ ERROR_CODES: dict[str, type[BaseException]] = {
         InvalidArgument, InvalidIdempotencyKey, QueueNotFound, JobNotFound, JobStateError,
         IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel, JobError,
         TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled, JobPaused,
-        BudgetExhausted, LeaseLost, WorkerShutdown, MissingExtra,
+        BudgetExhausted, LeaseLost, WorkerShutdown, MissingExtra, SignalTimeout,
+        ChildJobFailed, JobWaiting,
     )
 }
 """Every stable code and the class that carries it."""

@@ -214,3 +214,36 @@ class Checkpoint:
         out = asdict(self)
         out["created_at"] = self.created_at.isoformat()
         return out
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One wait of a job (``gather``, ``sleep``, ``wait_for_signal``): what it waits for,
+    and once ``done``, how it ended (``outcome``) and the value its replay receives."""
+
+    job_id: int
+    key: str
+    kind: str
+    status: str
+    attempt: int
+    created_at: datetime
+    wake_at: datetime | None = None
+    children: tuple[int, ...] = ()
+    fail_mode: str | None = None
+    signal: str | None = None
+    prompt: str | None = None
+    schema: Any = None
+    outcome: str | None = None
+    value: Any = None
+    done_at: datetime | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status == "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["children"] = list(self.children)
+        for k in ("created_at", "wake_at", "done_at"):
+            out[k] = out[k].isoformat() if out[k] is not None else None
+        return out

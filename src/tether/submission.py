@@ -72,7 +72,7 @@ class Resolver:
             idempotency_key: str | None = None, queue: str | None = None,
             priority: int | None = None, run_after: datetime | float | None = None,
             max_attempts: int | None = None, budget: Budget | Mapping[str, Any] | None = None,
-            parent_id: int | None = None) -> NewJob:
+            parent_id: int | None = None, detached: bool = False) -> NewJob:
         self._name(type, "job type")
         job_type = self._job_type(type)
         self._name(project, "project")
@@ -103,7 +103,8 @@ class Resolver:
                       priority=priority, run_after=run_at, max_attempts=max_attempts,
                       safe_to_retry=job_type.safe_to_retry if job_type else True,
                       idempotency_key=idempotency_key, input_config_hash=digest,
-                      budget=limits, parent_id=parent_id, price_profile=self.profile.id,
+                      budget=limits, parent_id=parent_id, detached=bool(detached),
+                      price_profile=self.profile.id,
                       estimated_cost_usd=estimated)
 
     def _name(self, value: Any, what: str) -> str:

@@ -1,7 +1,8 @@
 """The job state machine: one transition table that the engine and every store obey.
 
 The table is DESIGN §2 plus the edges a careful operator expects (see README, "Design"):
-a queued or waiting job can be paused, a claimed-but-not-started job can be cancelled or paused,
+a queued, waiting or retry_wait job can be paused or cancelled at once (a waiting job holds no
+lease: DESIGN §2, ``running -> waiting -> queued``), a claimed-but-not-started job can be cancelled or paused,
 a dead worker's ``cancelling``/``pausing`` job settles to ``cancelled``/``paused``, a budget
 stop moves ``running`` straight to ``paused``, and a job whose attempts are used up fails.
 """
@@ -18,6 +19,7 @@ class JobState(StrEnum):
     LEASED = "leased"
     RUNNING = "running"
     RETRY_WAIT = "retry_wait"
+    WAITING = "waiting"
     PAUSING = "pausing"
     PAUSED = "paused"
     CANCELLING = "cancelling"
@@ -34,9 +36,10 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     S.LEASED: frozenset({S.RUNNING, S.QUEUED, S.CANCELLING, S.PAUSING, S.FAILED}),
     S.RUNNING: frozenset({
         S.SUCCEEDED, S.FAILED, S.RETRY_WAIT, S.PAUSING, S.PAUSED, S.CANCELLING, S.QUEUED,
-        S.INTERRUPTED,
+        S.INTERRUPTED, S.WAITING,
     }),
     S.RETRY_WAIT: frozenset({S.QUEUED, S.CANCELLED, S.PAUSED}),
+    S.WAITING: frozenset({S.QUEUED, S.CANCELLED, S.PAUSED}),
     S.PAUSING: frozenset({S.PAUSED, S.CANCELLING, S.SUCCEEDED, S.FAILED}),
     S.PAUSED: frozenset({S.QUEUED, S.CANCELLED}),
     S.CANCELLING: frozenset({S.CANCELLED}),
@@ -52,8 +55,8 @@ TERMINAL = frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED})
 LEASED_STATES = frozenset({S.LEASED, S.RUNNING, S.PAUSING, S.CANCELLING})
 """States in which a worker holds the job's lease."""
 
-CANCELLABLE_AT_ONCE = frozenset({S.QUEUED, S.RETRY_WAIT, S.PAUSED, S.INTERRUPTED})
-PAUSABLE_AT_ONCE = frozenset({S.QUEUED, S.RETRY_WAIT})
+CANCELLABLE_AT_ONCE = frozenset({S.QUEUED, S.RETRY_WAIT, S.WAITING, S.PAUSED, S.INTERRUPTED})
+PAUSABLE_AT_ONCE = frozenset({S.QUEUED, S.RETRY_WAIT, S.WAITING})
 
 
 def can_transition(src: JobState | str, dst: JobState | str) -> bool:
@@ -116,7 +119,8 @@ def finish_target(current: JobState | str, desired: JobState | str) -> JobState:
     cur, want = JobState(current), JobState(desired)
     if cur == S.CANCELLING:
         return S.CANCELLED
-    if cur == S.PAUSING and want in (S.RETRY_WAIT, S.QUEUED, S.PAUSED, S.CANCELLED):
+    if cur == S.PAUSING and want in (S.RETRY_WAIT, S.QUEUED, S.WAITING, S.PAUSED,
+                                      S.CANCELLED):
         return S.PAUSED if want != S.CANCELLED else S.CANCELLING
     return want
 

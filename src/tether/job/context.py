@@ -13,15 +13,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from typing import Any, Callable, Iterable, TypeVar
+from datetime import datetime, timedelta
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from ..core.states import JobState
+from ..core.waits import WaitCounters
 from ..errors import ControlSignal, JobCancelled, JobPaused, LeaseLost, WorkerShutdown
 from ..records import Job
 from .calls import Calls
 from .host import JobHost
 from .lease import Lease
 from .stages import run_stage
+from . import waits as _waits
 from .store import JobStore
 
 T = TypeVar("T")
@@ -40,6 +43,7 @@ class JobContext:
         self._state = JobState.RUNNING
         self.job_stage: str | None = job.stage
         self.stats: Counter[str] = Counter()
+        self.waits = WaitCounters()
         self._positions = 0
         self._lock = threading.Lock()
         self._calls: Calls | None = None
@@ -136,15 +140,48 @@ class JobContext:
         return await self.calls.acall(key=key, provider=provider, model=model,
                                       estimate=estimate, fn=fn, request=request, cache=cache)
 
-    def enqueue(self, type: str, payload: Any = None, *, key: str, **options: Any) -> Job:
+    def enqueue(self, type: str, payload: Any = None, *, key: str, detach: bool = False,
+                **options: Any) -> Job:
         """Enqueue a child job whose identity is derived from this job and ``key``: however
-        often this job is redelivered, exactly one child exists for each key."""
+        often this job is redelivered, exactly one child exists for each key. A cancel of
+        this job cancels its live children, unless they are ``detach``-ed."""
         self.check()
         options.setdefault("project", self.project)
         job, _ = self.app.submit_with_status(
             type, payload, idempotency_key=f"child:{self.id}:{key}", parent_id=self.id,
-            **options)
+            detached=detach, **options)
         return job
+
+    # --- waits: the attempt ends, the lease is freed, the job replays when woken --------------
+
+    def gather(self, children: Iterable[Job | int], *, fail: str = "fast") -> list[Any]:
+        """Wait, without a lease, until the children finish; their results in order
+        (``job/waits.py: gather``: ``fail="fast"`` or ``"collect"``)."""
+        return _waits.gather(self, children, fail=fail)
+
+    def map_jobs(self, type: str, items: Iterable[Any], *, fail: str = "fast",
+                 key: str = "item", **options: Any) -> list[Any]:
+        """One child job of ``type`` per item (keys ``{key}-0``, ``{key}-1``, ...), gathered:
+        the one-line fan-out and fan-in."""
+        children = [self.enqueue(type, item, key=f"{key}-{i}", **options)
+                    for i, item in enumerate(items)]
+        return self.gather(children, fail=fail)
+
+    def sleep(self, duration: float | timedelta, *, key: str | None = None) -> None:
+        """Wait ``duration`` by the store's clock, holding no lease and no worker slot."""
+        _waits.sleep(self, duration, key=key)
+
+    def sleep_until(self, when: datetime | float, *, key: str | None = None) -> None:
+        """Wait until ``when`` by the store's clock, holding no lease and no worker slot."""
+        _waits.sleep_until(self, when, key=key)
+
+    def wait_for_signal(self, name: str, *, timeout: float | timedelta | None = None,
+                        prompt: str | None = None, schema: Mapping[str, Any] | None = None,
+                        key: str | None = None) -> Any:
+        """The value of the next signal ``name`` (``app.signal``); a human approval is one.
+        ``SignalTimeout`` if ``timeout`` passes first (``job/waits.py: wait_for_signal``)."""
+        return _waits.wait_for_signal(self, name, timeout=timeout, prompt=prompt,
+                                      schema=schema, key=key)
 
     def map(self, fn: Callable[[T], R], items: Iterable[T], *, concurrency: int = 8) -> list[R]:
         """``fn`` over ``items`` on up to ``concurrency`` threads, results in order. Each

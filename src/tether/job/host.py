@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from ..blobs import BlobStore
 from ..clock import Clock
 from ..core.pricing import PriceProfile
+from ..core.waits import WaitCounters
 from ..records import Job
 from ..store.ratelimits import RateLimit
 from .lease import Lease
@@ -52,6 +53,7 @@ class RunningJob(Protocol):
     lease: Lease
     job_stage: str | None
     stats: Counter[str]
+    waits: WaitCounters
 
     @property
     def id(self) -> int: ...

@@ -13,7 +13,8 @@ from typing import Any, Protocol, Sequence
 
 from ..core.states import JobState
 from ..core.usage import Usage
-from ..records import Checkpoint, JournalEntry
+from ..core.waits import WaitSpec
+from ..records import Checkpoint, JournalEntry, Wait
 from ..store.base import AccountResult, CallReserve, CallSettle, Outcome
 from ..store.ratelimits import RateLimit
 
@@ -42,6 +43,11 @@ class JobStore(Protocol):
     def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
                      now: float | None = None) -> float: ...
     def settle_rate(self, job_id: int, key: str, tokens: int) -> None: ...
+
+    # waits (``job/waits.py``)
+    def get_wait(self, job_id: int, key: str) -> Wait | None: ...
+    def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
+                   now: float | None = None) -> Wait: ...
 
     # stages
     def get_checkpoint(self, job_id: int, stage: str) -> Checkpoint | None: ...

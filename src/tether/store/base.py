@@ -22,9 +22,10 @@ from ..core.budget import Budget, BudgetStatus, Reservation
 from ..core.pricing import ModelPrice, PriceProfile
 from ..core.states import JobState
 from ..core.usage import Usage
+from ..core.waits import WaitSpec
 from ..errors import LeaseLost
 from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
-from ..records import WorkerInfo
+from ..records import Wait, WorkerInfo
 from ..tokens import TokenInfo
 from ..wakeup import Wakeup
 
@@ -47,6 +48,8 @@ class NewJob:
     price_profile: str | None = None
     estimated_cost_usd: str | None = None
     parent_id: int | None = None
+    detached: bool = False
+    """A child that outlives its parent: a cancel of the parent does not cancel it."""
 
 
 @dataclass(frozen=True)
@@ -244,7 +247,16 @@ class Store(Protocol):
     def expire_leases(self, *, now: float | None = None,
                       limit: int = 500) -> list[tuple[int, JobState]]: ...
     def promote_due(self, *, now: float | None = None, limit: int = 1000) -> int: ...
+    def wake_due(self, *, now: float | None = None, limit: int = 500) -> int: ...
     def prune(self, *, older_than_s: float, now: float | None = None) -> int: ...
+
+    # --- waits (``waits.py``; the running job's own side is in ``job/store.py``)
+    def get_wait(self, job_id: int, key: str) -> Wait | None: ...
+    def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
+                   now: float | None = None) -> Wait: ...
+    def waits(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[Wait]: ...
+    def send_signal(self, job_id: int, name: str, value: Any = None, *,
+                    projects: Iterable[str] | None = None) -> Job: ...
 
     # --- operators
     def control(self, job_id: int, action: str, *, projects: Iterable[str] | None = None,

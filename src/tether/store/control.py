@@ -35,7 +35,24 @@ class Control(Transitions):
             if reason:
                 data["reason"] = reason
             self._transition(tx, row, to, now=now, kind=action, data=data, **changes)
+            if action == "cancel":
+                self._cancel_children(tx, job_id, now)
             return to_job(tx.one("get_job", id=job_id))
+
+    def _cancel_children(self, tx: Tx, parent_id: int, now: float) -> None:
+        """A cancelled parent's live children are cancelled with it (a running child stops at
+        its next safe boundary), and theirs in turn; ``detach``-ed children are left alone."""
+        todo = [parent_id]
+        while todo:
+            parent = todo.pop()
+            for child in tx.all("live_children", id=parent):
+                to = operator_target("cancel", child["state"])
+                self._transition(tx, child, to, now=now, kind="cancel",
+                                 data={"action": "cancel", "reason": f"parent {parent} cancelled"},
+                                 **({"error_code": "cancelled",
+                                     "error_summary": f"parent job {parent} was cancelled"}
+                                    if to == JobState.CANCELLED else {}))
+                todo.append(int(child["id"]))
 
     def set_budget(self, job_id: int, budget: Budget, *,
                    projects: Iterable[str] | None = None) -> Job:

@@ -71,7 +71,8 @@ class Jobs(Profiles):
             "safe_to_retry": j.safe_to_retry, "idempotency_key": j.idempotency_key,
             "input_config_hash": j.input_config_hash, "payload": j.payload_json,
             "budget": budgets[id(j.budget)], "price_profile": j.price_profile,
-            "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id}
+            "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id,
+            "detached": j.detached}
             for i, j in enumerate(jobs)]), now=now)
         keyed = {(r["project"], r["idempotency_key"]): r for r in rows
                  if r["idempotency_key"] is not None}

@@ -10,11 +10,12 @@ from typing import Any, Sequence
 from ..core.states import JobState, check_transition, finish_target
 from ..errors import LeaseLost
 from .accounting import Accounting
+from .waits import Waits
 from .base import Outcome
 from .tx import Row, Tx
 
 
-class Outcomes(Accounting):
+class Outcomes(Waits, Accounting):
     """``finish`` and ``finish_many``."""
 
     def finish(self, job_id: int, token: int, outcome: Outcome, *,
@@ -74,6 +75,11 @@ class Outcomes(Accounting):
         job_id = row["id"]
         self._settle_orphans(tx, row, now)
         to = finish_target(row["state"], outcome.state)
+        if to == JobState.WAITING:
+            to = self._park(tx, row, outcome, now)
+            tx.run("finish_attempt", job_id=job_id, attempt=token, now=now, outcome="waiting",
+                   error_code=None, error_summary=None)
+            return to
         changes: dict[str, Any] = {}
         if to == JobState.SUCCEEDED:
             changes.update(result=outcome.result_json, error_code=None, error_summary=None)

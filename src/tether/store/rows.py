@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
 from ..core.states import JobState
-from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
+from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, Wait
 from ..tokens import TokenInfo
 from .base import NewJob
 from .tx import Row
@@ -196,3 +196,13 @@ def to_checkpoint(r: Row) -> Checkpoint:
     return Checkpoint(job_id=int(r["job_id"]), stage=r["stage"], position=int(r["position"]),
                       blob=r["blob"], size=int(r["size"]), attempt=int(r["attempt"]),
                       created_at=as_datetime(r["created_at"]))
+
+
+def to_wait(r: Row) -> Wait:
+    return Wait(job_id=int(r["job_id"]), key=r["key"], kind=r["kind"], status=r["status"],
+                attempt=int(r["attempt"]), created_at=as_datetime(r["created_at"]),
+                wake_at=as_datetime(r.get("wake_at")),
+                children=tuple(int(i) for i in load_json(r.get("children")) or ()),
+                fail_mode=r.get("fail_mode"), signal=r.get("signal"), prompt=r.get("prompt"),
+                schema=load_json(r.get("schema")), outcome=r.get("outcome"),
+                value=load_json(r.get("value")), done_at=as_datetime(r.get("done_at")))

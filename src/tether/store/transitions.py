@@ -86,7 +86,13 @@ class Transitions(ABC):
         tx.run("insert_event", **self._event_row(row["id"], seq, now, kind or str(to),
                                                  str(src), str(to), row.get("lease_token")
                                                  or row.get("attempt_count"), data))
+        if to in TERMINAL and row.get("parent_id") is not None:
+            self._child_finished(tx, int(row["parent_id"]), now)
         return new
+
+    def _child_finished(self, tx: Tx, parent_id: int, now: float) -> None:
+        """A child of ``parent_id`` just ended (this transaction): a parent waiting for its
+        children may wake (``waits.py``). Here: nothing."""
 
     def _mutable(self, row: Row) -> Row:
         """A locked row's mutable columns, times as unix seconds and JSON as parameters."""

@@ -21,9 +21,10 @@ from typing import Any, Callable, Protocol, Sequence
 from ..core.combining import Combiner
 from ..core.states import JobState
 from ..core.usage import Usage
+from ..core.waits import WaitSpec
 from ..errors import LeaseLost
 from ..job import JobStore
-from ..records import Checkpoint, JournalEntry
+from ..records import Checkpoint, JournalEntry, Wait
 from ..store.base import AccountResult, CallReserve, CallSettle, Claim, Outcome
 from ..store.ratelimits import RateLimit
 
@@ -174,6 +175,10 @@ class CommittingStore(WorkerStore):
         return self._run(self._store.save_checkpoint, job_id, token, stage=stage,
                          position=position, blob=blob, size=size, now=now)
 
+    def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
+                   now: float | None = None) -> Wait:
+        return self._store.begin_wait(job_id, token, spec, now=now)  # rare: not batched
+
     # --- reads, and the rate-limit wait (it may answer "not yet": nothing to share) ------------
 
     def lease_state(self, job_id: int, token: int) -> JobState:
@@ -187,6 +192,9 @@ class CommittingStore(WorkerStore):
 
     def get_checkpoint(self, job_id: int, stage: str) -> Checkpoint | None:
         return self._store.get_checkpoint(job_id, stage)
+
+    def get_wait(self, job_id: int, key: str) -> Wait | None:
+        return self._store.get_wait(job_id, key)
 
     def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
                      now: float | None = None) -> float:

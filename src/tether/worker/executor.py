@@ -18,8 +18,8 @@ from ..core.retry import classify, summarize
 from ..core.serialize import dumps
 from ..core.states import JobState
 from ..errors import (
-    BudgetExhausted, ControlSignal, InvalidPayload, JobCancelled, JobPaused, LeaseLost,
-    StoreError, TetherError, UnknownJobType, WorkerShutdown,
+    BudgetExhausted, ControlSignal, InvalidPayload, JobCancelled, JobPaused, JobWaiting,
+    LeaseLost, StoreError, TetherError, UnknownJobType, WorkerShutdown,
 )
 from ..job import JobContext, JobStore, Lease
 from ..records import Job
@@ -63,6 +63,8 @@ def outcome_for_signal(sig: ControlSignal) -> Outcome | None:
         return Outcome(JobState.PAUSED, kind="paused")
     if isinstance(sig, WorkerShutdown):
         return Outcome(JobState.QUEUED, kind="handed_back")
+    if isinstance(sig, JobWaiting):
+        return Outcome(JobState.WAITING, kind="waiting")
     return Outcome(JobState.FAILED, error_code=sig.code, error_summary=sig.message)
 
 

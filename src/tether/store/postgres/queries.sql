@@ -14,16 +14,17 @@ WITH clock AS (
         type text, project text, queue text, priority integer, run_after double precision,
         max_attempts integer, safe_to_retry boolean, idempotency_key text,
         input_config_hash text, payload text, budget text, price_profile text,
-        estimated_cost_usd text, parent_id bigint, ord bigint)
+        estimated_cost_usd text, parent_id bigint, detached boolean, ord bigint)
 ), inserted AS (
     INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
                       safe_to_retry, idempotency_key, input_config_hash, payload, budget,
-                      price_profile, estimated_cost_usd, parent_id, event_seq, created_at,
-                      updated_at)
+                      price_profile, estimated_cost_usd, parent_id, detached, event_seq,
+                      created_at, updated_at)
     SELECT type, project, queue, 'queued', priority,
            coalesce(to_timestamp(run_after), clock.now), max_attempts, safe_to_retry,
            idempotency_key, input_config_hash, payload::jsonb, budget::jsonb, price_profile,
-           estimated_cost_usd::numeric, parent_id, 1, clock.now, clock.now
+           estimated_cost_usd::numeric, parent_id, coalesce(detached, false), 1, clock.now,
+           clock.now
     FROM input, clock ORDER BY ord
     ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload
@@ -466,6 +467,7 @@ JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 
 -- ---- batched completion (the common case: running jobs that succeeded) ------------------------
 
 -- name: succeed_many
+-- A child job goes the one-by-one way: its end may wake its waiting parent.
 -- Plain successes of running jobs with no call left open, set-wise in one statement: rows are
 -- locked in id order first (as every multi-row lock here is), so a concurrent cancel either
 -- committed before (the row no longer matches and takes the one-by-one path) or waits.
@@ -474,7 +476,7 @@ WITH input AS (
                          %(data)s::text[]) AS t(id, token, result, data)
 ), locked AS (
     SELECT j.id FROM jobs j JOIN input i ON i.id = j.id
-    WHERE j.lease_token = i.token AND j.state = 'running'
+    WHERE j.lease_token = i.token AND j.state = 'running' AND j.parent_id IS NULL
       AND NOT EXISTS (SELECT 1 FROM call_journal c
                       WHERE c.job_id = j.id AND c.status = 'reserved')
     ORDER BY j.id
@@ -499,3 +501,60 @@ WITH input AS (
     WHERE a.job_id = d.id AND a.attempt = d.token AND a.finished_at IS NULL
 )
 SELECT id FROM done;
+
+-- --- waits (store/waits.py) ------------------------------------------------------------------
+
+-- name: wait_get
+SELECT * FROM job_waits WHERE job_id = %(job_id)s AND key = %(key)s;
+
+-- name: waits_of
+SELECT * FROM job_waits WHERE job_id = %(job_id)s ORDER BY created_at, attempt, key;
+
+-- name: wait_current
+-- The wait the job is blocked on: the open one its latest attempt began.
+SELECT * FROM job_waits WHERE job_id = %(job_id)s AND status = 'open'
+ORDER BY attempt DESC, created_at DESC LIMIT 1;
+
+-- name: wait_insert
+INSERT INTO job_waits (job_id, key, kind, wake_at, children, fail_mode, signal, prompt, schema,
+                       attempt, created_at)
+VALUES (%(job_id)s, %(key)s, %(kind)s, %(wake_at)s, %(children)s::jsonb, %(fail_mode)s,
+        %(signal)s, %(prompt)s, %(schema)s::jsonb, %(attempt)s, %(now)s);
+
+-- name: wait_touch
+UPDATE job_waits SET attempt = %(attempt)s
+WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'open';
+
+-- name: wait_close
+UPDATE job_waits SET status = 'done', outcome = %(outcome)s, value = %(value)s::jsonb,
+    done_at = %(now)s
+WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'open';
+
+-- name: wait_children
+SELECT id, state, result, error_code, error_summary FROM jobs WHERE id = ANY(%(ids)s::bigint[]);
+
+-- name: waiting_due
+-- Waiting jobs whose recheck time has come; another sweeper's rows are skipped, not waited on.
+SELECT * FROM jobs WHERE state = 'waiting' AND run_after <= %(now)s
+ORDER BY run_after LIMIT %(limit)s FOR UPDATE SKIP LOCKED;
+
+-- name: set_run_after
+UPDATE jobs SET run_after = %(run_after)s WHERE id = %(id)s;
+
+-- name: signal_insert
+INSERT INTO job_signals (job_id, name, value, sent_at)
+VALUES (%(job_id)s, %(name)s, %(value)s::jsonb, %(now)s);
+
+-- name: signal_next
+SELECT id, value FROM job_signals
+WHERE job_id = %(job_id)s AND name = %(name)s AND consumed_at IS NULL ORDER BY id LIMIT 1
+FOR UPDATE;
+
+-- name: signal_consume
+UPDATE job_signals SET consumed_at = %(now)s, consumed_by = %(key)s WHERE id = %(id)s;
+
+-- name: live_children
+SELECT * FROM jobs
+WHERE parent_id = %(id)s AND NOT detached
+  AND state NOT IN ('succeeded', 'failed', 'cancelled', 'cancelling')
+ORDER BY id FOR UPDATE;

@@ -7,7 +7,7 @@
 -- Returns only what the database chose; the caller has the rest.
 INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
                   idempotency_key, input_config_hash, payload, budget, price_profile,
-                  estimated_cost_usd, parent_id, event_seq, created_at, updated_at)
+                  estimated_cost_usd, parent_id, detached, event_seq, created_at, updated_at)
 SELECT json_extract(j.value, '$.type'), json_extract(j.value, '$.project'),
        json_extract(j.value, '$.queue'), 'queued', json_extract(j.value, '$.priority'),
        coalesce(json_extract(j.value, '$.run_after'), :now),
@@ -15,7 +15,8 @@ SELECT json_extract(j.value, '$.type'), json_extract(j.value, '$.project'),
        json_extract(j.value, '$.idempotency_key'), json_extract(j.value, '$.input_config_hash'),
        json_extract(j.value, '$.payload'), json_extract(j.value, '$.budget'),
        json_extract(j.value, '$.price_profile'), json_extract(j.value, '$.estimated_cost_usd'),
-       json_extract(j.value, '$.parent_id'), 1, :now, :now
+       json_extract(j.value, '$.parent_id'), coalesce(json_extract(j.value, '$.detached'), 0),
+       1, :now, :now
 FROM json_each(:jobs) AS j WHERE true ORDER BY j.key
 ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, project, idempotency_key, created_at, run_after, payload;
@@ -392,13 +393,66 @@ JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 
 -- :items is a JSON array of [id, token, result]; the rows that are still running under that
 -- lease with no call left open succeed. Their events and attempts are written next. NOT
 -- INDEXED keeps the planner on rowid lookups per item (it would rather scan jobs_state).
+-- A child job goes the one-by-one way: its end may wake its waiting parent.
 UPDATE jobs NOT INDEXED
 SET state = 'succeeded', result = json_extract(i.value, '$[2]'), error_code = NULL,
     error_summary = NULL, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
     finished_at = :now, updated_at = :now, event_seq = event_seq + 1
 FROM json_each(:items) AS i
 WHERE jobs.id = json_extract(i.value, '$[0]') AND jobs.lease_token = json_extract(i.value, '$[1]')
-  AND jobs.state = 'running'
+  AND jobs.state = 'running' AND jobs.parent_id IS NULL
   AND NOT EXISTS (SELECT 1 FROM call_journal c
                   WHERE c.job_id = jobs.id AND c.status = 'reserved')
 RETURNING jobs.id, jobs.event_seq;
+
+-- --- waits (store/waits.py) ------------------------------------------------------------------
+
+-- name: wait_get
+SELECT * FROM job_waits WHERE job_id = :job_id AND key = :key;
+
+-- name: waits_of
+SELECT * FROM job_waits WHERE job_id = :job_id ORDER BY created_at, attempt, key;
+
+-- name: wait_current
+-- The wait the job is blocked on: the open one its latest attempt began.
+SELECT * FROM job_waits WHERE job_id = :job_id AND status = 'open'
+ORDER BY attempt DESC, created_at DESC LIMIT 1;
+
+-- name: wait_insert
+INSERT INTO job_waits (job_id, key, kind, wake_at, children, fail_mode, signal, prompt, schema,
+                       attempt, created_at)
+VALUES (:job_id, :key, :kind, :wake_at, :children, :fail_mode, :signal, :prompt, :schema,
+        :attempt, :now);
+
+-- name: wait_touch
+UPDATE job_waits SET attempt = :attempt WHERE job_id = :job_id AND key = :key AND status = 'open';
+
+-- name: wait_close
+UPDATE job_waits SET status = 'done', outcome = :outcome, value = :value, done_at = :now
+WHERE job_id = :job_id AND key = :key AND status = 'open';
+
+-- name: wait_children
+SELECT id, state, result, error_code, error_summary FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: waiting_due
+SELECT * FROM jobs WHERE state = 'waiting' AND run_after <= :now ORDER BY run_after LIMIT :limit;
+
+-- name: set_run_after
+UPDATE jobs SET run_after = :run_after WHERE id = :id;
+
+-- name: signal_insert
+INSERT INTO job_signals (job_id, name, value, sent_at) VALUES (:job_id, :name, :value, :now);
+
+-- name: signal_next
+SELECT id, value FROM job_signals
+WHERE job_id = :job_id AND name = :name AND consumed_at IS NULL ORDER BY id LIMIT 1;
+
+-- name: signal_consume
+UPDATE job_signals SET consumed_at = :now, consumed_by = :key WHERE id = :id;
+
+-- name: live_children
+SELECT * FROM jobs
+WHERE parent_id = :id AND detached = 0
+  AND state NOT IN ('succeeded', 'failed', 'cancelled', 'cancelling')
+ORDER BY id;

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -351,6 +352,11 @@ class SQLiteStore(SQLStore):
                              (m.version,)).fetchone():
                     continue
                 for statement in _split_sql(m.sql):
+                    if _WRITABLE_SCHEMA_OFF.match(statement):
+                        # A definition edited in place is reloaded by every connection
+                        # (this one too) only once the schema cookie changes.
+                        version = c.execute("PRAGMA schema_version").fetchone()[0]
+                        c.execute(f"PRAGMA schema_version = {int(version) + 1}")
                     c.execute(statement)
                 c.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
                           (m.version, m.name, time.time()))
@@ -382,6 +388,9 @@ class SQLiteStore(SQLStore):
                 pass
         self._local = threading.local()
         self._writer = None
+
+
+_WRITABLE_SCHEMA_OFF = re.compile(r"(?i)^PRAGMA\s+writable_schema\s*=\s*(OFF|0|false)$")
 
 
 def _split_sql(sql: str) -> list[str]:

@@ -1,0 +1,167 @@
+"""Waits: what a waiting job waits for, and when the wait is over (pure; every backend agrees).
+
+A job waits for its children (``gather``), a timer (``sleep``) or a signal
+(``wait_for_signal``). The store records each wait as a row keyed within the job; ``decide``
+says, from durable rows alone and the store's clock, whether the wait is satisfied and what
+value the job's replay receives. Nothing here trusts a notification: the same decision is made
+when a child finishes, when a signal arrives, and by the periodic sweep, so a crash between any
+two of them loses no wake-up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..errors import InvalidArgument
+
+KINDS = ("children", "timer", "signal")
+FAIL_MODES = ("fast", "collect")
+FAILED_CHILD_STATES = frozenset({"failed", "cancelled"})
+CHILD_TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+
+RECHECK_S = 300.0
+"""A wait without a deadline is re-decided by the sweep this often: a backstop only (children
+and signals wake their waiter in their own transaction), so a slow period costs nothing."""
+
+
+@dataclass(frozen=True)
+class WaitSpec:
+    """One wait as job code asks for it. ``delay_s`` is resolved against the store's clock
+    when the wait is first recorded; a replay finds the recorded deadline, never a new one."""
+
+    key: str
+    kind: str
+    delay_s: float | None = None
+    wake_at: float | None = None
+    children: tuple[int, ...] = ()
+    fail_mode: str = "fast"
+    signal: str | None = None
+    prompt: str | None = None
+    schema: Any = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InvalidArgument(f"unknown wait kind {self.kind!r}")
+        if self.fail_mode not in FAIL_MODES:
+            raise InvalidArgument(f"fail must be one of {', '.join(FAIL_MODES)}, "
+                                  f"got {self.fail_mode!r}")
+        if self.kind == "timer" and self.delay_s is None and self.wake_at is None:
+            raise InvalidArgument("a timer needs a delay or a time to wake at")
+        if self.kind == "signal" and not self.signal:
+            raise InvalidArgument("a signal wait needs the signal's name")
+
+
+@dataclass(frozen=True)
+class Wake:
+    """A satisfied wait: how it ended and the value the job's replay receives.
+    ``signal_id``: the mailbox entry this wake consumes (exactly once)."""
+
+    outcome: str
+    value: Any = None
+    signal_id: int | None = None
+
+
+@dataclass(frozen=True)
+class ChildFailure:
+    """A child that did not succeed, in ``gather(..., fail="collect")``'s results."""
+
+    job_id: int
+    state: str
+    error_code: str | None = None
+    error_summary: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a job's result stores it (a gathered list may be returned as it is)."""
+        return {"job_id": self.job_id, "state": self.state, "error_code": self.error_code,
+                "error_summary": self.error_summary}
+
+
+@dataclass
+class WaitCounters:
+    """How many sleeps and signal waits (per name) this attempt reached: their keys."""
+
+    sleeps: int = 0
+    signals: dict[str, int] | None = None
+
+    def next_sleep(self) -> str:
+        self.sleeps += 1
+        return f"sleep:{self.sleeps}"
+
+    def next_signal(self, name: str) -> str:
+        if self.signals is None:
+            self.signals = {}
+        n = self.signals[name] = self.signals.get(name, 0) + 1
+        return f"signal:{name}:{n}"
+
+
+def gather_key(child_ids: Sequence[int]) -> str:
+    """A gather's key: the same children always name the same wait, in any attempt."""
+    digest = hashlib.sha256(",".join(str(i) for i in child_ids).encode()).hexdigest()[:16]
+    return f"gather:{len(child_ids)}:{digest}"
+
+
+def child_outcome(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A finished (or, under fail-fast, still running) child as a gather records it."""
+    result = row.get("result")
+    if isinstance(result, (str, bytes)):
+        result = json.loads(result)
+    out: dict[str, Any] = {"job_id": int(row["id"]), "state": str(row["state"])}
+    if row["state"] == "succeeded":
+        out["result"] = result
+    elif row["state"] in FAILED_CHILD_STATES:
+        out.update(error_code=row.get("error_code"), error_summary=row.get("error_summary"))
+    return out
+
+
+def decide(wait: Mapping[str, Any], *, now: float,
+           children: Sequence[Mapping[str, Any]] = (),
+           signal: Mapping[str, Any] | None = None) -> Wake | None:
+    """Is ``wait`` (a ``job_waits`` row) satisfied at ``now``? ``children``: the rows of its
+    children (id, state, result, error_code, error_summary); ``signal``: the oldest unconsumed
+    mailbox entry of its signal (id, value). None: keep waiting."""
+    kind = wait["kind"]
+    wake_at = wait.get("wake_at")
+    if kind == "timer":
+        return Wake("fired") if wake_at is not None and now >= wake_at else None
+    if kind == "signal":
+        if signal is not None:
+            value = signal.get("value")
+            if isinstance(value, (str, bytes)):
+                value = json.loads(value)
+            return Wake("received", value, signal_id=int(signal["id"]))
+        if wake_at is not None and now >= wake_at:
+            return Wake("timeout")
+        return None
+    ids = [int(i) for i in _ids(wait.get("children"))]
+    by_id = {int(r["id"]): r for r in children}
+    rows = [by_id.get(i) for i in ids]
+    if any(r is None for r in rows):  # a child was pruned: it finished long ago
+        rows = [r if r is not None else {"id": i, "state": "cancelled",
+                                         "error_code": "pruned",
+                                         "error_summary": "child job no longer exists"}
+                for i, r in zip(ids, rows)]
+    states = [str(r["state"]) for r in rows]  # type: ignore[index]
+    if wait.get("fail_mode") == "fast" and any(s in FAILED_CHILD_STATES for s in states):
+        return Wake("child_failed", [child_outcome(r) for r in rows])  # type: ignore[arg-type]
+    if all(s in CHILD_TERMINAL for s in states):
+        failed = any(s in FAILED_CHILD_STATES for s in states)
+        return Wake("children_failed" if failed else "children_done",
+                    [child_outcome(r) for r in rows])  # type: ignore[arg-type]
+    return None
+
+
+def recheck_at(wait: Mapping[str, Any], now: float) -> float:
+    """When the sweep next looks at a job waiting on ``wait``: its deadline, else a backstop."""
+    wake_at = wait.get("wake_at")
+    return float(wake_at) if wake_at is not None else now + RECHECK_S
+
+
+def _ids(value: Any) -> list[int]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)):
+        value = json.loads(value)
+    return [int(v) for v in value]

@@ -1,0 +1,106 @@
+"""Waits inside a job: gather children, sleep, wait for a signal — without holding a lease.
+
+A wait is one more journaled step. The first time job code reaches it, the wait is recorded
+under the lease (``JobStore.begin_wait``) and, unless it is already satisfied, the attempt ends
+with ``JobWaiting``: the worker's slot and the lease are freed and the job is ``waiting``.
+When the store decides the wait is satisfied it queues the job; the job function runs again
+from the top, finished stages and calls come back from the journal, and this wait returns its
+recorded value. Keys make the replay find the same wait: a gather is named by its children,
+a sleep by its place among the job's sleeps, a signal wait by its name and place among the
+waits for that name. So job code between waits must be deterministic, as it must be for stage
+and call keys.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Iterable, Sequence
+
+from ..clock import to_ts
+from ..core.waits import ChildFailure, WaitSpec, gather_key
+from ..errors import ChildJobFailed, InvalidArgument, JobWaiting, SignalTimeout
+from ..records import Job, Wait
+from .host import RunningJob
+
+
+def wait(ctx: RunningJob, spec: WaitSpec) -> Wait:
+    """The satisfied wait ``spec`` (recorded before, or satisfied now); otherwise the attempt
+    ends here as ``waiting`` (``JobWaiting`` cannot be swallowed by job code)."""
+    ctx.check()
+    done = ctx.store.get_wait(ctx.id, spec.key)
+    if done is None or not done.done:
+        done = ctx.store.begin_wait(ctx.id, ctx.attempt, spec)
+    if not done.done:
+        ctx.lease.raise_signal(JobWaiting(f"job {ctx.id} waits ({spec.key})", key=spec.key))
+    ctx.stats["waits_done"] += 1
+    return done
+
+
+def gather(ctx: RunningJob, children: Iterable[Job | int], *, fail: str = "fast") -> list[Any]:
+    """The children's results in the order given. ``fail="fast"``: the first child that
+    fails or is cancelled fails this job with that child's error code (``ChildJobFailed``),
+    without waiting for the others. ``fail="collect"``: wait for all; a child that did not
+    succeed comes back as a ``ChildFailure`` in its place."""
+    ids = [c.id if isinstance(c, Job) else int(c) for c in children]
+    if not ids:
+        return []
+    for i in ids:
+        if i <= 0:
+            raise InvalidArgument(f"not a job id: {i!r}")
+    done = wait(ctx, WaitSpec(key=gather_key(ids), kind="children", children=tuple(ids),
+                              fail_mode=fail))
+    outcomes: Sequence[dict[str, Any]] = done.value or []
+    results: list[Any] = []
+    for item in outcomes:
+        state = item.get("state")
+        if state == "succeeded":
+            results.append(item.get("result"))
+            continue
+        failure = ChildFailure(job_id=int(item["job_id"]), state=str(state),
+                               error_code=item.get("error_code"),
+                               error_summary=item.get("error_summary"))
+        if fail == "fast" and state in ("failed", "cancelled"):
+            raise ChildJobFailed(
+                f"child job {failure.job_id} {state}: "
+                f"{failure.error_summary or failure.error_code or 'no reason recorded'}",
+                child_id=failure.job_id, child_code=failure.error_code or "child_failed")
+        results.append(failure)
+    return results
+
+
+def sleep(ctx: RunningJob, duration: float | timedelta, *, key: str | None = None) -> None:
+    """Wait ``duration`` by the store's clock, without a lease; survives worker restarts."""
+    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+    if not seconds >= 0:
+        raise InvalidArgument(f"sleep needs a duration >= 0 seconds, got {duration!r}")
+    wait(ctx, WaitSpec(key=key or ctx.waits.next_sleep(), kind="timer", delay_s=seconds))
+
+
+def sleep_until(ctx: RunningJob, when: datetime | float, *, key: str | None = None) -> None:
+    """Wait until ``when`` (an aware datetime; naive means UTC) by the store's clock."""
+    try:
+        at = to_ts(when)
+    except (TypeError, ValueError, AttributeError):
+        raise InvalidArgument(f"sleep_until needs a datetime, got {when!r}") from None
+    wait(ctx, WaitSpec(key=key or ctx.waits.next_sleep(), kind="timer", wake_at=at))
+
+
+def wait_for_signal(ctx: RunningJob, name: str, *, timeout: float | timedelta | None = None,
+                    prompt: str | None = None, schema: Any = None,
+                    key: str | None = None) -> Any:
+    """The value of the next signal ``name`` sent to this job (``app.signal``). A signal sent
+    before the job got here is waiting in the mailbox and is taken at once; each signal is
+    consumed by exactly one wait. ``timeout``: raise ``SignalTimeout`` if none came in time.
+    ``prompt`` and ``schema`` are shown to whoever answers (status, REST, MCP, dashboard)."""
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise InvalidArgument(f"a signal name must be 1 to 200 characters, got {name!r}")
+    delay = None
+    if timeout is not None:
+        delay = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+        if not delay >= 0:
+            raise InvalidArgument(f"timeout must be >= 0 seconds, got {timeout!r}")
+    done = wait(ctx, WaitSpec(key=key or ctx.waits.next_signal(name), kind="signal",
+                              signal=name, delay_s=delay, prompt=prompt, schema=schema))
+    if done.outcome == "timeout":
+        raise SignalTimeout(f"no signal {name!r} within {delay:g}s", signal=name)
+    return done.value

@@ -1,0 +1,189 @@
+"""Waits in the store: a job leaves its lease to wait for children, a timer or a signal, and
+is queued again when the wait is satisfied (DESIGN §2, ``running -> waiting -> queued``).
+
+Whether a wait is satisfied is decided from durable rows (``core.waits.decide``) inside the
+transaction that could satisfy it: a child's move to a terminal state, a signal's arrival, the
+waiting job's own finish (which re-decides under its row lock, so a child that finished while
+the parent was still running is not missed) and the periodic sweep (``wake_due``, the
+backstop). A wake closes the wait with its value, consumes the signal it used and queues the
+job, all in that one transaction: a crash leaves either everything or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from ..core.states import TERMINAL, JobState
+from ..core.waits import Wake, WaitSpec, decide, recheck_at
+from ..errors import JobNotFound, JobStateError
+from ..records import Job, Wait
+from .base import Outcome
+from .rows import as_seconds, to_job, to_wait
+from .transitions import Transitions
+from .tx import Row, Tx
+
+
+class Waits(Transitions):
+    """``begin_wait``, ``get_wait``, ``waits``, ``send_signal``, ``wake_due`` and the wake hooks."""
+
+    def get_wait(self, job_id: int, key: str) -> Wait | None:
+        with self._read() as tx:
+            row = tx.one("wait_get", job_id=job_id, key=key)
+        return None if row is None else to_wait(row)
+
+    def waits(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[Wait]:
+        """Every wait of a job, oldest first (for status pages and operators)."""
+        with self._read() as tx:
+            self._visible(tx, job_id, projects)
+            return [to_wait(r) for r in tx.all("waits_of", job_id=job_id)]
+
+    def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
+                   now: float | None = None) -> Wait:
+        """Record the wait ``spec`` under the lease (once per key: a replay finds it) and
+        decide it at once. A satisfied wait comes back ``done`` and the job runs on; an open
+        one means the job must end its attempt as ``waiting`` (``JobWaiting``)."""
+        with self._write() as tx:
+            now = self._now(tx, now)
+            self._held(tx, job_id, token)
+            row = tx.one("wait_get", job_id=job_id, key=spec.key)
+            if row is None:
+                wake_at = spec.wake_at
+                if wake_at is None and spec.delay_s is not None:
+                    wake_at = now + max(0.0, float(spec.delay_s))
+                tx.run("wait_insert", job_id=job_id, key=spec.key, kind=spec.kind,
+                       wake_at=wake_at,
+                       children=self._json_param(list(spec.children)) if spec.children
+                       or spec.kind == "children" else None,
+                       fail_mode=spec.fail_mode if spec.kind == "children" else None,
+                       signal=spec.signal, prompt=spec.prompt,
+                       schema=self._json_param(spec.schema), attempt=token, now=now)
+                data: dict[str, Any] = {"key": spec.key, "kind": spec.kind}
+                if wake_at is not None:
+                    data["wake_at"] = wake_at
+                if spec.signal:
+                    data["signal"] = spec.signal
+                if spec.children:
+                    data["children"] = len(spec.children)
+                self._note(tx, job_id, "wait", now, token, data)
+                row = tx.one("wait_get", job_id=job_id, key=spec.key)
+            elif row["status"] == "open":
+                tx.run("wait_touch", job_id=job_id, key=spec.key, attempt=token)
+            if row["status"] == "open":
+                wake = self._decide(tx, row, now)
+                if wake is not None:
+                    self._close_wait(tx, row, wake, now)
+                    self._note(tx, job_id, "wait_satisfied", now, token,
+                               {"key": spec.key, "outcome": wake.outcome})
+                    row = tx.one("wait_get", job_id=job_id, key=spec.key)
+            return to_wait(row)
+
+    def send_signal(self, job_id: int, name: str, value: Any = None, *,
+                    projects: Iterable[str] | None = None) -> Job:
+        """Put a signal in the job's mailbox; a job waiting for it is woken in this same
+        transaction. A signal sent before the job waits is kept and consumed by the first
+        wait for that name (each signal by exactly one wait)."""
+        with self._write() as tx:
+            now = self._now(tx, None)
+            row = self._locked(tx, job_id, projects)
+            if JobState(row["state"]) in TERMINAL:
+                raise JobStateError(f"job {job_id} is {row['state']}; it takes no signals",
+                                    job_id=job_id, state=row["state"])
+            tx.run("signal_insert", job_id=job_id, name=name, value=self._json_param(value),
+                   now=now)
+            self._note(tx, job_id, "signal", now, None, {"name": name})
+            if row["state"] == JobState.WAITING:
+                self._wake_if_ready(tx, row, now)
+            return to_job(tx.one("get_job", id=job_id))
+
+    def wake_due(self, *, now: float | None = None, limit: int = 500) -> int:
+        """One sweep step: waiting jobs whose recheck time has come are decided again —
+        timers fire, signal waits time out, and any wake a crash could have missed happens.
+        Returns how many were woken."""
+        woken = 0
+        with self._write() as tx:
+            now = self._now(tx, now)
+            for row in tx.all("waiting_due", now=now, limit=limit):
+                if self._wake_if_ready(tx, row, now):
+                    woken += 1
+        return woken
+
+    # --- hooks of the other parts ------------------------------------------------------------
+
+    def _child_finished(self, tx: Tx, parent_id: int, now: float) -> None:
+        parent = tx.one("lock_job", id=parent_id)
+        if parent is not None and parent["state"] == JobState.WAITING:
+            self._wake_if_ready(tx, parent, now)
+
+    def _park(self, tx: Tx, row: Row, outcome: Outcome, now: float) -> JobState:
+        """Move a running job that reported ``waiting``: to ``waiting`` until its current
+        wait is satisfied, or straight back to ``queued`` if it already is. Either way the
+        attempt does not use up the job's retries (``max_attempts`` grows by one)."""
+        allowance = max(int(row["max_attempts"]), int(row["attempt_count"])) + 1
+        wait = tx.one("wait_current", job_id=row["id"])
+        wake = None if wait is None else self._decide(tx, wait, now)
+        data = dict(outcome.data)
+        if wait is not None:
+            data["key"] = wait["key"]
+        if wait is not None and wake is None:
+            data["wait"] = wait["kind"]
+            self._transition(tx, row, JobState.WAITING, now=now, kind="waiting", data=data,
+                             run_after=recheck_at(_seconds(wait), now), max_attempts=allowance)
+            return JobState.WAITING
+        if wait is not None and wake is not None:
+            self._close_wait(tx, wait, wake, now)
+            data["outcome"] = wake.outcome
+        self._transition(tx, row, JobState.QUEUED, now=now, kind="woken", data=data,
+                         run_after=now, max_attempts=allowance)
+        return JobState.QUEUED
+
+    # --- deciding and closing ------------------------------------------------------------------
+
+    def _wake_if_ready(self, tx: Tx, row: Row, now: float) -> bool:
+        wait = tx.one("wait_current", job_id=row["id"])
+        wake = None if wait is None else self._decide(tx, wait, now)
+        if wait is not None and wake is None:
+            due = recheck_at(_seconds(wait), now)
+            if as_seconds(row["run_after"]) != due:
+                tx.run("set_run_after", id=row["id"], run_after=due)
+            return False
+        data: dict[str, Any] = {}
+        if wait is not None and wake is not None:
+            self._close_wait(tx, wait, wake, now)
+            data = {"key": wait["key"], "outcome": wake.outcome}
+        self._transition(tx, row, JobState.QUEUED, now=now, kind="woken", data=data,
+                         run_after=now)
+        return True
+
+    def _decide(self, tx: Tx, wait: Row, now: float) -> Wake | None:
+        children: list[Row] = []
+        signal = None
+        if wait["kind"] == "children":
+            ids = _children_of(wait)
+            if ids:
+                children = tx.all("wait_children", ids=self._id_list_param(ids))
+        elif wait["kind"] == "signal":
+            signal = tx.one("signal_next", job_id=wait["job_id"], name=wait["signal"])
+        return decide(_seconds(wait), now=now, children=children, signal=signal)
+
+    def _close_wait(self, tx: Tx, wait: Row, wake: Wake, now: float) -> None:
+        tx.run("wait_close", job_id=wait["job_id"], key=wait["key"], outcome=wake.outcome,
+               value=self._json_param(wake.value), now=now)
+        if wake.signal_id is not None:
+            tx.run("signal_consume", id=wake.signal_id, key=wait["key"], now=now)
+
+    def _visible(self, tx: Tx, job_id: int, projects: Iterable[str] | None) -> None:
+        row = tx.one("get_job", id=job_id)
+        if row is None or (projects is not None and row["project"] not in set(projects)):
+            raise JobNotFound(f"job {job_id} not found", job_id=job_id)
+
+
+def _seconds(wait: Row) -> Row:
+    return dict(wait, wake_at=as_seconds(wait.get("wake_at")))
+
+
+def _children_of(wait: Row) -> list[int]:
+    value = wait.get("children")
+    if isinstance(value, (str, bytes)):
+        value = json.loads(value)
+    return [int(i) for i in value or ()]
