@@ -11,7 +11,11 @@ EXPECTED = {
              "input_config_hash", "payload", "result", "error_code", "error_summary", "budget",
              "price_profile", "estimated_cost_usd", "parent_id", "lease_owner",
              "lease_expires_at", "lease_token", "event_seq", "created_at", "updated_at",
-             "finished_at"},
+             "finished_at", "detached"},
+    "job_waits": {"job_id", "key", "kind", "status", "wake_at", "children", "fail_mode",
+                  "signal", "prompt", "schema", "outcome", "value", "attempt", "created_at",
+                  "done_at"},
+    "job_signals": {"id", "job_id", "name", "value", "sent_at", "consumed_at", "consumed_by"},
     "job_events": {"job_id", "seq", "at", "kind", "from_state", "to_state", "attempt", "data"},
     "job_attempts": {"job_id", "attempt", "worker_id", "claimed_at", "started_at",
                      "finished_at", "outcome", "error_code", "error_summary"},
@@ -41,7 +45,8 @@ EXPECTED = {
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
 EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "jobs_leases",
                     "jobs_lease_owner", "call_journal_open", "call_journal_cache",
-                    "rate_limit_events_scope"}
+                    "rate_limit_events_scope", "jobs_waiting_due", "jobs_parent",
+                    "job_signals_mailbox"}
 
 
 def _schema(store, backend):
@@ -70,7 +75,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == EXPECTED
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 8
+    assert store.schema_version() == 9
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -115,9 +120,17 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     module = sqlite_store if backend == "sqlite" else pg_store
     monkeypatch.setattr(module, "discover", lambda folder: discover(folder)[:4])
     old = Tether(database_url)
-    job = old.submit("anything", {})
     assert old.store.schema_version() == 4
     mark = "?" if backend == "sqlite" else "%s"
+    at = 1.7e9 if backend == "sqlite" else datetime.fromtimestamp(1.7e9, timezone.utc)
+    with old.store._write() as tx:  # the job as that release wrote it
+        job_id = tx.conn.execute(
+            "INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, "
+            "safe_to_retry, input_config_hash, payload, created_at, updated_at) VALUES "
+            f"({', '.join([mark] * 12)}) RETURNING id",
+            ("anything", "default", "default", "queued", 0, at, 3, True, "h", "{}", at,
+             at)).fetchone()["id"]
+    job = old.get(job_id)
     with old.store._write() as tx:
         tx.conn.execute(
             "INSERT INTO cost_ledger (job_id, project, stage, key, attempt, provider, model, "
@@ -131,7 +144,11 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 8
+        assert new.store.schema_version() == 9
+        assert new.get(job.id).state == "queued"
+        with new.store._write() as tx:  # 0009 widened the state check of existing tables
+            tx.conn.execute(f"UPDATE jobs SET state = 'waiting' WHERE id = {mark}", (job.id,))
+        assert new.get(job.id).state == "waiting"
         (row,) = new.ledger(job.id)
         assert (row.input_tokens, row.cached_input_tokens, row.cost_usd) == (100, 20,
                                                                              Decimal("0.000132"))

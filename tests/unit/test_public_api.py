@@ -8,6 +8,8 @@ PUBLIC = {
     "JobState", "JobStateError", "JournalEntry", "LeaseLost", "LedgerEntry", "Metered",
     "PolicyBlock", "ProviderError", "Tether", "TetherError", "TransientError", "UnknownJobType",
     "Usage", "WorkerShutdown", "stage",
+    # workflows (issue 22): gather's failure value, its errors, the wait record
+    "ChildFailure", "ChildJobFailed", "JobWaiting", "SignalTimeout", "Wait",
 }
 
 

@@ -17,7 +17,8 @@ EXPECTED = {
     (S.LEASED, S.PAUSING), (S.LEASED, S.FAILED),
     (S.RUNNING, S.SUCCEEDED), (S.RUNNING, S.FAILED), (S.RUNNING, S.RETRY_WAIT),
     (S.RUNNING, S.PAUSING), (S.RUNNING, S.PAUSED), (S.RUNNING, S.CANCELLING),
-    (S.RUNNING, S.QUEUED), (S.RUNNING, S.INTERRUPTED),
+    (S.RUNNING, S.QUEUED), (S.RUNNING, S.INTERRUPTED), (S.RUNNING, S.WAITING),
+    (S.WAITING, S.QUEUED), (S.WAITING, S.CANCELLED), (S.WAITING, S.PAUSED),
     (S.RETRY_WAIT, S.QUEUED), (S.RETRY_WAIT, S.CANCELLED), (S.RETRY_WAIT, S.PAUSED),
     (S.PAUSING, S.PAUSED), (S.PAUSING, S.CANCELLING), (S.PAUSING, S.SUCCEEDED),
     (S.PAUSING, S.FAILED),
@@ -55,7 +56,8 @@ def test_succeeded_and_cancelled_absorb_failed_only_leaves_by_retry():
     (S.PAUSING, "cancel", S.CANCELLING), (S.INTERRUPTED, "cancel", S.CANCELLED),
     (S.RUNNING, "pause", S.PAUSING), (S.QUEUED, "pause", S.PAUSED),
     (S.PAUSED, "resume", S.QUEUED), (S.FAILED, "retry", S.QUEUED),
-    (S.INTERRUPTED, "requeue", S.QUEUED),
+    (S.INTERRUPTED, "requeue", S.QUEUED), (S.WAITING, "cancel", S.CANCELLED),
+    (S.WAITING, "pause", S.PAUSED),
 ])
 def test_operator_targets(state, action, expected):
     assert operator_target(action, state) == expected
@@ -64,7 +66,8 @@ def test_operator_targets(state, action, expected):
 @pytest.mark.parametrize("state,action", [
     (S.SUCCEEDED, "cancel"), (S.CANCELLED, "cancel"), (S.CANCELLING, "cancel"),
     (S.QUEUED, "resume"), (S.SUCCEEDED, "retry"), (S.RUNNING, "retry"), (S.PAUSED, "pause"),
-    (S.CANCELLING, "pause"), (S.QUEUED, "requeue"),
+    (S.CANCELLING, "pause"), (S.QUEUED, "requeue"), (S.WAITING, "resume"),
+    (S.WAITING, "retry"), (S.WAITING, "requeue"),
 ])
 def test_operator_rejects(state, action):
     with pytest.raises(JobStateError):
@@ -75,6 +78,8 @@ def test_finish_sees_cancel():
     for want in (S.SUCCEEDED, S.FAILED, S.RETRY_WAIT, S.PAUSED, S.QUEUED):
         assert finish_target(S.CANCELLING, want) == S.CANCELLED
     assert finish_target(S.PAUSING, S.RETRY_WAIT) == S.PAUSED
+    assert finish_target(S.PAUSING, S.WAITING) == S.PAUSED
+    assert finish_target(S.CANCELLING, S.WAITING) == S.CANCELLED
     assert finish_target(S.PAUSING, S.SUCCEEDED) == S.SUCCEEDED
     assert finish_target(S.RUNNING, S.SUCCEEDED) == S.SUCCEEDED
 
