@@ -181,6 +181,7 @@ def size(n: int | None) -> str:
 
 STATE_STYLES = {
     "queued": "cyan", "leased": "blue", "running": "blue", "retry_wait": "yellow",
+    "waiting": "cyan",
     "pausing": "yellow", "paused": "yellow", "cancelling": "magenta", "cancelled": "magenta",
     "interrupted": "red", "succeeded": "green", "failed": "bold red",
 }

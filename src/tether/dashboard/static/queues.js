@@ -7,6 +7,7 @@
   const GROUPS = [
     ["queued", "Queued", ["queued"]],
     ["retry_wait", "Retry wait", ["retry_wait"]],
+    ["waiting", "Waiting", ["waiting"]],
     ["running", "Running", ["leased", "running", "pausing", "cancelling"]],
     ["paused", "Paused", ["paused"]],
     ["interrupted", "Interrupted", ["interrupted"]],
