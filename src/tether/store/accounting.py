@@ -11,7 +11,7 @@ row, then job budget, then project budget.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus
 from ..core.pricing import ModelPrice
@@ -33,47 +33,49 @@ class Accounting(Profiles):
         tx.run("ensure_budget", scope=scope, key=key, now=now)
         return tx.one("lock_budget", scope=scope, key=key)
 
-    def _budget_pair(self, tx: Tx, job: Row, now: float) -> tuple[Row, Row]:
-        """The job's and the project's accumulator rows, locked (job first), in ONE statement;
-        rows that do not exist yet are created first (once per job and per project)."""
-        params = {"job_key": str(job["id"]), "project": job["project"]}
-        rows = tx.all("lock_call_budgets", **params)
-        if len(rows) < 2:
-            for scope, key in (("job", params["job_key"]), ("project", job["project"])):
-                tx.run("ensure_budget", scope=scope, key=key, now=now)
-            rows = tx.all("lock_call_budgets", **params)
-        job_row, project_row = sorted(rows, key=lambda r: r["scope"])  # 'job' < 'project'
-        return job_row, project_row
+    def _budget_rows(self, tx: Tx, job: Row, now: float) -> list[Row]:
+        """The accumulators a job's spend counts in, locked in (scope, key) order in ONE
+        statement: the job's own, its ancestors' (a child draws on its parent's budget) and
+        its project's. Rows that do not exist yet are created first (once per job)."""
+        tree = job.get("parent_id") is not None
+        params = {"job_key": str(job["id"]), "project": job["project"], "job_id": job["id"]}
+        lock = "lock_call_budgets_tree" if tree else "lock_call_budgets"
+        rows = tx.all(lock, **params)
+        if not complete_rows(rows, tree):
+            tx.run("ensure_call_budgets_tree" if tree else "ensure_call_budgets",
+                   job_id=job["id"], now=now)
+            rows = tx.all(lock, **params)
+        return rows
 
     def _adjust(self, tx: Tx, job: Row, now: float,
-                rows: tuple[Row, Row] | None = None, **delta: Any) -> None:
-        """Add ``delta`` to the job's and the project's counters (job first: lock order).
-        ``rows``: the pair already read and locked in this transaction by ``_budget_pair``
-        (and not written since), so they are not read again."""
+                rows: list[Row] | None = None, **delta: Any) -> None:
+        """Add ``delta`` to every accumulator the job's spend counts in (``_budget_rows``).
+        ``rows``: those rows already read and locked in this transaction (and not written
+        since), so they are not read again."""
         if rows is None:
-            rows = self._budget_pair(tx, job, now)
+            rows = self._budget_rows(tx, job, now)
         counters = [{name: (as_decimal(row[name]) if name.endswith("_usd") else int(row[name]))
                      + delta.get(name, 0) for name in COUNTER_FIELDS} for row in rows]
-        self._write_budget_rows(tx, job["id"], job["project"], counters, now)
+        self._write_budget_rows(tx, [(row["scope"], row["key"]) for row in rows], counters, now)
 
-    def _write_budget_rows(self, tx: Tx, job_id: int, project: str,
-                           counters: list[dict[str, Any]], now: float) -> None:
-        """Write the job's and the project's accumulator rows (in that order, both locked in
-        this transaction): ``counters`` holds every ``COUNTER_FIELDS`` value of each, money as
-        ``Decimal``. Two primary-key updates in one batch: cheaper on SQLite than one
-        statement choosing each column's value by scope."""
+    def _write_budget_rows(self, tx: Tx, keys: Sequence[tuple[str, str]],
+                           counters: Sequence[dict[str, Any]], now: float) -> None:
+        """Write accumulator rows (each locked in this transaction): ``counters`` holds every
+        ``COUNTER_FIELDS`` value of the row named by the same place in ``keys``, money as
+        ``Decimal``. Primary-key updates in one batch: cheaper on SQLite than one statement
+        choosing each column's value by scope."""
         tx.many("update_budget_row", [
             dict({name: self._money_param(v) if name.endswith("_usd") else v
                   for name, v in values.items()}, scope=scope, key=key, now=now)
-            for (scope, key), values in zip((("job", str(job_id)), ("project", project)),
-                                            counters)])
+            for (scope, key), values in zip(keys, counters)])
 
-    def _call_budgets_ready(self) -> set[int]:
-        """Jobs whose accumulator rows this store has created or seen (a hint: a stale entry
-        only costs the ``ensure_call_budgets`` statement it would have skipped)."""
+    def _call_budgets_ready(self) -> dict[int, bool]:
+        """Jobs whose accumulator rows this store has created or seen, and whether each is a
+        child (its calls also lock its ancestors' rows). A hint: a stale entry only costs the
+        ``ensure_call_budgets`` statement it would have skipped."""
         ready = self.__dict__.get("_call_budgets")
         if ready is None:
-            ready = self.__dict__.setdefault("_call_budgets", set())
+            ready = self.__dict__.setdefault("_call_budgets", {})
         return ready
 
     # --- calls an attempt left open ------------------------------------------------------
@@ -145,18 +147,17 @@ class Accounting(Profiles):
         with self._write() as tx:
             now = self._now(tx, now)
             job = self._held(tx, job_id, token)
-            for scope, key, limits in (
-                    ("job", str(job_id), limits_of(job["budget"])),
-                    ("project", job["project"], None)):
-                row = self._budget(tx, scope, key, now)
-                if limits is None:
-                    limits = limits_of(row["limits"])
+            rows = self._budget_rows(tx, job, now)
+            own = next(r for r in rows if r["scope"] == "job" and r["key"] == str(job_id))
+            project = next(r for r in rows if r["scope"] == "project")
+            for scope, row, limits in (("job", own, limits_of(job["budget"])),
+                                       ("project", project, limits_of(project["limits"]))):
                 have = int(row["examples"])
                 if limits.max_examples is not None and have + n > limits.max_examples:
                     raise BudgetExhausted(f"{scope} limit max_examples ({limits.max_examples}) "
                                           f"would be crossed", limit="max_examples", scope=scope)
-            self._adjust(tx, job, now, examples=n)
-            return int(self._budget(tx, "job", str(job_id), now)["examples"])
+            self._adjust(tx, job, now, rows, examples=n)
+            return int(own["examples"]) + n
 
     def project_budget(self, project: str) -> BudgetStatus:
         with self._read() as tx:
@@ -175,3 +176,11 @@ class Accounting(Profiles):
             tx.run("set_budget_limits", scope="project", key=project,
                    limits=self._json_param(merged.to_dict()), now=now)
         return self.project_budget(project)
+
+
+def complete_rows(rows: Sequence[Row], tree: bool) -> bool:
+    """Are all of a job's accumulator rows there (its own, its project's, and for a child,
+    each ancestor's: the ``*_tree`` statements count them)?"""
+    if len(rows) < 2:
+        return False
+    return not tree or len(rows) >= 2 + int(rows[0]["ancestors"])

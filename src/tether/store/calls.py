@@ -24,7 +24,7 @@ from ..core.states import JobState
 from ..core.usage import Usage
 from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
 from ..records import JournalEntry, LedgerEntry
-from .accounting import Accounting
+from .accounting import Accounting, complete_rows
 from .base import AccountResult, CallReserve, CallSettle
 from .rows import as_decimal, as_seconds, limits_of, to_journal, to_ledger
 from .tx import Row, Tx
@@ -112,14 +112,19 @@ class Calls(Accounting):
         keys. Creates missing accumulator rows first (a job's first call)."""
         params = {"job_id": job_id, "job_key": str(job_id)}
         ready = self._call_budgets_ready()
-        rows = tx.all("lock_calls", **params) if job_id in ready else []
-        if len(rows) < 2:
-            tx.run("ensure_call_budgets", job_id=job_id, now=now)
-            rows = tx.all("lock_calls", **params)
-            if len(rows) >= 2:
+        tree = ready.get(job_id)
+        rows = tx.all("lock_calls_tree" if tree else "lock_calls", **params) \
+            if tree is not None else []
+        if not complete_rows(rows, bool(tree)):
+            parent = tx.one("job_parent", job_id=job_id)
+            tree = parent is not None and parent["parent_id"] is not None
+            tx.run("ensure_call_budgets_tree" if tree else "ensure_call_budgets",
+                   job_id=job_id, now=now)
+            rows = tx.all("lock_calls_tree" if tree else "lock_calls", **params)
+            if complete_rows(rows, tree):
                 if len(ready) > 10_000:
                     ready.clear()
-                ready.add(job_id)
+                ready[job_id] = tree
         journal: dict[str, Row] = {}
         if len(rows) >= 2:
             keys = list({op.key: None for op in ops})
@@ -133,8 +138,7 @@ class Calls(Accounting):
         locked by ``lock_calls`` in this transaction, so their update cannot miss."""
         with tx.batch():
             if book.changed:
-                self._write_budget_rows(tx, book.job_id, book.job["project"], list(book.acc),
-                                        now)
+                self._write_budget_rows(tx, book.keys, book.acc, now)
             for finishes, reserves in book.journal_writes:
                 if finishes:
                     tx.many("journal_finish", finishes)
@@ -154,13 +158,20 @@ class _Book:
         self.store, self.tx, self.job_id, self.now = store, tx, job_id, now
         self.job: Row | None = None
         if len(rows) >= 2:
-            rows.sort(key=lambda r: r["scope"])  # 'job' < 'project'
-            r = rows[0]
-            self.job = {"id": job_id, "project": r["job_project"], "state": r["job_state"],
-                        "lease_token": r["lease_token"], "budget": r["budget"],
-                        "price_profile": r["price_profile"]}
-            self.acc = tuple(_accumulator(row) for row in rows[:2])
-            self.limits = (limits_of(r["budget"]), limits_of(rows[1]["limits"]))
+            own_key = str(job_id)
+            own = next(r for r in rows if r["scope"] == "job" and r["key"] == own_key)
+            project = next(r for r in rows if r["scope"] == "project")
+            ancestors = [r for r in rows if r["scope"] == "job" and r["key"] != own_key]
+            self.job = {"id": job_id, "project": own["job_project"], "state": own["job_state"],
+                        "lease_token": own["lease_token"], "budget": own["budget"],
+                        "price_profile": own["price_profile"]}
+            ordered = [own, *ancestors, project]
+            self.keys = [(r["scope"], r["key"]) for r in ordered]
+            """Every accumulator a call counts in: the job's, its ancestors', its project's."""
+            self.acc = [_accumulator(r) for r in ordered]
+            self.limits = [limits_of(own["budget"]),
+                           *[limits_of(r.get("owner_budget")) for r in ancestors],
+                           limits_of(project["limits"])]
         self.journal = journal
         self.changed = False
         self.journal_writes: list[tuple[list[Row], list[Row]]] = []
@@ -222,8 +233,9 @@ class _Book:
         return None
 
     def _check(self, want: Reservation) -> None:
-        """Raise ``BudgetExhausted`` if ``want`` would cross a job or project limit."""
-        job_limits, project_limits = self.limits
+        """Raise ``BudgetExhausted`` if ``want`` would cross a limit of the job, of one of its
+        ancestors (scope ``parent``) or of its project."""
+        job_limits = self.limits[0]
         hit = (exceeded_limit(job_limits, _counters(self.acc[0]), want)
                if job_limits != _NO_LIMITS else None)
         scope = "job"
@@ -231,9 +243,14 @@ class _Book:
             started = self._started()
             if started is not None and self.now - started > job_limits.max_duration_s:
                 hit = "max_duration_s"
-        if hit is None and project_limits != _NO_LIMITS:
-            hit = exceeded_limit(project_limits, _counters(self.acc[1]), want)
-            scope = "project"
+        last = len(self.limits) - 1
+        for i in range(1, last + 1):
+            if hit is not None:
+                break
+            limits = self.limits[i]
+            if limits != _NO_LIMITS:
+                hit = exceeded_limit(limits, _counters(self.acc[i]), want)
+                scope = "project" if i == last else "parent"
         if hit is not None:
             raise BudgetExhausted(
                 f"{scope} limit {hit} would be crossed by a call reserving "

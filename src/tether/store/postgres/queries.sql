@@ -356,6 +356,59 @@ WHERE (scope = 'job' AND key = %(job_key)s) OR (scope = 'project' AND key = %(pr
 ORDER BY scope
 FOR UPDATE;
 
+-- A child job draws on its ancestors' budgets too (a gather's fan-out cannot overspend the
+-- parent): the *_tree forms add every ancestor's job accumulator, with that ancestor's limits
+-- (owner_budget) and how many ancestors there are (ancestors: to tell a missing row). Rows come
+-- in (scope, key) order, the one lock order of every path that takes several budget rows.
+-- name: job_parent
+SELECT parent_id FROM jobs WHERE id = %(job_id)s;
+
+-- name: lock_calls_tree
+WITH RECURSIVE j AS MATERIALIZED (
+    SELECT id, project, state, lease_token, budget, price_profile, parent_id FROM jobs
+    WHERE id = %(job_id)s FOR NO KEY UPDATE
+), up(id, parent_id, budget, depth) AS (
+    SELECT p.id, p.parent_id, p.budget, 1 FROM j JOIN jobs p ON p.id = j.parent_id
+    UNION ALL
+    SELECT p.id, p.parent_id, p.budget, up.depth + 1 FROM up JOIN jobs p ON p.id = up.parent_id
+    WHERE up.depth < 64
+), chain AS MATERIALIZED (SELECT id::text AS key, budget FROM up)
+SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+       j.budget AS budget, j.price_profile AS price_profile, chain.budget AS owner_budget,
+       (SELECT count(*) FROM chain) AS ancestors, b.*
+FROM j JOIN budgets b ON (b.scope = 'job' AND b.key = %(job_key)s)
+                      OR (b.scope = 'project' AND b.key = j.project)
+                      OR (b.scope = 'job' AND b.key IN (SELECT key FROM chain))
+LEFT JOIN chain ON b.scope = 'job' AND b.key = chain.key
+ORDER BY b.scope, b.key
+FOR UPDATE OF b;
+
+-- name: ensure_call_budgets_tree
+WITH RECURSIVE chain(id, parent_id, depth) AS (
+    SELECT id, parent_id, 0 FROM jobs WHERE id = %(job_id)s
+    UNION ALL
+    SELECT p.id, p.parent_id, chain.depth + 1 FROM chain JOIN jobs p ON p.id = chain.parent_id
+    WHERE chain.depth < 64
+)
+INSERT INTO budgets (scope, key, updated_at)
+SELECT 'job', id::text, %(now)s FROM chain
+UNION ALL
+SELECT 'project', project, %(now)s FROM jobs WHERE id = %(job_id)s
+ON CONFLICT (scope, key) DO NOTHING;
+
+-- name: lock_call_budgets_tree
+WITH RECURSIVE chain(id, parent_id, depth) AS (
+    SELECT id, parent_id, 0 FROM jobs WHERE id = %(job_id)s
+    UNION ALL
+    SELECT p.id, p.parent_id, chain.depth + 1 FROM chain JOIN jobs p ON p.id = chain.parent_id
+    WHERE chain.depth < 64
+)
+SELECT b.*, (SELECT count(*) FROM chain) - 1 AS ancestors FROM budgets b
+WHERE (b.scope = 'job' AND b.key IN (SELECT id::text FROM chain))
+   OR (b.scope = 'project' AND b.key = %(project)s)
+ORDER BY b.scope, b.key
+FOR UPDATE;
+
 -- One accumulator row (a job's or a project's, locked earlier in the same transaction); the
 -- store writes both rows of a call as two of these in one batch.
 -- name: update_budget_row

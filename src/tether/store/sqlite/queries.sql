@@ -283,6 +283,57 @@ SELECT * FROM budgets WHERE scope = 'job' AND key = :job_key
 UNION ALL
 SELECT * FROM budgets WHERE scope = 'project' AND key = :project;
 
+-- A child job draws on its ancestors' budgets too (a gather's fan-out cannot overspend the
+-- parent): the *_tree forms add every ancestor's job accumulator, with that ancestor's limits
+-- (owner_budget) and how many ancestors there are (ancestors: to tell a missing row). Rows come
+-- in (scope, key) order, the one lock order of every path that takes several budget rows.
+-- name: job_parent
+SELECT parent_id FROM jobs WHERE id = :job_id;
+
+-- name: lock_calls_tree
+WITH RECURSIVE up(id, parent_id, budget, depth) AS (
+    SELECT p.id, p.parent_id, p.budget, 1 FROM jobs c JOIN jobs p ON p.id = c.parent_id
+    WHERE c.id = :job_id
+    UNION ALL
+    SELECT p.id, p.parent_id, p.budget, up.depth + 1 FROM up JOIN jobs p ON p.id = up.parent_id
+    WHERE up.depth < 64
+)
+SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+       j.budget AS budget, j.price_profile AS price_profile, up.budget AS owner_budget,
+       (SELECT count(*) FROM up) AS ancestors, b.*
+FROM jobs j JOIN budgets b ON (b.scope = 'job' AND b.key = :job_key)
+                           OR (b.scope = 'project' AND b.key = j.project)
+                           OR (b.scope = 'job' AND b.key IN (SELECT CAST(id AS TEXT) FROM up))
+LEFT JOIN up ON b.scope = 'job' AND b.key = CAST(up.id AS TEXT)
+WHERE j.id = :job_id
+ORDER BY b.scope, b.key;
+
+-- name: ensure_call_budgets_tree
+WITH RECURSIVE chain(id, parent_id, depth) AS (
+    SELECT id, parent_id, 0 FROM jobs WHERE id = :job_id
+    UNION ALL
+    SELECT p.id, p.parent_id, chain.depth + 1 FROM chain JOIN jobs p ON p.id = chain.parent_id
+    WHERE chain.depth < 64
+)
+INSERT INTO budgets (scope, key, updated_at)
+SELECT scope, key, :now FROM (
+    SELECT 'job' AS scope, CAST(id AS TEXT) AS key FROM chain
+    UNION ALL
+    SELECT 'project', project FROM jobs WHERE id = :job_id) WHERE true
+ON CONFLICT (scope, key) DO NOTHING;
+
+-- name: lock_call_budgets_tree
+WITH RECURSIVE chain(id, parent_id, depth) AS (
+    SELECT id, parent_id, 0 FROM jobs WHERE id = :job_id
+    UNION ALL
+    SELECT p.id, p.parent_id, chain.depth + 1 FROM chain JOIN jobs p ON p.id = chain.parent_id
+    WHERE chain.depth < 64
+)
+SELECT b.*, (SELECT count(*) FROM chain) - 1 AS ancestors FROM budgets b
+WHERE (b.scope = 'job' AND b.key IN (SELECT CAST(id AS TEXT) FROM chain))
+   OR (b.scope = 'project' AND b.key = :project)
+ORDER BY b.scope, b.key;
+
 -- One accumulator row (a job's or a project's, locked earlier in the same transaction); the
 -- store writes both rows of a call as two of these in one batch.
 -- name: update_budget_row
