@@ -195,13 +195,15 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
             billed_by_job[b.job_id] += b.cost_usd
         problems = []
         limited = 0
+        billed_tree = _tree_totals(jobs, billed_by_job)
         for j in jobs:
             limit = j.budget.limits.max_cost_usd
             if limit is None:
                 continue
             limited += 1
-            if billed_by_job.get(j.id, Decimal(0)) > limit:
-                problems.append(f"job {j.id}: billed ${billed_by_job[j.id]} > limit ${limit}")
+            if billed_tree.get(j.id, Decimal(0)) > limit:
+                problems.append(f"job {j.id}: billed ${billed_tree[j.id]} (with its children's) "
+                                f"> limit ${limit}")
             if j.budget.used.spent_usd > limit:
                 problems.append(f"job {j.id}: spent ${j.budget.used.spent_usd} > limit ${limit}")
             max_calls = j.budget.limits.max_calls
@@ -249,6 +251,22 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
     checks.append(_check("events gap-free, valid paths; attempts match events", problems,
                          f"{len(jobs)} jobs, {n_events} events, {n_attempts} attempts"))
     return checks
+
+
+def _tree_totals(jobs: Sequence[Job], own: dict[int | None, Decimal]) -> dict[int, Decimal]:
+    """Each job's own amount plus its descendants' (a child's spend counts against its
+    ancestors' limits)."""
+    totals: dict[int, Decimal] = defaultdict(Decimal)
+    parent_of = {j.id: j.parent_id for j in jobs}
+    for j in jobs:
+        amount = own.get(j.id, Decimal(0))
+        at: int | None = j.id
+        seen = 0
+        while at is not None and seen < 64:
+            totals[at] += amount
+            at = parent_of.get(at)
+            seen += 1
+    return totals
 
 
 def failed(checks: Sequence[Check]) -> list[Check]:
