@@ -30,7 +30,8 @@ from hypothesis.stateful import (
 from tether import FakeClock, IdempotencyConflict, JobStateError, LeaseLost
 from tether.errors import StoreError
 from tether.core.budget import Budget
-from tether.core.states import JobState
+from tether.core.states import TERMINAL, JobState
+from tether.core.waits import WaitSpec
 from tether.store.base import NewJob, Outcome
 from tether.store.open import open_store
 from tether.testing.invariants import history_problems
@@ -105,6 +106,10 @@ class MJob:
     error_code: str | None = None
     transitions: int = 1           # the submit event counts as the first
     owners: list[str] = field(default_factory=list)
+    parent: int | None = None
+    wait: dict | None = None       # the open wait the job is blocked on (kind, wake_at, ...)
+    waits: int = 0                 # waits begun: each gets a fresh key
+    mailbox: int = 0               # signals sent and not yet consumed
 
     def move(self, to: S) -> None:
         self.state = to
@@ -122,13 +127,13 @@ def allowed(src: S, dst: S) -> bool:
 def operator_expect(action: str, cur: S) -> S | None:
     """Where an operator action sends a job, per DESIGN §2 and §1.5 (None: refused)."""
     if action == "cancel":
-        if cur in (S.QUEUED, S.RETRY_WAIT, S.PAUSED, S.INTERRUPTED):
+        if cur in (S.QUEUED, S.RETRY_WAIT, S.WAITING, S.PAUSED, S.INTERRUPTED):
             return S.CANCELLED
         if cur in (S.LEASED, S.RUNNING, S.PAUSING):
             return S.CANCELLING  # cooperative: the worker stops at a safe boundary
         return None
     if action == "pause":
-        if cur in (S.QUEUED, S.RETRY_WAIT):
+        if cur in (S.QUEUED, S.RETRY_WAIT, S.WAITING):
             return S.PAUSED
         if cur in (S.LEASED, S.RUNNING):
             return S.PAUSING
@@ -147,7 +152,7 @@ def finish_expect(cur: S, want: S) -> S:
     a recorded pause turns 'try again later' into paused, but a finished result stands."""
     if cur == S.CANCELLING:
         return S.CANCELLED
-    if cur == S.PAUSING and want in (S.RETRY_WAIT, S.QUEUED, S.PAUSED):
+    if cur == S.PAUSING and want in (S.RETRY_WAIT, S.QUEUED, S.WAITING, S.PAUSED):
         return S.PAUSED
     return want
 
@@ -369,6 +374,7 @@ class StoreModel(RuleBasedStateMachine):
         assert got == target
         self.release(j)
         j.move(target)
+        self.ended(j)
         if target == S.RETRY_WAIT:
             j.run_after = self.now + delay
         if target == S.QUEUED:
@@ -431,6 +437,7 @@ class StoreModel(RuleBasedStateMachine):
             expected[j.id] = to
             self.release(j)
             j.move(to)
+            self.ended(j)
             if code:
                 j.error_code = code
             if to == S.QUEUED:
@@ -466,12 +473,146 @@ class StoreModel(RuleBasedStateMachine):
         if to not in HOLDING:
             self.release(j)
         j.move(to)
+        if action == "cancel":
+            self.cancel_children(j)
         if to == S.QUEUED:
             j.run_after = self.now
             j.max_attempts = max(j.max_attempts, j.attempt_count + 1)
             j.error_code = None
         if to == S.CANCELLED:
             j.error_code = "cancelled"
+
+    def cancel_children(self, parent: MJob) -> None:
+        """DESIGN: a cancelled parent's live children are cancelled with it, recursively."""
+        for c in sorted(self.jobs.values(), key=lambda c: c.id):
+            if c.parent != parent.id or c.state in TERMINAL or c.state == S.CANCELLING:
+                continue
+            to = operator_expect("cancel", c.state)
+            if to not in HOLDING:
+                self.release(c)
+            c.move(to)
+            if to == S.CANCELLED:
+                c.error_code = "cancelled"
+            self.cancel_children(c)
+
+    # --- waits: children, timers, signals (DESIGN §2: running -> waiting -> queued) -----------
+
+    def satisfied(self, j: MJob, wait: dict) -> bool:
+        if wait["kind"] == "timer":
+            return self.now >= wait["wake_at"]
+        if wait["kind"] == "signal":
+            return j.mailbox > 0 or (wait["wake_at"] is not None
+                                     and self.now >= wait["wake_at"])
+        return all(self.jobs[c].state in TERMINAL for c in wait["children"])
+
+    def consume(self, j: MJob, wait: dict) -> None:
+        if wait["kind"] == "signal" and j.mailbox > 0:
+            j.mailbox -= 1
+
+    def wake(self, j: MJob) -> None:
+        self.consume(j, j.wait)
+        j.wait = None
+        j.move(S.QUEUED)
+        j.run_after = self.now
+
+    def ended(self, child: MJob) -> None:
+        """A child reached a terminal state: its waiting parent wakes if all it gathers are done."""
+        if child.state not in TERMINAL or child.parent is None:
+            return
+        parent = self.jobs[child.parent]
+        if parent.state == S.WAITING and parent.wait and parent.wait["kind"] == "children" \
+                and self.satisfied(parent, parent.wait):
+            self.wake(parent)
+
+    @precondition(lambda self: len(self.jobs) < MAX_JOBS
+                  and any(j.started and j.lease_token for j in self.jobs.values()))
+    @rule(dt=SMALL, i=st.integers(0, 99), n=st.integers(1, 2))
+    def spawn(self, dt, i, n):
+        """A running job enqueues children (their parent is the job)."""
+        self.clock.advance(dt)
+        j = self.pick(i, lambda j: j.started and j.lease_token is not None)
+        results = self.store.submit([NewJob(
+            type="t", payload_json="{}", project="p", queue="a", priority=0, run_after=None,
+            max_attempts=2, safe_to_retry=True, idempotency_key=None,
+            input_config_hash=uuid.uuid4().hex, parent_id=j.id) for _ in range(n)])
+        for job, created in results:
+            assert created
+            self.jobs[job.id] = MJob(id=job.id, queue="a", priority=0, safe=True,
+                                     max_attempts=2, run_after=self.now, parent=j.id)
+            self.hashes[job.id] = "child"
+
+    @precondition(lambda self: any(j.started and j.lease_token for j in self.jobs.values()))
+    @rule(dt=SMALL, i=st.integers(0, 99), kind=st.sampled_from(["timer", "signal", "children"]),
+          delay=st.sampled_from([None, 0.0, 10.0, 40.0]))
+    def begin_wait(self, dt, i, kind, delay):
+        """Job code waits: the wait is recorded under the lease and decided at once; an open
+        one ends the attempt as waiting (no lease), a satisfied one lets the job run on."""
+        self.clock.advance(dt)
+        j = self.pick(i, lambda j: j.started and j.lease_token is not None)
+        if j is None:
+            return
+        j.waits += 1
+        children = tuple(sorted(c.id for c in self.jobs.values() if c.parent == j.id))
+        if kind == "timer":
+            delay = 0.0 if delay is None else delay
+        wait = {"kind": kind, "children": children,
+                "wake_at": None if delay is None or kind == "children" else self.now + delay}
+        spec = WaitSpec(key=f"{kind}:{j.waits}", kind=kind, children=children,
+                        fail_mode="collect", signal="go" if kind == "signal" else None,
+                        delay_s=None if kind == "children" else delay)
+        if kind == "timer" and delay is None:
+            spec = WaitSpec(key=spec.key, kind=kind, delay_s=0.0)
+        now_done = self.satisfied(j, wait)
+        got = self.store.begin_wait(j.id, j.lease_token, spec)
+        assert got.done == now_done, f"job {j.id}: {kind} wait decided {got.done}, not {now_done}"
+        if now_done:
+            self.consume(j, wait)
+            return
+        target = finish_expect(j.state, S.WAITING)
+        got_state = self.store.finish(j.id, j.lease_token, Outcome(S.WAITING, kind="waiting"))
+        assert got_state == target
+        self.release(j)
+        j.wait = wait
+        if j.state == S.RUNNING:  # parked: the attempt does not use up a retry
+            j.max_attempts = max(j.max_attempts, j.attempt_count) + 1
+        j.move(target)
+        if target == S.WAITING:
+            j.run_after = wait["wake_at"] if wait["wake_at"] is not None else self.now + 300.0
+        self.ended(j)
+
+    @precondition(lambda self: self.jobs)
+    @rule(dt=ELAPSE, i=st.integers(0, 99))
+    def signal(self, dt, i):
+        """An operator signals a job: kept in its mailbox; a job waiting for it wakes now."""
+        self.clock.advance(dt)
+        j = self.pick(i)
+        if j.state in TERMINAL:
+            before = self.snapshot()
+            with pytest.raises(JobStateError):
+                self.store.send_signal(j.id, "go", {"n": 1})
+            self.assert_unchanged(before)
+            return
+        self.store.send_signal(j.id, "go", {"n": 1})
+        j.mailbox += 1
+        if j.state == S.WAITING and j.wait and j.wait["kind"] == "signal":
+            self.wake(j)
+
+    @precondition(lambda self: any(j.state == S.WAITING for j in self.jobs.values()))
+    @rule(dt=ELAPSE)
+    def wake_due(self, dt):
+        """The sweep: waiting jobs whose recheck time came are decided again."""
+        self.clock.advance(dt)
+        woken = 0
+        for j in sorted(self.jobs.values(), key=lambda j: j.id):
+            if j.state != S.WAITING or j.run_after > self.now:
+                continue
+            if self.satisfied(j, j.wait):
+                self.wake(j)
+                woken += 1
+            else:
+                j.run_after = (j.wait["wake_at"] if j.wait["wake_at"] is not None
+                               else self.now + 300.0)
+        assert self.store.wake_due() == woken
 
     @precondition(lambda self: self.jobs)
     @rule(dt=ELAPSE, queue=st.sampled_from(QUEUES), paused=st.booleans())
@@ -497,7 +638,7 @@ class StoreModel(RuleBasedStateMachine):
                 assert j.lease_expires_at is None, where
             else:
                 assert j.lease_expires_at.timestamp() == pytest.approx(m.lease_expires_at), where
-            if m.state in (S.QUEUED, S.RETRY_WAIT):
+            if m.state in (S.QUEUED, S.RETRY_WAIT, S.WAITING):
                 assert j.run_after.timestamp() == pytest.approx(m.run_after), where
             if m.error_code in ("interrupted", "cancelled", "budget_exhausted") or \
                     m.state == S.SUCCEEDED:
