@@ -5,7 +5,10 @@
 
 Worker processes run ``bench.chaos_app:chaos_pipeline`` jobs (four checkpointed stages, several
 simulated provider calls each, with random latency, seeded 429s and refusals) under job and
-project budgets. For ``--minutes`` a random worker is SIGKILLed and replaced every few seconds
+project budgets, and a workflow mix (``--workflow-share``, 20 % by default): fan-out parents
+that gather pipeline children without a lease, sleep on a durable timer and merge, and jobs
+that wait for a signal the runner sends at a random moment (before or during the wait) or
+time out. For ``--minutes`` a random worker is SIGKILLed and replaced every few seconds
 while more jobs arrive; on PostgreSQL the private database server (initdb'd here, never the
 shared one on 5432) is crashed and restarted once mid-run. Then the kills stop, the workers
 drain everything, and the invariants of ``tether.testing.invariants`` are checked and printed:
@@ -13,7 +16,8 @@ drain everything, and the invariants of ``tether.testing.invariants`` are checke
 * every job terminal, or paused because its budget ran out;   * no job lost;
 * each simulated call billed at most once, except calls with an unconfirmed ledger row;
 * the billed total within every job and project budget;       * ledger total >= billed total;
-* every job's events gap-free and a valid path through the state machine, attempts consistent.
+* every job's events gap-free and a valid path through the state machine, attempts consistent;
+* each wait woke its job at most once, and no gather returned before its children finished.
 
 Exit status 0 when every invariant held, 1 otherwise (2: the run itself could not be set up).
 """
@@ -62,6 +66,7 @@ class Config:
     refusal: float = 0.004
     latency: str = "0.1,0.6"
     tight_share: float = 0.15
+    workflow_share: float = 0.2
     pg_restart: bool = True
     drain_timeout: float = 300.0
     out: Path | None = None
@@ -130,6 +135,9 @@ def _job_specs(cfg: Config, rng: random.Random, start: int, n: int) -> list[dict
     from bench.chaos_app import expected_calls
     specs = []
     for k in range(start, start + n):
+        if rng.random() < cfg.workflow_share:
+            specs.append(_workflow_spec(rng, k))
+            continue
         sections = rng.randint(3, 8)
         spec: dict[str, Any] = {
             "type": "chaos_pipeline", "idempotency_key": f"chaos-{k}",
@@ -144,6 +152,38 @@ def _job_specs(cfg: Config, rng: random.Random, start: int, n: int) -> list[dict
             spec["budget"] = {"max_cost_usd": "0.01", "max_calls": 40}
         specs.append(spec)
     return specs
+
+
+def _workflow_spec(rng: random.Random, k: int) -> dict[str, Any]:
+    """A fan-out parent (children gathered, a durable timer, a merge) or a job that waits for
+    the runner's signal. Both live in projects whose budgets hold, so none waits on a child
+    paused for money (a gather waits for every child, paused ones too, by design)."""
+    project = rng.choice(PROJECTS[:3])
+    if rng.random() < 0.5:
+        return {"type": "chaos_fanout", "idempotency_key": f"chaos-{k}", "project": project,
+                "payload": {"topic": f"t{k}", "children": rng.randint(2, 4),
+                            "pause_s": rng.choice([0.2, 1.0])},
+                "budget": {"max_cost_usd": "0.05"}}
+    return {"type": "chaos_approval", "idempotency_key": f"chaos-{k}", "project": project,
+            "payload": {"topic": f"t{k}", "timeout_s": rng.choice([2.0, 6.0])}}
+
+
+def _signal_some(app: Tether, rng: random.Random, pending: dict[int, float]) -> int:
+    """Send ``go`` to approval jobs whose moment came (some before they wait: the mailbox
+    keeps it); a job that already finished refuses it, as it should. Returns signals sent."""
+    from tether.errors import JobStateError
+    sent = 0
+    now = time.monotonic()
+    for job_id, at in list(pending.items()):
+        if at > now:
+            continue
+        del pending[job_id]
+        try:
+            app.signal(job_id, "go", {"by": "chaos"})
+            sent += 1
+        except (JobStateError, StoreError):
+            pass
+    return sent
 
 
 def _submit(app: Tether, specs: list[dict[str, Any]], deadline: float) -> list[int]:
@@ -161,7 +201,7 @@ def _submit(app: Tether, specs: list[dict[str, Any]], deadline: float) -> list[i
 def _settled(app: Tether) -> bool:
     try:
         for state in ("queued", "leased", "running", "retry_wait", "pausing", "cancelling",
-                      "interrupted"):
+                      "interrupted", "waiting"):
             if app.store.list_jobs(state=state, limit=1):
                 return False
         return all(j.error_code == "budget_exhausted"
@@ -208,7 +248,16 @@ def run(cfg: Config) -> Result:
         for p in PROJECTS[:3]:
             app.set_project_budget(p, max_cost_usd="10")
         upfront = int(cfg.jobs * 0.4)
-        ids = _submit(app, _job_specs(cfg, rng, 0, upfront), time.monotonic() + 60)
+        pending_signals: dict[int, float] = {}
+        signals_sent = 0
+
+        def submit(specs: list[dict[str, Any]], deadline: float) -> list[int]:
+            new = _submit(app, specs, deadline)
+            for spec, job_id in zip(specs, new):
+                if spec["type"] == "chaos_approval" and rng.random() < 0.7:
+                    pending_signals[job_id] = time.monotonic() + rng.uniform(0.0, 4.0)
+            return new
+        ids = submit(_job_specs(cfg, rng, 0, upfront), time.monotonic() + 60)
         submitted = upfront
         workers = Workers(url, cfg, env, out)
         started = time.monotonic()
@@ -229,9 +278,10 @@ def run(cfg: Config) -> Result:
                 next_kill = now + cfg.kill_every * rng.uniform(0.5, 1.5)
             if now >= next_trickle and submitted < cfg.jobs:
                 n = min(10, cfg.jobs - submitted)
-                ids += _submit(app, _job_specs(cfg, rng, submitted, n), now + 120)
+                ids += submit(_job_specs(cfg, rng, submitted, n), now + 120)
                 submitted += n
                 next_trickle = now + trickle_every
+            signals_sent += _signal_some(app, rng, pending_signals)
             if server is not None and cfg.pg_restart and not pg_restarts and now >= pg_restart_at:
                 _say(cfg, "crashing and restarting the private PostgreSQL server")
                 server.stop("immediate")
@@ -240,13 +290,14 @@ def run(cfg: Config) -> Result:
                 pg_restarts += 1
             time.sleep(0.05)
         if submitted < cfg.jobs:
-            ids += _submit(app, _job_specs(cfg, rng, submitted, cfg.jobs - submitted),
-                           time.monotonic() + 120)
+            ids += submit(_job_specs(cfg, rng, submitted, cfg.jobs - submitted),
+                          time.monotonic() + 120)
         chaos_s = time.monotonic() - started
         _say(cfg, f"{workers.kills} kills in {chaos_s:.0f}s; draining")
         drain_deadline = time.monotonic() + cfg.drain_timeout
         while not _settled(app) and time.monotonic() < drain_deadline:
             workers.tend()
+            signals_sent += _signal_some(app, rng, pending_signals)
             time.sleep(0.5)
         drained = _settled(app)
         stats.update(minutes=round(chaos_s / 60, 2), jobs=len(ids), kills=workers.kills,
@@ -256,13 +307,16 @@ def run(cfg: Config) -> Result:
         codes = workers.stop()
         workers = None
         stats["worker_exit_codes"] = dict(Counter(codes))
-        checks = run_checks(app, expected_ids=ids, bill_path=bill)
         jobs = all_jobs(app)
+        children = [j.id for j in jobs if j.parent_id is not None]
+        checks = run_checks(app, expected_ids=ids + children, bill_path=bill)
         billed = read_bill(bill)
         stats.update(
             states=dict(Counter(str(j.state) for j in jobs)),
             error_codes=dict(Counter(j.error_code for j in jobs if j.error_code)),
             attempts=sum(j.attempt_count for j in jobs),
+            workflows=dict(Counter(j.type for j in jobs if j.type != "chaos_pipeline")),
+            children=len(children), signals_sent=signals_sent,
             attempts_lost_to_kills=sum(1 for j in jobs for a in app.store.attempts(j.id)
                                        if a.outcome == "lease_expired"),
             billed_calls=len(billed), billed_usd=str(sum((b.cost_usd for b in billed),
@@ -308,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--transient", type=float, default=0.03, help="rate of simulated 429s")
     p.add_argument("--refusal", type=float, default=0.004, help="rate of simulated refusals")
+    p.add_argument("--workflow-share", type=float, default=0.2,
+                   help="share of jobs that are fan-out parents or signal waiters")
     p.add_argument("--no-pg-restart", action="store_true")
     p.add_argument("--drain-timeout", type=float, default=300.0)
     p.add_argument("--out", type=Path, default=None, help="folder for the database, bill, logs")
@@ -315,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(minutes=a.minutes, backend=a.backend, jobs=a.jobs, workers=a.workers,
                  concurrency=a.concurrency, kill_every=a.kill_every, lease_ttl=a.lease_ttl,
                  seed=a.seed, transient=a.transient, refusal=a.refusal,
-                 pg_restart=not a.no_pg_restart, drain_timeout=a.drain_timeout, out=a.out)
+                 workflow_share=a.workflow_share, pg_restart=not a.no_pg_restart, drain_timeout=a.drain_timeout, out=a.out)
     try:
         result = run(cfg)
     except (StoreError, OSError, subprocess.CalledProcessError) as exc:

@@ -88,3 +88,33 @@ app.pipeline("chaos_pipeline", [plan, draft, review, assemble], max_attempts=10)
 
 def expected_calls(sections: int) -> int:
     return sections + (sections + 1) // 2
+
+
+# --- the workflow mix: fan-out/fan-in, durable timers, signals ---------------------------------
+
+@app.job("chaos_fanout", max_attempts=10)
+def chaos_fanout(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    """A parent that gathers ``chaos_pipeline`` children (without a lease while they run),
+    sleeps on a durable timer, then pays for one merge call. Its children's calls count
+    against its budget."""
+    children = [{"topic": f"{payload['topic']}/{i}", "sections": 3, "concurrency": 2}
+                for i in range(payload["children"])]
+    results = ctx.map_jobs("chaos_pipeline", children, fail="collect")
+    ctx.sleep(payload.get("pause_s", 0.5))
+    done = [r for r in results if isinstance(r, dict) and "sha256" in r]
+    merged = _call(ctx, "merge", "Merge: " + ",".join(r["sha256"][:8] for r in done))
+    return {"children": len(results), "succeeded": len(done), "merged": merged[:16]}
+
+
+@app.job("chaos_approval", max_attempts=10)
+def chaos_approval(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    """Plan with a call, wait for the runner's signal ``go`` (or time out), then draft."""
+    from tether import SignalTimeout
+    plan = ctx.stage("plan", lambda: _call(ctx, "plan", f"Plan {payload['topic']}"))
+    try:
+        answer = ctx.wait_for_signal("go", timeout=payload.get("timeout_s", 5.0),
+                                     prompt=f"Approve the plan for {payload['topic']}?")
+    except SignalTimeout:
+        return {"approved": False, "plan": plan[:16]}
+    text = _call(ctx, "draft", f"Draft from plan {plan[:32]}")
+    return {"approved": True, "value": answer, "draft": text[:16]}

@@ -22,6 +22,7 @@ def _check(result) -> None:
     assert s["drained"] and s["worker_exits_unasked"] == 0
     assert s["kills"] >= 5 and s["attempts_lost_to_kills"] >= 3, s
     assert s["states"].get("succeeded", 0) > 0 and s["states"].get("paused", 0) > 0, s
+    assert s["children"] > 0 and s["workflows"].get("chaos_approval", 0) > 0, s
 
 
 def test_chaos_sqlite(tmp_path):

@@ -8,8 +8,8 @@ An empty list means the promise held. Nothing here writes.
   machine that ends in the job's state, terminal states absorbing, attempts consistent with
   the events (one ``leased`` event per attempt, the open attempt is the lease held).
 * ``run_checks``        a whole run: every job settled, none lost, no call paid twice without an
-  unconfirmed ledger row, bill within every job and project budget, ledger >= bill, and every
-  job's history. ``render`` prints them as a table.
+  unconfirmed ledger row, bill within every job (with its children) and project budget,
+  ledger >= bill, every job's history, and every wait woken at most once. ``render`` prints them as a table.
 """
 
 from __future__ import annotations
@@ -250,6 +250,28 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
         problems.extend(history_problems(j, events, attempts))
     checks.append(_check("events gap-free, valid paths; attempts match events", problems,
                          f"{len(jobs)} jobs, {n_events} events, {n_attempts} attempts"))
+
+    problems = []
+    n_waits = n_woken = 0
+    for j in jobs:
+        waits = app.store.waits(j.id)
+        if not waits:
+            continue
+        done = [w for w in waits if w.done]
+        n_waits += len(waits)
+        woken = sum(1 for e in app.store.events(j.id, limit=100_000) if e.kind == "woken")
+        n_woken += woken
+        if woken > len(done):
+            problems.append(f"job {j.id}: woken {woken} times for {len(done)} satisfied waits")
+        for w in done:
+            if w.kind == "children" and w.outcome != "child_failed":
+                open_children = [c for c in w.children
+                                 if c in by_id and by_id[c].state not in TERMINAL]
+                if open_children:
+                    problems.append(f"job {j.id}: gather {w.key} done before children "
+                                    f"{open_children} finished")
+    checks.append(_check("each wait woke its job at most once, gathers after their children",
+                         problems, f"{n_waits} waits, {n_woken} wake-ups"))
     return checks
 
 
