@@ -371,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(minutes=a.minutes, backend=a.backend, jobs=a.jobs, workers=a.workers,
                  concurrency=a.concurrency, kill_every=a.kill_every, lease_ttl=a.lease_ttl,
                  seed=a.seed, transient=a.transient, refusal=a.refusal,
-                 workflow_share=a.workflow_share, pg_restart=not a.no_pg_restart, drain_timeout=a.drain_timeout, out=a.out)
+                 workflow_share=a.workflow_share, pg_restart=not a.no_pg_restart,
+                 drain_timeout=a.drain_timeout, out=a.out)
     try:
         result = run(cfg)
     except (StoreError, OSError, subprocess.CalledProcessError) as exc:
