@@ -24,7 +24,9 @@ from .registry import JobFn, JobType, Registry, as_stages
 from .store.base import NewJob, Store
 from .store.open import open_store
 from .store.ratelimits import RateLimit
-from .submission import DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name
+from .submission import (
+    DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name, job_limits,
+)
 from .facade.workflows import Workflows
 from .worker import Worker
 
@@ -268,7 +270,7 @@ class Tether(Workflows):
                    **limits: Any) -> Job:
         """Raise (or lower) a job's limits; limits not named stay as they were. A job paused
         because its budget ran out is resumed (``resume=False`` leaves it paused)."""
-        changes = as_budget(budget).merged(limits) if limits else as_budget(budget)
+        changes = job_limits(as_budget(budget).merged(limits) if limits else as_budget(budget))
         validate.flag(resume, "resume")
         job = self.store.set_budget(validate.job_id(job_id), changes, projects=projects)
         if resume and job.state == JobState.PAUSED and job.error_code == "budget_exhausted":
@@ -285,7 +287,7 @@ class Tether(Workflows):
         status = self.store.set_project_budget(checked_name(project, "project"), changes)
         if resume:
             for job in self.list(project=project, state="paused", limit=10_000):
-                if job.error_code == "budget_exhausted":
+                if job.error_code in ("budget_exhausted", "period_budget_exhausted"):
                     try:
                         self.resume(job.id)
                     except JobStateError:

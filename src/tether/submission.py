@@ -33,6 +33,16 @@ DEFAULT_QUEUE = "default"
 _NO_LIMITS = Budget()
 
 
+def job_limits(limits: Budget) -> Budget:
+    """``limits`` as a job's: periods count a project's spend per day, week or month, and a
+    job has no calendar of its own."""
+    if limits.period is not None or limits.timezone is not None \
+            or limits.period_resume is not None:
+        raise InvalidPayload("period, timezone and period_resume apply to project budgets "
+                             "(set_project_budget), not to a job's")
+    return limits
+
+
 def as_budget(value: Budget | Mapping[str, Any] | None) -> Budget:
     if value is None:
         return _NO_LIMITS
@@ -86,9 +96,9 @@ class Resolver:
             max_attempts = job_type.max_attempts if job_type else 3
         if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
             raise InvalidPayload(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
-        limits = as_budget(budget)
+        limits = job_limits(as_budget(budget))
         if job_type and job_type.budget is not None:
-            limits = job_type.budget.merged(limits)
+            limits = job_limits(job_type.budget).merged(limits)
         payload_json = "null" if payload is None else dumps(payload, what="payload")
         estimated = None
         if job_type is not None and job_type.estimator is not None:

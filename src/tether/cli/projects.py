@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import Annotated
 
 import typer
@@ -32,6 +34,16 @@ def budget(
     max_output_tokens: MaxOutputTokens = None,
     max_duration: MaxDuration = None,
     max_examples: MaxExamples = None,
+    period: Annotated[str | None, typer.Option(
+        "--period", help="Count the limits per calendar day, week or month.",
+        show_default=False)] = None,
+    timezone: Annotated[str | None, typer.Option(
+        "--timezone", help="The period's time zone (an IANA name; default UTC).",
+        show_default=False)] = None,
+    period_resume: Annotated[bool | None, typer.Option(
+        "--period-resume/--no-period-resume",
+        help="Jobs paused by a period limit resume when the period rolls over.",
+        show_default=False)] = None,
     resume: Annotated[bool, typer.Option(
         "--resume/--no-resume",
         help="Let the project's jobs paused by budget_exhausted continue.")] = True,
@@ -40,11 +52,13 @@ def budget(
 ) -> None:
     """Show a project's budget, or change its limits (limits not named stay as they were).
 
-    Example: tether project budget research --max-cost 50
+    Example: tether project budget research --max-cost 50 --period day --timezone Europe/Berlin
     """
     limits = budget_limits(max_cost=max_cost, max_calls=max_calls,
                            max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
                            max_duration=max_duration, max_examples=max_examples)
+    limits.update({k: v for k, v in (("period", period), ("timezone", timezone),
+                                     ("period_resume", period_resume)) if v is not None})
     app = open_app(database_url)
     status = (app.set_project_budget(project, limits, resume=resume) if limits
               else app.project_budget(project))
@@ -56,3 +70,9 @@ def budget(
                 f" (+${status.used.reserved_usd:.6f} reserved)"
                 f" of {'$' + str(limit) if limit is not None else 'no cost limit'};"
                 f" {status.used.calls} calls")
+    if status.period_used is not None:
+        used = status.period_used
+        ends = datetime.fromtimestamp(status.period_end or 0, tz=dt_timezone.utc)
+        out().print(f"this {status.limits.period} ({status.limits.timezone or 'UTC'}, until "
+                    f"{ends:%Y-%m-%d %H:%M} UTC): spent ${used.spent_usd:.6f}; "
+                    f"{used.calls} calls")

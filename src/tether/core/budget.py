@@ -14,6 +14,8 @@ from ..errors import InvalidPayload
 
 LIMIT_FIELDS = ("max_cost_usd", "max_calls", "max_input_tokens", "max_output_tokens",
                 "max_duration_s", "max_examples")
+PERIOD_FIELDS = ("period", "timezone", "period_resume")
+"""A project budget's limits may count per calendar period (``core/periods.py``)."""
 COUNTER_FIELDS = ("spent_usd", "reserved_usd", "calls", "reserved_calls", "input_tokens",
                   "output_tokens", "reserved_input_tokens", "reserved_output_tokens", "examples")
 
@@ -55,6 +57,12 @@ class Budget:
     max_output_tokens: int | None = None
     max_duration_s: float | None = None
     max_examples: int | None = None
+    period: str | None = None
+    """``day``, ``week`` or ``month``: the limits count what is spent in the current period of
+    ``timezone`` (default UTC), not in all time. Project budgets only."""
+    timezone: str | None = None
+    period_resume: bool | None = None
+    """A job paused by a period limit resumes when the period rolls over (default true)."""
 
     def __post_init__(self) -> None:
         if self.max_cost_usd is not None:
@@ -66,11 +74,21 @@ class Budget:
         if self.max_duration_s is not None:
             object.__setattr__(self, "max_duration_s",
                                float(to_decimal(self.max_duration_s, "max_duration_s")))
+        if self.period is not None or self.timezone is not None:
+            from .periods import PERIODS, zone
+            if self.period not in PERIODS:
+                raise InvalidPayload(f"period must be one of {', '.join(PERIODS)}, "
+                                     f"got {self.period!r}")
+            if self.timezone is not None:
+                zone(self.timezone)
+        if self.period_resume is not None and not isinstance(self.period_resume, bool):
+            raise InvalidPayload(f"period_resume must be true or false, "
+                                 f"got {self.period_resume!r}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Budget":
         data = dict(data or {})
-        unknown = set(data) - set(LIMIT_FIELDS)
+        unknown = set(data) - set(LIMIT_FIELDS) - set(PERIOD_FIELDS)
         if unknown:
             raise InvalidPayload(f"unknown budget field(s): {', '.join(sorted(unknown))}")
         return cls(**data)
@@ -91,6 +109,10 @@ class Budget:
     @property
     def empty(self) -> bool:
         return not self.to_dict()
+
+    @property
+    def resumes_each_period(self) -> bool:
+        return self.period is not None and self.period_resume is not False
 
 
 @dataclass(frozen=True)
@@ -126,9 +148,19 @@ class BudgetStatus:
 
     limits: Budget = field(default_factory=Budget)
     used: Counters = field(default_factory=Counters)
+    period_used: Counters | None = None
+    """A periodic project budget: what settled in the current period (``used`` is all time)."""
+    period_start: float | None = None
+    period_end: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"limits": self.limits.to_dict(), "used": self.used.to_dict()}
+        out: dict[str, Any] = {"limits": self.limits.to_dict(), "used": self.used.to_dict()}
+        if self.period_used is not None:
+            out["period"] = {"period": self.limits.period,
+                             "timezone": self.limits.timezone or "UTC",
+                             "start": self.period_start, "end": self.period_end,
+                             "used": self.period_used.to_dict()}
+        return out
 
     def __getattr__(self, name: str) -> Any:
         if name in LIMIT_FIELDS:

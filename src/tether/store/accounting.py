@@ -13,7 +13,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Sequence
 
-from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus
+from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
+from ..core.periods import window
 from ..core.pricing import ModelPrice
 from ..core.usage import Usage
 from ..errors import BudgetExhausted
@@ -22,6 +23,8 @@ from .rows import as_decimal, counters_of, limits_of
 from .tx import Row, Tx
 
 _D0 = Decimal(0)
+PERIOD_SCOPE = "project_period"
+"""Accumulators of a periodic project budget, one per period (key ``project@day:2026-12-03``)."""
 
 
 class Accounting(Profiles):
@@ -45,7 +48,21 @@ class Accounting(Profiles):
             tx.run("ensure_call_budgets_tree" if tree else "ensure_call_budgets",
                    job_id=job["id"], now=now)
             rows = tx.all(lock, **params)
+        project = next((r for r in rows if r["scope"] == "project"), None)
+        if project is not None:
+            period_row = self._period_row(tx, project, limits_of(project["limits"]), now)
+            if period_row is not None:
+                rows = [*rows, period_row]
         return rows
+
+    def _period_row(self, tx: Tx, project: Row, limits: Budget, now: float) -> Row | None:
+        """For a periodic project budget, the current period's accumulator, locked (after the
+        project's row: the lock order is scope, then key). It counts what settles in the
+        period; calls in flight are counted by the project's row."""
+        if limits.period is None:
+            return None
+        w = window(now, limits.period, limits.timezone)
+        return self._budget(tx, PERIOD_SCOPE, f"{project['key']}@{w.label}", now)
 
     def _adjust(self, tx: Tx, job: Row, now: float,
                 rows: list[Row] | None = None, **delta: Any) -> None:
@@ -55,7 +72,9 @@ class Accounting(Profiles):
         if rows is None:
             rows = self._budget_rows(tx, job, now)
         counters = [{name: (as_decimal(row[name]) if name.endswith("_usd") else int(row[name]))
-                     + delta.get(name, 0) for name in COUNTER_FIELDS} for row in rows]
+                     + (0 if row["scope"] == PERIOD_SCOPE and name.startswith("reserved_")
+                        else delta.get(name, 0))
+                     for name in COUNTER_FIELDS} for row in rows]
         self._write_budget_rows(tx, [(row["scope"], row["key"]) for row in rows], counters, now)
 
     def _write_budget_rows(self, tx: Tx, keys: Sequence[tuple[str, str]],
@@ -159,13 +178,21 @@ class Accounting(Profiles):
             self._adjust(tx, job, now, rows, examples=n)
             return int(own["examples"]) + n
 
-    def project_budget(self, project: str) -> BudgetStatus:
+    def project_budget(self, project: str, *, now: float | None = None) -> BudgetStatus:
+        """A project's limits and all-time use; for a periodic budget also the current
+        period's use and bounds (by the store's clock)."""
         with self._read() as tx:
             row = tx.one("project_budget", key=project)
-        if row is None:
-            return BudgetStatus()
-        return BudgetStatus(limits_of(row["limits"]),
-                            counters_of(row))
+            if row is None:
+                return BudgetStatus()
+            limits = limits_of(row["limits"])
+            if limits.period is None:
+                return BudgetStatus(limits, counters_of(row))
+            w = window(self._now(tx, now), limits.period, limits.timezone)
+            period = tx.one("budget_row", scope=PERIOD_SCOPE, key=f"{project}@{w.label}")
+        return BudgetStatus(limits, counters_of(row),
+                            period_used=counters_of(period) if period else Counters(),
+                            period_start=w.start, period_end=w.end)
 
     def set_project_budget(self, project: str, changes: Budget) -> BudgetStatus:
         with self._write() as tx:
@@ -184,3 +211,14 @@ def complete_rows(rows: Sequence[Row], tree: bool) -> bool:
     if len(rows) < 2:
         return False
     return not tree or len(rows) >= 2 + int(rows[0]["ancestors"])
+
+
+def in_period(project: Counters, period: Counters) -> Counters:
+    """What a periodic project limit is checked against: the period's settled use plus every
+    call of the project in flight now (reservations are not split by period)."""
+    return Counters(spent_usd=period.spent_usd, reserved_usd=project.reserved_usd,
+                    calls=period.calls, reserved_calls=project.reserved_calls,
+                    input_tokens=period.input_tokens, output_tokens=period.output_tokens,
+                    reserved_input_tokens=project.reserved_input_tokens,
+                    reserved_output_tokens=project.reserved_output_tokens,
+                    examples=period.examples)

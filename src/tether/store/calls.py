@@ -19,12 +19,13 @@ from decimal import Decimal
 from typing import Any, Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, Counters, Reservation, exceeded_limit
+from ..core.periods import window
 from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
 from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
 from ..records import JournalEntry, LedgerEntry
-from .accounting import Accounting, complete_rows
+from .accounting import PERIOD_SCOPE, Accounting, complete_rows, in_period
 from .base import AccountResult, CallReserve, CallSettle
 from .rows import as_decimal, as_seconds, limits_of, to_journal, to_ledger
 from .tx import Row, Tx
@@ -166,12 +167,18 @@ class _Book:
                         "lease_token": own["lease_token"], "budget": own["budget"],
                         "price_profile": own["price_profile"]}
             ordered = [own, *ancestors, project]
-            self.keys = [(r["scope"], r["key"]) for r in ordered]
-            """Every accumulator a call counts in: the job's, its ancestors', its project's."""
-            self.acc = [_accumulator(r) for r in ordered]
             self.limits = [limits_of(own["budget"]),
                            *[limits_of(r.get("owner_budget")) for r in ancestors],
                            limits_of(project["limits"])]
+            self.window = None
+            period_row = store._period_row(tx, project, self.limits[-1], now)
+            if period_row is not None:
+                self.window = window(now, self.limits[-1].period, self.limits[-1].timezone)
+                ordered.append(period_row)
+            self.keys = [(r["scope"], r["key"]) for r in ordered]
+            """Every accumulator a call counts in: the job's, its ancestors', its project's
+            and, for a periodic project budget, its project's current period's."""
+            self.acc = [_accumulator(r) for r in ordered]
         self.journal = journal
         self.changed = False
         self.journal_writes: list[tuple[list[Row], list[Row]]] = []
@@ -249,8 +256,18 @@ class _Book:
                 break
             limits = self.limits[i]
             if limits != _NO_LIMITS:
-                hit = exceeded_limit(limits, _counters(self.acc[i]), want)
+                used = _counters(self.acc[i])
+                if i == last and self.window is not None:
+                    used = in_period(used, _counters(self.acc[-1]))
+                hit = exceeded_limit(limits, used, want)
                 scope = "project" if i == last else "parent"
+        if hit is not None and scope == "project" and self.window is not None:
+            limits = self.limits[-1]
+            raise BudgetExhausted(
+                f"project limit {hit} for this {limits.period} would be crossed by a call "
+                f"reserving ${want.cost_usd}; the {limits.period} ends at {self.window.end}",
+                limit=hit, scope=scope, reserve_usd=str(want.cost_usd), period=limits.period,
+                resets_at=self.window.end, resume=limits.resumes_each_period)
         if hit is not None:
             raise BudgetExhausted(
                 f"{scope} limit {hit} would be crossed by a call reserving "
@@ -325,9 +342,10 @@ class _Book:
         self.journal_writes[n][kind].append(params)
 
     def _add(self, **delta: Any) -> None:
-        for acc in self.acc:
+        for (scope, _), acc in zip(self.keys, self.acc):
             for name, value in delta.items():
-                acc[name] += value
+                if scope != PERIOD_SCOPE or not name.startswith("reserved_"):
+                    acc[name] += value
         self.changed = True
 
 

@@ -74,13 +74,20 @@ class Control(Transitions):
     # --- maintenance ---------------------------------------------------------------------
 
     def promote_due(self, *, now: float | None = None, limit: int = 1000) -> int:
-        """One stager step: retry_wait jobs whose backoff has elapsed become queued."""
+        """One stager step: retry_wait jobs whose backoff has elapsed become queued, and jobs
+        paused by a periodic project limit resume once their period has rolled over."""
         with self._write() as tx:
             now = self._now(tx, now)
             rows = tx.all("due_retries", now=now, limit=limit)
             for row in rows:
                 self._transition(tx, row, JobState.QUEUED, now=now, kind="retry_due")
-        return len(rows)
+            renewed = tx.all("due_period_resumes", now=now, limit=limit)
+            for row in renewed:
+                self._transition(tx, row, JobState.QUEUED, now=now, kind="budget_period_reset",
+                                 run_after=now, error_code=None, error_summary=None,
+                                 max_attempts=max(row["max_attempts"],
+                                                  row["attempt_count"] + 1))
+        return len(rows) + len(renewed)
 
     def prune(self, *, older_than_s: float, now: float | None = None) -> int:
         with self._write() as tx:

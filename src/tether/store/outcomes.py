@@ -92,6 +92,8 @@ class Outcomes(Waits, Accounting):
                            error_summary=outcome.error_summary or "cancelled while running")
         if to == JobState.RETRY_WAIT:
             changes["run_after"] = now + outcome.delay_s
+        if to == JobState.PAUSED and outcome.error_code == "period_budget_exhausted":
+            changes["run_after"] = float(outcome.data["resets_at"])  # when the sweep resumes it
         if to == JobState.QUEUED:  # handed back on shutdown: not the job's fault
             changes.update(run_after=now, max_attempts=max(row["max_attempts"],
                                                            row["attempt_count"] + 1))

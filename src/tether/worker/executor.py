@@ -56,9 +56,10 @@ def outcome_for_signal(sig: ControlSignal) -> Outcome | None:
         return Outcome(JobState.CANCELLED, error_code="cancelled", error_summary=sig.message,
                        kind="cancelled")
     if isinstance(sig, BudgetExhausted):
-        return Outcome(JobState.PAUSED, error_code="budget_exhausted",
-                       error_summary=sig.message, kind="budget_exhausted",
-                       data=dict(sig.details))
+        code = ("period_budget_exhausted" if sig.details.get("resume")
+                and sig.details.get("resets_at") is not None else "budget_exhausted")
+        return Outcome(JobState.PAUSED, error_code=code, error_summary=sig.message,
+                       kind="budget_exhausted", data=dict(sig.details))
     if isinstance(sig, JobPaused):
         return Outcome(JobState.PAUSED, kind="paused")
     if isinstance(sig, WorkerShutdown):

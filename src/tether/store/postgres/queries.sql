@@ -246,6 +246,9 @@ SELECT * FROM budgets WHERE scope = 'job' AND key = %(key)s;
 -- name: project_budget
 SELECT * FROM budgets WHERE scope = 'project' AND key = %(key)s;
 
+-- name: budget_row
+SELECT * FROM budgets WHERE scope = %(scope)s AND key = %(key)s;
+
 -- name: ensure_budget
 INSERT INTO budgets (scope, key, updated_at) VALUES (%(scope)s, %(key)s, %(now)s)
 ON CONFLICT (scope, key) DO NOTHING;
@@ -554,6 +557,12 @@ WITH input AS (
     WHERE a.job_id = d.id AND a.attempt = d.token AND a.finished_at IS NULL
 )
 SELECT id FROM done;
+
+-- name: due_period_resumes
+-- Jobs paused by a periodic project limit whose period has ended (run_after: its end).
+SELECT * FROM jobs
+WHERE state = 'paused' AND error_code = 'period_budget_exhausted' AND run_after <= %(now)s
+ORDER BY run_after LIMIT %(limit)s FOR UPDATE SKIP LOCKED;
 
 -- --- waits (store/waits.py) ------------------------------------------------------------------
 

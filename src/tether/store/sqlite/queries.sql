@@ -187,6 +187,9 @@ SELECT * FROM budgets WHERE scope = 'job' AND key = :key;
 -- name: project_budget
 SELECT * FROM budgets WHERE scope = 'project' AND key = :key;
 
+-- name: budget_row
+SELECT * FROM budgets WHERE scope = :scope AND key = :key;
+
 -- name: ensure_budget
 INSERT INTO budgets (scope, key, updated_at) VALUES (:scope, :key, :now)
 ON CONFLICT (scope, key) DO NOTHING;
@@ -455,6 +458,12 @@ WHERE jobs.id = json_extract(i.value, '$[0]') AND jobs.lease_token = json_extrac
   AND NOT EXISTS (SELECT 1 FROM call_journal c
                   WHERE c.job_id = jobs.id AND c.status = 'reserved')
 RETURNING jobs.id, jobs.event_seq;
+
+-- name: due_period_resumes
+-- Jobs paused by a periodic project limit whose period has ended (run_after: its end).
+SELECT * FROM jobs
+WHERE state = 'paused' AND error_code = 'period_budget_exhausted' AND run_after <= :now
+ORDER BY run_after LIMIT :limit;
 
 -- --- waits (store/waits.py) ------------------------------------------------------------------
 

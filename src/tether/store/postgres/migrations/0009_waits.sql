@@ -7,6 +7,10 @@ ALTER TABLE jobs ADD CONSTRAINT jobs_state_check
                      'cancelling', 'cancelled', 'interrupted', 'succeeded', 'failed',
                      'waiting'));
 ALTER TABLE jobs ADD COLUMN detached boolean NOT NULL DEFAULT false;
+-- A periodic project budget keeps one accumulator per period (scope 'project_period').
+ALTER TABLE budgets DROP CONSTRAINT budgets_scope_check;
+ALTER TABLE budgets ADD CONSTRAINT budgets_scope_check
+    CHECK (scope IN ('job', 'project', 'project_period'));
 
 CREATE INDEX jobs_waiting_due ON jobs (run_after) WHERE state = 'waiting';
 CREATE INDEX jobs_parent ON jobs (parent_id) WHERE parent_id IS NOT NULL;

@@ -10,6 +10,12 @@ PRAGMA writable_schema = ON;
 UPDATE sqlite_master
 SET sql = replace(sql, '''succeeded'', ''failed'')', '''succeeded'', ''failed'', ''waiting'')')
 WHERE type = 'table' AND name = 'jobs';
+-- The budgets scope list grows too: a periodic project budget keeps one accumulator per
+-- period (scope 'project_period').
+UPDATE sqlite_master
+SET sql = replace(sql, 'CHECK (scope IN (''job'', ''project''))',
+                  'CHECK (scope IN (''job'', ''project'', ''project_period''))')
+WHERE type = 'table' AND name = 'budgets';
 PRAGMA writable_schema = OFF;
 
 ALTER TABLE jobs ADD COLUMN detached INTEGER NOT NULL DEFAULT 0;
