@@ -6,8 +6,7 @@
   const $ = (id) => document.getElementById(id);
   const GROUPS = [
     ["queued", "Queued", ["queued"]],
-    ["retry_wait", "Retry wait", ["retry_wait"]],
-    ["waiting", "Waiting", ["waiting"]],
+    ["retry_wait", "Retry / waiting", ["retry_wait", "waiting"]],
     ["running", "Running", ["leased", "running", "pausing", "cancelling"]],
     ["paused", "Paused", ["paused"]],
     ["interrupted", "Interrupted", ["interrupted"]],
