@@ -21,7 +21,7 @@ import pytest
 from tether import Tether
 from tether.providers.simulated import read_bill
 from tests.e2e.dashboard_site import (  # noqa: F401 - fixtures
-    MARKS, ROOT, Site, browser, context, expect, signed_in, wait_for)
+    MARKS, ROOT, Site, browser, context, expect, shot, signed_in, wait_for)
 from tests.pg import free_port
 from tests.procs import stop
 
@@ -79,6 +79,7 @@ def test_fork_from_a_stage_picked_on_the_job_page(context, site):
     page.click("#confirm-ok")
     expect(page.locator("#confirm-error")).to_contain_text("not valid JSON")
     page.fill("#fork-payload", json.dumps({"topic": "rivers", "prompt": "detailed"}))
+    shot(page, "fork-dialog")
     page.click("#confirm-ok")
     expect(page).to_have_url(re.compile(r"/jobs/(\d+)$"))
     expect(page).not_to_have_url(re.compile(rf"/jobs/{src}$"))
@@ -94,6 +95,7 @@ def test_fork_from_a_stage_picked_on_the_job_page(context, site):
     expect(page.locator("#ledger-total")).to_contain_text("6 calls")
     expect(page.locator("#ledger-total")).to_contain_text("4 reused")
     expect(page.locator("#job-payload")).to_contain_text("detailed")
+    shot(page, "fork-job-page")
 
     billed = Counter(e.key.split("-")[0] for e in read_bill(site.bill) if e.job_id == fork_id)
     assert billed == {"validate": 2, "review": 2, "export": 2}
