@@ -172,3 +172,23 @@ def test_plain_retry_is_unchanged(app):
     assert again.state == JobState.QUEUED
     assert [c.stage for c in app.checkpoints(job.id)] == ["a"]
     assert app.events(job.id)[-1].data == {"action": "retry"}
+
+
+def test_a_fork_outlives_its_pruned_source(app, clock):
+    """The carried blobs are the source's own (content-addressed, not copied): pruning the
+    source must keep every blob a fork's checkpoint names."""
+    made = []
+    five_stages(app, made)
+    src = app.submit("five", {"topic": "t", "prompt": "p"})
+    claim_and_run(app)
+    fork = app.fork(src.id, from_stage="review")
+    clock.advance(3600)
+    assert app.store.prune(older_than_s=60) == 1
+    with pytest.raises(JobNotFound):
+        app.get(src.id)
+    done = claim_and_run(app)
+    assert done.id == fork.id and done.state == JobState.SUCCEEDED
+    assert [k for j, k in made if j == fork.id] == ["review-0", "review-1", "export-0",
+                                                    "export-1"]
+    assert app.checkpoint_value(fork.id, "validate")["outs"] == ["validate-0:p", "validate-1:p"]
+    assert {r.reused_from for r in app.ledger(fork.id)} == {src.id, None}
