@@ -18,6 +18,8 @@ from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
 from .errors import ConfigurationError, JobNotFound, JobStateError, QueueNotFound
+from .facade.forks import ForkMixin
+from .facade.workflows import Workflows
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
@@ -27,17 +29,17 @@ from .store.ratelimits import RateLimit
 from .submission import (
     DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name, job_limits,
 )
-from .facade.workflows import Workflows
 from .worker import Worker
 
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether(Workflows):
+class Tether(Workflows, ForkMixin):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
     is opened (and migrated) on first use, so importing an app module costs nothing.
+    ``fork`` and ``retry`` come from ``facade/forks.py``.
     """
 
     def __init__(self, database_url: str | None = None, *, store: Store | None = None,
@@ -256,10 +258,6 @@ class Tether(Workflows):
 
     def resume(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
         return self.store.control(validate.job_id(job_id), "resume", projects=projects)
-
-    def retry(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
-        """Queue a failed job again (never automatic)."""
-        return self.store.control(validate.job_id(job_id), "retry", projects=projects)
 
     def requeue(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
         """Queue an interrupted (or paused, or failed) job again; it resumes from checkpoints."""

@@ -144,6 +144,7 @@ class JournalEntry:
     created_at: datetime
     updated_at: datetime
     request_hash: str | None = None
+    reused_from: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -161,7 +162,9 @@ class LedgerEntry:
     counted as spent. ``cache_write_tokens`` (of which ``cache_write_1h_tokens`` with a 1-hour
     lifetime) are input tokens written to the provider's prompt cache, billed at
     ``cache_write_per_mtok`` / ``cache_write_1h_per_mtok`` (None: the profile lists no such
-    rate, so they were billed as input)."""
+    rate, so they were billed as input). A row with ``reused_from`` is a call a fork carried
+    over from that job (the one that paid for it): it costs 0 here, and ``reused_cost_usd`` is
+    what it cost there, for information only (never counted again)."""
 
     id: int
     job_id: int
@@ -188,6 +191,8 @@ class LedgerEntry:
     cache_write_1h_tokens: int = 0
     cache_write_per_mtok: Decimal | None = None
     cache_write_1h_per_mtok: Decimal | None = None
+    reused_from: int | None = None
+    reused_cost_usd: Decimal | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -209,6 +214,7 @@ class Checkpoint:
     size: int
     attempt: int
     created_at: datetime
+    reused_from: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -67,7 +67,7 @@ def test_every_action_button_is_in_sight(context, site, width):
 
     page.goto(f"/jobs/{site.jobs['fails-1']}")
     expect(page.locator("#job-state")).to_have_attribute("data-state", "failed")
-    expect(page.locator("#job-actions button")).to_have_count(6)
+    expect(page.locator("#job-actions button")).to_have_count(7)  # with Fork from stage…
     assert page.evaluate(HIDDEN_BUTTONS) == []
 
     page.goto("/queues")

@@ -24,7 +24,8 @@ from .openapi import problem_responses as _errors
 from ..wire.problems import Problem
 from ..wire.models import (
     INT63, AttemptList, AttemptOut, BudgetChange, CancelRequest, CheckpointList, CheckpointOut,
-    EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
+    EventOut, EventPage, ForkRequest, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
+    RetryRequest,
 )
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -203,7 +204,36 @@ def cancel_job(job_id: JobId, who: Principal = Depends(principal),
 
 _control("pause", "Pause: at once if waiting, else at the next safe boundary")
 _control("resume", "Resume a paused job (it continues from its checkpoints)")
-_control("retry", "Queue a failed job again")
+
+
+@router.post("/{job_id}/retry", response_model=JobOut, responses=_errors(404, 409, 413),
+             summary="Queue a failed job again, optionally from a stage",
+             description="With `from_stage`, the job's checkpoints from that stage on and the "
+                         "finished calls of those stages are dropped first: they run, and are "
+                         "paid, again. 422 `invalid_argument` for a stage the job does not have "
+                         "or never reached.")
+def retry_job(job_id: JobId, who: Principal = Depends(principal),
+              app: Tether = Depends(tether),
+              body: Annotated[RetryRequest | None, Body()] = None) -> JobOut:
+    from_stage = body.from_stage if body is not None else None
+    return JobOut.of(app.retry(job_id, from_stage=from_stage, projects=who.scope))
+
+
+@router.post("/{job_id}/fork", status_code=201, response_model=JobOut,
+             responses=_errors(404, 413),
+             summary="Make a new job from a job's stage on, reusing the stages before it",
+             description="The source's finished stages before `from_stage` and their calls are "
+                         "carried over: not run, paid or counted again (the fork's ledger lists "
+                         "them at cost 0 with `reused_from`). 201 with the new job; 422 "
+                         "`invalid_argument` for a stage the source does not have or never "
+                         "reached.")
+def fork_job(job_id: JobId, body: ForkRequest, response: Response,
+             who: Principal = Depends(principal), app: Tether = Depends(tether)) -> JobOut:
+    budget = body.budget.to_facade() if body.budget is not None else None
+    job = app.fork(job_id, from_stage=body.from_stage, payload=body.payload, budget=budget,
+                   projects=who.scope)
+    response.headers["Location"] = f"/api/v1/jobs/{job.id}"
+    return JobOut.of(job)
 _control("requeue", "Queue an interrupted (or paused, or failed) job again")
 
 

@@ -40,6 +40,8 @@ class CallSummary:
     cost_usd: Decimal | None = None
     journal: dict[str, int] = field(default_factory=dict)
     reused: int | None = None
+    reused_from: dict[int, tuple[int, Decimal]] = field(default_factory=dict)
+    """Calls a fork carried over, per job that paid for them: (calls, what they cost there)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -50,6 +52,9 @@ class CallSummary:
             out["journal"] = dict(self.journal)
         if self.reused is not None:
             out["reused"] = self.reused
+        if self.reused_from:
+            out["reused_from"] = [{"job_id": job, "calls": n, "cost_usd": str(cost)}
+                                  for job, (n, cost) in sorted(self.reused_from.items())]
         return out
 
 
@@ -111,9 +116,14 @@ def call_summary(app: Tether, job_id: int) -> CallSummary | None:
     summary = CallSummary(reused=reused_calls(app, job_id))
     if ledger is not None:
         rows = ledger(job_id)
-        summary.billed = len(rows)
-        summary.cost_usd = sum((Decimal(str(getattr(r, "cost_usd", 0) or 0)) for r in rows),
+        paid = [r for r in rows if getattr(r, "reused_from", None) is None]
+        summary.billed = len(paid)
+        summary.cost_usd = sum((Decimal(str(getattr(r, "cost_usd", 0) or 0)) for r in paid),
                                start=Decimal(0))
+        for r in rows:
+            if getattr(r, "reused_from", None) is not None:
+                n, cost = summary.reused_from.get(r.reused_from, (0, Decimal(0)))
+                summary.reused_from[r.reused_from] = (n + 1, cost + (r.reused_cost_usd or 0))
     if journal is not None:
         summary.journal = dict(Counter(str(getattr(e, "status", "?")) for e in journal(job_id)))
     if summary.billed is None and not summary.journal and summary.reused is None:
@@ -130,7 +140,17 @@ def status_extras(app: Tether, job_id: int) -> dict[str, Any]:
     summary = call_summary(app, job_id)
     if summary is not None:
         out["calls"] = summary
+    forked = forked_from(app, job_id)
+    if forked is not None:
+        out["forked_from"] = forked
     return out
+
+
+def forked_from(app: Tether, job_id: int) -> dict[str, Any] | None:
+    """The ``forked_from`` event's data of a fork (source job, from_stage, stages reused), or
+    None. A fork writes it in the transaction that creates it, right after ``submitted``."""
+    found = app.events(job_id, after=1, limit=1)
+    return dict(found[0].data) if found and found[0].kind == "forked_from" else None
 
 
 def status_json(app: Tether, job_id: int) -> dict[str, Any]:
@@ -143,4 +163,6 @@ def status_json(app: Tether, job_id: int) -> dict[str, Any]:
         data["checkpoints"] = [as_dict(c) for c in extras["checkpoints"]]
     if "calls" in extras:
         data["calls"] = extras["calls"].to_dict()
+    if "forked_from" in extras:
+        data["forked_from"] = extras["forked_from"]
     return data

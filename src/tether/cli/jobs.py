@@ -19,10 +19,10 @@ from ..records import Event, Job
 from . import extras, views
 from .options import (
     DatabaseUrl, JobId, Json, MaxCalls, MaxCost, MaxDuration, MaxExamples, MaxInputTokens,
-    MaxOutputTokens, open_app, show_help_if_bare,
+    MaxOutputTokens, Payload, PayloadFile, open_app, show_help_if_bare,
 )
-from .output import CliError, emit_json, emit_json_line, out, show, state_text
-from .parse import budget_limits
+from .output import CliError, emit_json, emit_json_line, out, show, state_text, usd
+from .parse import budget_limits, read_payload
 
 job_app = typer.Typer(help="Inspect, follow and steer jobs.")
 
@@ -168,10 +168,67 @@ def resume(job_id: JobId, as_json: Json = False, database_url: DatabaseUrl = Non
     _control("resume", job_id, database_url, as_json)
 
 
+FromStage = Annotated[Optional[str], typer.Option(
+    "--from-stage", metavar="STAGE",
+    help="Run again from this stage: its checkpoint and later ones are dropped.")]
+
+
 @job_app.command("retry")
-def retry(job_id: JobId, as_json: Json = False, database_url: DatabaseUrl = None) -> None:
-    """Queue a failed job again (tether never retries a failed job on its own)."""
-    _control("retry", job_id, database_url, as_json)
+def retry(job_id: JobId, from_stage: FromStage = None, as_json: Json = False,
+          database_url: DatabaseUrl = None) -> None:
+    """Queue a failed job again (tether never retries a failed job on its own).
+
+    With --from-stage, the job's checkpoints from that stage on and the finished calls of
+    those stages are dropped first: those stages run again and their calls are paid again.
+
+    Example: tether job retry 42 --from-stage validate
+    """
+    _control("retry", job_id, database_url, as_json, from_stage=from_stage)
+
+
+@job_app.command("fork")
+def fork(
+    job_id: JobId,
+    from_stage: Annotated[str, typer.Option(
+        "--from-stage", metavar="STAGE",
+        help="The first stage the fork runs; the source's stages before it are reused.")],
+    payload: Payload = None,
+    payload_file: PayloadFile = None,
+    max_cost: MaxCost = None,
+    max_calls: MaxCalls = None,
+    max_input_tokens: MaxInputTokens = None,
+    max_output_tokens: MaxOutputTokens = None,
+    max_duration: MaxDuration = None,
+    max_examples: MaxExamples = None,
+    as_json: Json = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Make a new job from a job's stage on, reusing the stages before it.
+
+    The source's finished stages before --from-stage and their calls are carried over: they
+    are not run, paid or counted again (the fork's ledger shows them as reused from the
+    source). The payload defaults to the source's; limits not named are the source's.
+
+    Example: tether job fork 42 --from-stage validate --payload '{"prompt": "stricter"}'
+    """
+    limits = budget_limits(max_cost=max_cost, max_calls=max_calls,
+                           max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
+                           max_duration=max_duration, max_examples=max_examples)
+    new_payload = (read_payload(payload, payload_file)
+                   if payload is not None or payload_file is not None else None)
+    app = open_app(database_url)
+    source = app.get(job_id)
+    job = app.fork(job_id, from_stage=from_stage, payload=new_payload,
+                   budget=source.budget.limits.merged(limits))
+    if as_json:
+        emit_json(job)
+        return
+    data = next((e.data for e in app.events(job.id) if e.kind == "forked_from"), {})
+    reused = ", ".join(data.get("stages") or []) or "no stage"
+    out().print(f"job {job.id}: forked from job {job_id} at stage {escape(from_stage)}, "
+                f"{state_text(job.state)}; reused {escape(reused)} "
+                f"({data.get('calls', 0)} calls, {usd(data.get('reused_cost_usd', 0))} "
+                f"paid by the source, not again)")
 
 
 @job_app.command("requeue")

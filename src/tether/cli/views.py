@@ -124,9 +124,10 @@ def _grid() -> Table:
 
 
 def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
-                calls: Any = None) -> Table:
+                calls: Any = None, forked_from: dict[str, Any] | None = None) -> Table:
     """The ``job status`` block: identity, state, stage, checkpoints, spend vs budget, error.
-    ``calls`` is an ``extras.CallSummary`` when the facade has a ledger or journal."""
+    ``calls`` is an ``extras.CallSummary`` when the facade has a ledger or journal;
+    ``forked_from`` the data of the job's ``forked_from`` event, for a fork."""
     reused = getattr(calls, "reused", None)
     grid = _grid()
     grid.add_row("job", f"{job.id}  [bold]{escape(job.type)}[/]  {state_text(job.state)}")
@@ -135,11 +136,15 @@ def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
     grid.add_row("stage", _cell(job.stage) or "-")
     if checkpoints is not None:
         grid.add_row("checkpoints", checkpoint_summary(checkpoints))
+    if forked_from:
+        grid.add_row("forked from", f"job {forked_from['job_id']} at stage "
+                     f"{escape(str(forked_from['from_stage']))} (reused: "
+                     f"{escape(', '.join(forked_from.get('stages') or []) or 'no stage')})")
     grid.add_row("attempts", f"{job.attempt_count} of {job.max_attempts}")
     grid.add_row("spent", escape(spend(job)))
     grid.add_row("calls", escape(calls_text(job, reused)))
     grid.add_row("tokens", tokens(job))
-    if calls is not None and (calls.billed is not None or calls.journal):
+    if calls is not None and (calls.billed is not None or calls.journal or calls.reused_from):
         grid.add_row("ledger", call_details(calls))
     extra = job.budget.limits.to_dict()
     for key in ("max_duration_s", "max_examples"):
@@ -175,7 +180,9 @@ def checkpoint_summary(checkpoints: list[Any]) -> str:
     if not checkpoints:
         return "none yet"
     ordered = sorted(checkpoints, key=lambda c: (_attr(c, "position") or 0))
-    parts = [f"{escape(str(_attr(c, 'stage')))} ({size(_attr(c, 'size'))})" for c in ordered]
+    parts = [f"{escape(str(_attr(c, 'stage')))} ({size(_attr(c, 'size'))}"
+             + (f", reused from job {_attr(c, 'reused_from')}" if _attr(c, "reused_from") else "")
+             + ")" for c in ordered]
     label = "stage" if len(parts) == 1 else "stages"
     return f"{len(parts)} {label}: " + ", ".join(parts)
 
@@ -186,6 +193,9 @@ def call_details(summary: Any) -> str:
     if summary.billed is not None:
         n = summary.billed
         parts.append(f"{n} billed call{'s' if n != 1 else ''}, {usd(summary.cost_usd)}")
+    for job_id, (n, cost) in sorted(getattr(summary, "reused_from", {}).items()):
+        parts.append(f"{n} call{'s' if n != 1 else ''} reused from job {job_id} "
+                     f"({usd(cost)} paid there, not again)")
     if summary.journal:
         parts.append("journal: " + ", ".join(f"{v} {escape(k)}"
                                              for k, v in sorted(summary.journal.items())))

@@ -1,13 +1,14 @@
-"""Controlling jobs over MCP: cancel, pause, resume, retry, requeue, and budget changes.
+"""Controlling jobs over MCP: cancel, pause, resume, retry, requeue, budget changes, fork.
 
-The REST API's ``POST /jobs/{id}/<action>`` and ``PATCH /jobs/{id}/budget``, with the same
+The REST API's ``POST /jobs/{id}/<action>``, ``PATCH /jobs/{id}/budget`` and
+``POST /jobs/{id}/fork``, with the same
 scoping (another project's job is ``job_not_found``) and the same ``invalid_transition`` when
 the job's state does not allow the action. Each answers the job as it is afterwards.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Callable
+from typing import Annotated, Any, Callable
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
@@ -16,14 +17,13 @@ from pydantic import Field
 from ..app import Tether
 from ..records import Job
 from ..wire.models import JobOut
-from .arguments import Flag, JobId, Limits, PrincipalFor
+from .arguments import Flag, JobId, Limits, Name, PrincipalFor
 from .strict import strict_tool
 
 ACTIONS = {
     "pause": "Pause a job: at once if it is not running, else at its next safe boundary. "
              "Checkpoints are kept.",
     "resume": "Resume a paused job; it continues from its last checkpoint.",
-    "retry": "Queue a failed job again (failed jobs are never retried automatically).",
     "requeue": "Queue an interrupted job again (a job whose worker was lost and whose type is "
                "not safe to retry); also a paused or failed one. It resumes from checkpoints.",
 }
@@ -48,6 +48,28 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         return JobOut.of(app.set_budget(job_id, budget.to_facade(), resume=resume,
                                         projects=principal_for(ctx).scope))
 
+    def retry_job(ctx: Context, job_id: JobId,
+                  from_stage: Annotated[Name | None, Field(description=(
+                      "run again from this stage: the job's checkpoints from it on and the "
+                      "finished calls of those stages are dropped (those calls are paid "
+                      "again); default: resume from the last checkpoint"))] = None) -> JobOut:
+        return JobOut.of(app.retry(job_id, from_stage=from_stage,
+                                   projects=principal_for(ctx).scope))
+
+    def fork_job(
+        ctx: Context, job_id: JobId,
+        from_stage: Annotated[Name, Field(description=(
+            "the first stage the fork runs; the source's finished stages before it are "
+            "reused, not run or paid again"))],
+        payload: Annotated[Any, Field(description=(
+            "the fork's payload (any JSON value); default: the source's"))] = None,
+        budget: Annotated[Limits | None, Field(description=(
+            "the fork's limits; default: the source's limits"))] = None,
+    ) -> JobOut:
+        return JobOut.of(app.fork(job_id, from_stage=from_stage, payload=payload,
+                                  budget=budget.to_facade() if budget is not None else None,
+                                  projects=principal_for(ctx).scope))
+
     def action(name: str) -> Callable[[Context, int], JobOut]:
         def control(ctx: Context, job_id: JobId) -> JobOut:
             method: Callable[..., Job] = getattr(app, name)
@@ -62,6 +84,14 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             destructive=True, idempotent=True),
         *[strict_tool(action(name), f"tether_{name}_job", text, idempotent=True)
           for name, text in ACTIONS.items()],
+        strict_tool(retry_job, "tether_retry_job", (
+            "Queue a failed job again (failed jobs are never retried automatically), "
+            "optionally from a stage."), idempotent=True),
+        strict_tool(fork_job, "tether_fork_job", (
+            "Make a new job from a job's stage on: the source's finished stages before "
+            "from_stage and their calls are reused (the fork's ledger lists them at cost 0 "
+            "with reused_from), so they are not paid again. Returns the new job; "
+            "invalid_argument for a stage the source does not have or never reached.")),
         strict_tool(set_job_budget, "tether_set_job_budget", (
             "Change a job's budget limits (raise them to clear a budget_exhausted pause). A "
             "job paused because its budget ran out is resumed unless resume is false."),

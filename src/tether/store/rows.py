@@ -170,7 +170,8 @@ def to_journal(r: Row) -> JournalEntry:
         usage=load_json(r.get("usage")),
         cost_usd=None if r.get("cost_usd") is None else as_decimal(r["cost_usd"]),
         error_code=r.get("error_code"), created_at=as_datetime(r["created_at"]),
-        updated_at=as_datetime(r["updated_at"]), request_hash=r.get("request_hash"))
+        updated_at=as_datetime(r["updated_at"]), request_hash=r.get("request_hash"),
+        reused_from=_opt_int(r.get("reused_from")))
 
 
 def to_ledger(r: Row) -> LedgerEntry:
@@ -189,13 +190,16 @@ def to_ledger(r: Row) -> LedgerEntry:
         cache_write_1h_per_mtok=_rate(r, "cache_write_1h_per_mtok"),
         price_profile=r["price_profile"], cost_usd=as_decimal(r["cost_usd"]),
         reserved_usd=as_decimal(r["reserved_usd"]), confirmed=bool(r["confirmed"]),
-        overrun=bool(r["overrun"]), created_at=as_datetime(r["created_at"]))
+        overrun=bool(r["overrun"]), created_at=as_datetime(r["created_at"]),
+        reused_from=_opt_int(r.get("reused_from")),
+        reused_cost_usd=_rate(r, "reused_cost_usd"))
 
 
 def to_checkpoint(r: Row) -> Checkpoint:
     return Checkpoint(job_id=int(r["job_id"]), stage=r["stage"], position=int(r["position"]),
                       blob=r["blob"], size=int(r["size"]), attempt=int(r["attempt"]),
-                      created_at=as_datetime(r["created_at"]))
+                      created_at=as_datetime(r["created_at"]),
+                      reused_from=_opt_int(r.get("reused_from")))
 
 
 def to_wait(r: Row) -> Wait:
@@ -206,3 +210,7 @@ def to_wait(r: Row) -> Wait:
                 fail_mode=r.get("fail_mode"), signal=r.get("signal"), prompt=r.get("prompt"),
                 schema=load_json(r.get("schema")), outcome=r.get("outcome"),
                 value=load_json(r.get("value")), done_at=as_datetime(r.get("done_at")))
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -13,6 +13,7 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 * ``journal.py``: reads of the journal and the ledger, the call cache
 * ``checkpoints.py``: stage checkpoints and blobs
 * ``control.py``: operator actions, retry promotion, pruning
+* ``forks.py``: a fork from a stage, a retry from a stage
 * ``ratelimits.py``, ``admin.py``, ``profiles.py``: rate limits; workers, queues, tokens;
   price profiles
 """
@@ -23,6 +24,7 @@ from .admin import Admin
 from .calls import Calls
 from .checkpoints import Checkpoints
 from .control import Control
+from .forks import Forks
 from .jobs import Jobs
 from .journal import Journal
 from .leases import Leases
@@ -30,6 +32,6 @@ from .outcomes import Outcomes
 from .ratelimits import RateLimits
 
 
-class SQLStore(Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control, RateLimits, Admin):
+class SQLStore(Forks, Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control, RateLimits, Admin):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

@@ -119,6 +119,30 @@ class CancelRequest(BaseModel):
     reason: str | None = Field(None, max_length=1000)
 
 
+class ForkRequest(BaseModel):
+    """``POST /jobs/{id}/fork``: the stage the fork starts at; its own payload and limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    from_stage: str = Field(min_length=1, max_length=200,
+                            description="the first stage the fork runs; the source's finished "
+                                        "stages before it are reused, not run or paid again")
+    payload: Any = Field(None, description="the fork's payload; absent or null: the source's")
+    budget: BudgetLimits | None = Field(None, description="the fork's limits; absent: the "
+                                                          "source's limits")
+
+
+class RetryRequest(BaseModel):
+    """``POST /jobs/{id}/retry``: optionally the stage to run again from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    from_stage: str | None = Field(None, min_length=1, max_length=200,
+                                   description="drop the job's checkpoints from this stage on "
+                                               "and the finished calls of those stages (made "
+                                               "and paid again)")
+
+
 # --- responses ------------------------------------------------------------------------------------
 
 class BudgetUsed(BaseModel):
@@ -284,6 +308,10 @@ class LedgerEntryOut(BaseModel):
     confirmed: bool
     overrun: bool = False
     created_at: datetime
+    reused_from: int | None = Field(None, description="a call a fork carried over: the job "
+                                                      "that paid for it (cost_usd is 0 here)")
+    reused_cost_usd: MaybeMoney = Field(None, description="what the carried call cost in "
+                                                          "reused_from, for information")
 
 
 class LedgerList(BaseModel):
@@ -300,6 +328,8 @@ class CheckpointOut(BaseModel):
     size: int
     attempt: int
     created_at: str
+    reused_from: int | None = Field(None, description="a stage a fork carried over: the job "
+                                                      "that ran it")
 
 
 class CheckpointList(BaseModel):

@@ -113,7 +113,7 @@
     $("checkpoints-wrap").hidden = !checkpoints.length;
     T.fill($("checkpoints-body"), checkpoints.map((c) => T.el("tr", {},
       T.el("td", { class: "num" }, String(c.position)),
-      T.el("td", {}, c.stage),
+      T.el("td", {}, c.stage, c.reused_from ? T.el("span", { class: "tag tag-reused" }, "reused from #" + c.reused_from) : null),
       T.el("td", { class: "num" }, T.fmt.bytes(c.size)),
       T.el("td", { title: T.fmt.time(c.created_at) }, T.fmt.short(c.created_at)))));
   }
@@ -213,7 +213,8 @@
       return T.fill($("job-ledger"), T.el("p", { class: "muted" }, "No provider calls recorded."));
     }
     const total = entries.reduce((sum, e) => sum + Number(e.cost_usd || 0), 0);
-    $("ledger-total").textContent = entries.length + " calls · " + T.fmt.usd(total);
+    const reused = entries.filter((e) => e.reused_from).length;
+    $("ledger-total").textContent = (entries.length - reused) + " calls · " + T.fmt.usd(total) + (reused ? " · " + reused + " reused" : "");
     T.fill($("job-ledger"), T.el("div", { class: "table-scroll" }, T.el("table", { class: "table table-compact" },
       T.el("thead", {}, T.el("tr", {}, ["Time", "Stage", "Call", "Model", "Input", "Output", "Reserved", "Cost", "Price profile"].map(
         (h, i) => T.el("th", { class: i >= 4 && i <= 7 ? "num" : "" }, h)))),
@@ -226,7 +227,8 @@
         T.el("td", { class: "num" }, T.fmt.int(e.output_tokens)),
         T.el("td", { class: "num muted" }, T.fmt.usd(e.reserved_usd)),
         T.el("td", { class: "num" }, T.fmt.usd(e.cost_usd),
-          e.confirmed === false || e.confirmed === 0 ? T.el("span", { class: "tag", title: "Outcome unknown after a crash; counted as spent" }, "unconfirmed") : null),
+          e.confirmed === false || e.confirmed === 0 ? T.el("span", { class: "tag", title: "Outcome unknown after a crash; counted as spent" }, "unconfirmed") : null,
+          e.reused_from ? T.el("a", { class: "tag tag-reused", href: "/jobs/" + e.reused_from, title: "Paid " + T.fmt.usd(e.reused_cost_usd) + " in job #" + e.reused_from + "; not paid or counted again here" }, "reused from #" + e.reused_from) : null),
         T.el("td", { class: "mono small muted" }, e.price_profile || "—")))))));
   }
 
@@ -387,8 +389,11 @@
     renderAttempts(attempts);
     renderLedger(ledger);
     renderStages(job, stages);
+    view.stages = stages;
+    $("fork-job").disabled = !stages.length && !job.stage;
     view.signature = signature;
   }
 
   const poller = T.poll(refresh);
+  T.jobPage = { view, refresh: () => poller.now() };
 })();

@@ -1,0 +1,76 @@
+"""Fork a job from a stage, and retry a failed job (optionally from a stage): the facade part.
+
+``Tether`` inherits this mixin; the rules and the one transaction each takes live in
+``store/forks.py``. What a fork promises (docs/workflows.md, "Fork from a stage"): the stages
+before ``from_stage`` are not run again and their calls are neither made nor counted again in
+the fork's budget; the fork's ledger shows each of them as reused from the job that paid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from ..core import validate
+from ..core.budget import Budget
+from ..core.pricing import PriceProfile
+from ..records import Job
+from ..registry import JobType, Registry
+from ..store.base import Store
+from ..submission import Resolver, as_budget, checked_name
+
+
+class ForkMixin:
+    """``fork`` and ``retry`` of the facade."""
+
+    registry: Registry
+    store: Store
+    price_profile: PriceProfile
+
+    if TYPE_CHECKING:  # provided by Tether
+        def get(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job: ...
+        def _resolver(self) -> Resolver: ...
+
+    def fork(self, job_id: int, *, from_stage: str, payload: Any = None,
+             budget: Budget | Mapping[str, Any] | None = None, project: str | None = None,
+             projects: Iterable[str] | None = None) -> Job:
+        """A new job of ``job_id``'s type that starts at ``from_stage``: the source's finished
+        stages before it (checkpoints and their done calls) are carried over, so they are not
+        run, paid or counted again; the fork's ledger lists those calls at cost 0 as reused
+        from the job that paid for them. ``payload`` (default: the source's) and ``budget``
+        (default: the source's limits) are the fork's own; the fork stays in the source's
+        project (``project``, if given, must name it). Records ``forked_to`` on the source and
+        ``forked_from`` on the fork. ``invalid_argument`` for a stage the source does not
+        have or never reached; ``job_not_found`` for a source outside ``projects``."""
+        validate.name(from_stage, "stage")
+        source = self.get(validate.job_id(job_id), projects=projects)
+        target = source.project if project is None else checked_name(project, "project")
+        limits = source.budget.limits if budget is None else as_budget(budget)
+        spec = self._resolver().one(
+            source.type, source.payload if payload is None else payload, project=target,
+            queue=source.queue, priority=source.priority, max_attempts=source.max_attempts,
+            budget=limits)
+        spec = dataclasses.replace(spec, safe_to_retry=source.safe_to_retry)
+        return self.store.fork(source.id, spec, from_stage=from_stage,
+                               declared=self._declared_stages(source.type),
+                               projects=projects, profile=self.price_profile)
+
+    def retry(self, job_id: int, *, from_stage: str | None = None,
+              projects: Iterable[str] | None = None) -> Job:
+        """Queue a failed job again (never automatic). With ``from_stage``, first drop its
+        checkpoints from that stage on and the finished calls of those stages: the job runs
+        them again and those calls are made and paid again (by choice: a retry from a stage
+        is asked for because their results are not wanted)."""
+        if from_stage is None:
+            return self.store.control(validate.job_id(job_id), "retry", projects=projects)
+        validate.name(from_stage, "stage")
+        job = self.get(validate.job_id(job_id), projects=projects)
+        return self.store.retry_from(job.id, from_stage,
+                                     declared=self._declared_stages(job.type),
+                                     projects=projects)
+
+    def _declared_stages(self, type: str) -> list[str] | None:
+        job_type = self.registry.find(type)
+        if job_type is None or not job_type.stages:
+            return None
+        return [JobType.stage_name(fn) for fn in job_type.stages]

@@ -1,0 +1,194 @@
+"""Fork from a stage and retry from a stage, through the real executor on every backend.
+
+Calls go through ``ctx.call`` to a function that records each time it is really made, so
+"not made again" is observed, not inferred from tether's own journal."""
+
+from decimal import Decimal
+
+import pytest
+
+from tether import Estimate, JobNotFound, JobState, JobStateError, Metered
+from tether import PolicyBlock, Usage
+from tether.errors import InvalidArgument
+from tests.contract.test_context import claim_and_run
+
+STAGES = ("draft", "outline", "validate", "review", "export")
+
+
+def five_stages(app, made, fail=None):
+    """A declared five-stage pipeline; each stage makes two calls; validate and later read
+    the payload's prompt; review fails (policy block) while the payload says so, and any
+    stage after its calls while ``fail`` names it."""
+    def stage_fn(name):
+        def run(ctx, value):
+            prompt = ctx.payload["topic"] if name in ("draft", "outline") else ctx.payload["prompt"]
+            if name == "review" and ctx.payload.get("fail_review"):
+                raise PolicyBlock("review refused")
+            outs = []
+            for i in range(2):
+                key = f"{name}-{i}"
+
+                def fn(key=key, prompt=prompt):
+                    made.append((ctx.id, key))
+                    return Metered({"text": f"{key}:{prompt}"}, Usage(100, 20))
+                outs.append(ctx.call(key=key, provider="simulated", model="sim-small",
+                                     estimate=Estimate(input_tokens=100, max_output_tokens=20),
+                                     fn=fn)["text"])
+            if fail and fail.get(name):
+                raise PolicyBlock(f"{name} refused")
+            return {"stage": name, "outs": outs, "before": value}
+        run.__name__ = name
+        return run
+    app.pipeline("five", [stage_fn(s) for s in STAGES])
+
+
+def test_fork_from_the_third_stage_reuses_the_first_two(app):
+    made = []
+    five_stages(app, made)
+    src = app.submit("five", {"topic": "cats", "prompt": "old"}, budget={"max_cost_usd": "1"})
+    assert claim_and_run(app).state == JobState.SUCCEEDED
+    assert len(made) == 10
+
+    fork = app.fork(src.id, from_stage="validate", payload={"topic": "cats", "prompt": "new"})
+    assert fork.id != src.id and fork.state == JobState.QUEUED
+    assert fork.budget.limits.max_cost_usd == Decimal("1")
+    assert fork.budget.used.spent_usd == 0 and fork.budget.used.calls == 0
+    carried = app.checkpoints(fork.id)
+    assert [(c.stage, c.reused_from) for c in carried] == [("draft", src.id),
+                                                           ("outline", src.id)]
+    source_cps = {c.stage: c.blob for c in app.checkpoints(src.id)}
+    assert all(c.blob == source_cps[c.stage] for c in carried)
+
+    done = claim_and_run(app)
+    assert done.state == JobState.SUCCEEDED
+    assert [k for j, k in made if j == fork.id] == [
+        "validate-0", "validate-1", "review-0", "review-1", "export-0", "export-1"]
+    assert done.result["outs"] == ["export-0:new", "export-1:new"]
+    assert done.result["before"]["before"]["before"]["outs"] == ["outline-0:cats",
+                                                                 "outline-1:cats"]
+
+    src_ledger = {r.key: r for r in app.ledger(src.id)}
+    ledger = app.ledger(fork.id)
+    reused = [r for r in ledger if r.reused_from is not None]
+    assert sorted(r.key for r in reused) == ["draft-0", "draft-1", "outline-0", "outline-1"]
+    assert all(r.cost_usd == 0 and r.reused_from == src.id for r in reused)
+    assert all(r.reused_cost_usd == src_ledger[r.key].cost_usd > 0 for r in reused)
+    paid = [r for r in ledger if r.reused_from is None]
+    assert len(paid) == 6
+    assert done.budget.used.spent_usd == sum(r.cost_usd for r in paid)
+    assert done.budget.used.calls == 6
+    journal = {e.key: e for e in app.journal(fork.id)}
+    assert journal["draft-0"].reused_from == src.id and journal["draft-0"].status == "done"
+    assert journal["validate-0"].reused_from is None
+
+    kinds = {e.kind: e.data for e in app.events(src.id)}
+    assert kinds["forked_to"] == {"job_id": fork.id, "from_stage": "validate"}
+    data = {e.kind: e.data for e in app.events(fork.id)}["forked_from"]
+    assert data["job_id"] == src.id and data["from_stage"] == "validate"
+    assert data["stages"] == ["draft", "outline"] and data["calls"] == 4
+    assert Decimal(data["reused_cost_usd"]) == sum(r.reused_cost_usd for r in reused)
+    totals = app.spend_totals()
+    assert sum(t["calls"] for t in totals) == 16  # 10 + 6: reused rows are not calls
+
+
+def test_a_fork_of_a_fork_names_the_job_that_paid(app):
+    made = []
+    five_stages(app, made)
+    src = app.submit("five", {"topic": "t", "prompt": "p"})
+    claim_and_run(app)
+    first = app.fork(src.id, from_stage="review")
+    claim_and_run(app)
+    second = app.fork(first.id, from_stage="export", payload={"topic": "t", "prompt": "q"})
+    assert claim_and_run(app).state == JobState.SUCCEEDED
+    assert [k for j, k in made if j == second.id] == ["export-0", "export-1"]
+    by_key = {r.key: r for r in app.ledger(second.id) if r.reused_from is not None}
+    assert by_key["draft-0"].reused_from == src.id
+    assert by_key["review-0"].reused_from == first.id
+    src_cost = {r.key: r.cost_usd for r in app.ledger(src.id)}
+    assert by_key["draft-0"].reused_cost_usd == src_cost["draft-0"]
+
+
+def test_fork_refuses_unknown_and_unreached_stages_and_other_projects(app):
+    made = []
+    five_stages(app, made)
+    src = app.submit("five", {"topic": "t", "prompt": "p", "fail_review": True},
+                     project="p1")
+    failed = claim_and_run(app)
+    assert failed.state == JobState.FAILED and failed.stage == "review"
+    with pytest.raises(InvalidArgument, match="no stage 'nope'"):
+        app.fork(src.id, from_stage="nope")
+    with pytest.raises(InvalidArgument, match="never finished stage 'review'"):
+        app.fork(src.id, from_stage="export")
+    with pytest.raises(InvalidArgument, match="project"):
+        app.fork(src.id, from_stage="validate", project="p2")
+    with pytest.raises(JobNotFound):
+        app.fork(src.id, from_stage="validate", projects=["p2"])
+    assert app.list(limit=10) == [app.get(src.id)]  # nothing was created
+    assert [e.kind for e in app.events(src.id)][-1] == "failed"
+    # The stage it failed in is a valid start: everything before it is carried.
+    fork = app.fork(src.id, from_stage="review", payload={"topic": "t", "prompt": "p"},
+                    budget={"max_calls": 10}, projects=["p1"])
+    assert fork.project == "p1" and fork.budget.limits.max_calls == 10
+    assert claim_and_run(app).state == JobState.SUCCEEDED
+    assert [k for j, k in made if j == fork.id] == ["review-0", "review-1", "export-0",
+                                                    "export-1"]
+
+
+def test_retry_from_a_stage_drops_that_stage_on_and_pays_its_calls_again(app):
+    made, fail = [], {"export": True}
+    five_stages(app, made, fail)
+    job = app.submit("five", {"topic": "t", "prompt": "p"})
+    with pytest.raises(JobStateError):
+        app.retry(job.id, from_stage="validate")  # only a failed job is retried
+    assert claim_and_run(app).state == JobState.FAILED
+    fail.clear()
+    spent = app.get(job.id).budget.used.spent_usd
+    with pytest.raises(InvalidArgument):
+        app.retry(job.id, from_stage="nope")
+    again = app.retry(job.id, from_stage="review")
+    assert again.state == JobState.QUEUED and again.error_code is None
+    assert [c.stage for c in app.checkpoints(job.id)] == ["draft", "outline", "validate"]
+    assert not [e for e in app.journal(job.id) if e.stage in ("review", "export")]
+    event = app.events(job.id)[-1]
+    assert event.kind == "retry" and event.data["from_stage"] == "review"
+    assert event.data["dropped_stages"] == ["review"]  # export failed: never checkpointed
+    assert event.data["dropped_calls"] == 4
+    made.clear()
+    final = claim_and_run(app)
+    assert final.state == JobState.SUCCEEDED
+    assert [k for _, k in made] == ["review-0", "review-1", "export-0", "export-1"]
+    assert final.budget.used.spent_usd > spent  # paid again, by choice
+    assert len(app.ledger(job.id)) == 14
+
+
+def test_plain_retry_is_unchanged(app):
+    @app.job("once")
+    def once(ctx, payload):
+        ctx.stage("a", lambda: 1)
+        raise PolicyBlock("no")
+    job = app.submit("once", {})
+    assert claim_and_run(app).state == JobState.FAILED
+    again = app.retry(job.id)
+    assert again.state == JobState.QUEUED
+    assert [c.stage for c in app.checkpoints(job.id)] == ["a"]
+    assert app.events(job.id)[-1].data == {"action": "retry"}
+
+
+def test_a_fork_outlives_its_pruned_source(app, clock):
+    """The carried blobs are the source's own (content-addressed, not copied): pruning the
+    source must keep every blob a fork's checkpoint names."""
+    made = []
+    five_stages(app, made)
+    src = app.submit("five", {"topic": "t", "prompt": "p"})
+    claim_and_run(app)
+    fork = app.fork(src.id, from_stage="review")
+    clock.advance(3600)
+    assert app.store.prune(older_than_s=60) == 1
+    with pytest.raises(JobNotFound):
+        app.get(src.id)
+    done = claim_and_run(app)
+    assert done.id == fork.id and done.state == JobState.SUCCEEDED
+    assert [k for j, k in made if j == fork.id] == ["review-0", "review-1", "export-0",
+                                                    "export-1"]
+    assert app.checkpoint_value(fork.id, "validate")["outs"] == ["validate-0:p", "validate-1:p"]
+    assert {r.reused_from for r in app.ledger(fork.id)} == {src.id, None}
