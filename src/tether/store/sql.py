@@ -14,6 +14,7 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 * ``control.py``: operator actions, retry promotion, pruning
 * ``ratelimits.py``, ``admin.py``, ``profiles.py``: rate limits; workers, queues, tokens;
   price profiles
+* ``schedules.py``: schedules and the scheduler step (due ticks become jobs)
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from .journal import Journal
 from .leases import Leases
 from .outcomes import Outcomes
 from .ratelimits import RateLimits
+from .schedules import Schedules
 
 
-class SQLStore(Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control, RateLimits, Admin):
+class SQLStore(Schedules, Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control,
+               RateLimits, Admin):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""
