@@ -38,9 +38,10 @@ MAX_TICKS_PER_STEP = 1000
 oldest first); the schedule stays due and the next step goes on from there."""
 
 ON_TIME_S = 60.0
-"""With ``catch_up="none"``, a tick is still run if the step that finds it is at most this many
-seconds late (a scheduler polls, so it is always a little late); later, it counts as missed.
-Two ticks of a five-field cron are at least 60 s apart, so at most one tick is ever on time."""
+"""With ``catch_up="none"``, the one due tick is still run if the step that finds it is at most
+this many seconds late (a scheduler polls, so it is always a little late); later, or with a
+later tick also due (the schedulers were down for a whole interval), every due tick counts as
+missed."""
 
 _SLACK = timedelta(hours=3)
 """More than any UTC offset change (DST or a zone's change of offset): the window in which
@@ -184,9 +185,9 @@ def plan(cron: Cron, catch_up: str, due: float, now: float, *,
 
     The due ticks are those in ``[due, now]``. ``all`` enqueues them oldest first, at most
     ``max_ticks``: if more remain, the schedule stays due at the first one left. ``latest``
-    enqueues the most recent. ``none`` enqueues the most recent only if it is on time
-    (``now - tick <= ON_TIME_S``). In every case but a cut-short ``all`` the schedule is next
-    due at the first tick after ``now``.
+    enqueues the most recent. ``none`` enqueues ``due`` only if it is the one due tick and on
+    time (``now - due <= ON_TIME_S``), else nothing. In every case but a cut-short ``all`` the
+    schedule is next due at the first tick after ``now``.
     """
     check_catch_up(catch_up)
     if due > now:
@@ -199,7 +200,7 @@ def plan(cron: Cron, catch_up: str, due: float, now: float, *,
     if latest is None or latest < due:  # a tick ``due <= now`` bounds it; kept safe
         latest = due
     following = cron.next_after(now)
-    if catch_up == "none" and now - latest > ON_TIME_S:
+    if catch_up == "none" and (latest != due or now - due > ON_TIME_S):
         return Plan((), following)
     return Plan((latest,), following)
 
