@@ -77,7 +77,7 @@ def zone(name: object) -> ZoneInfo:
         raise InvalidArgument(f"unknown time zone {name!r:.80}", argument="timezone")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
+    except (ZoneInfoNotFoundError, ValueError, OSError, TypeError):
         raise InvalidArgument(f"unknown time zone {name!r:.80}", argument="timezone") from None
 
 
@@ -103,15 +103,18 @@ class Cron:
             raise InvalidArgument(f"invalid cron expression {expr!r:.80}: five fields (minute "
                                   "hour day month weekday) or an alias such as @daily",
                                   argument="cron")
-        if not croniter.is_valid(text):
+        try:
+            valid = croniter.is_valid(text)
+        except Exception:  # noqa: BLE001 - any text the parser chokes on is simply invalid
+            valid = False
+        if not valid:
             raise InvalidArgument(f"invalid cron expression {expr!r:.80}", argument="cron")
-        cron = cls(text, tz)
         try:
             croniter(text, datetime(2000, 1, 1)).get_next(datetime)
-        except CroniterError:
+        except (CroniterError, ValueError, OverflowError):
             raise InvalidArgument(f"cron expression {expr!r:.80} never fires",
                                   argument="cron") from None
-        return cron
+        return cls(text, tz)
 
     def _instant(self, wall: datetime) -> float:
         return wall.replace(tzinfo=self.tz).timestamp()

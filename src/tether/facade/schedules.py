@@ -41,13 +41,24 @@ class ScheduleFacade:
         ``"none"`` none. Redefining a schedule keeps its next run unless the cron or zone
         changed. With ``projects`` (an API token's scope) a name held by another project is
         refused (``invalid_argument``)."""
+        return self.schedule_with_status(
+            name, cron=cron, type=type, timezone=timezone, payload=payload, budget=budget,
+            project=project, queue=queue, catch_up=catch_up, projects=projects)[0]
+
+    def schedule_with_status(self, name: str, *, cron: str, type: str, timezone: str = "UTC",
+                             payload: Any = None,
+                             budget: Budget | Mapping[str, Any] | None = None,
+                             project: str = DEFAULT_PROJECT, queue: str | None = None,
+                             catch_up: str = "latest",
+                             projects: Iterable[str] | None = None) -> tuple[Schedule, bool]:
+        """Like ``schedule``; also says whether the schedule was created (False: redefined)."""
         check_name(name)
         Cron.parse(cron, timezone)
         check_catch_up(catch_up)
         checked_name(project, "project")
         job = self._resolve(type, payload, project=project, queue=queue, budget=budget)
         spec = NewSchedule(name=name, cron=cron, timezone=timezone, catch_up=catch_up, job=job)
-        return self.store.put_schedule(spec, projects=projects, profile=self.price_profile)[0]
+        return self.store.put_schedule(spec, projects=projects, profile=self.price_profile)
 
     def schedules(self, *, project: str | None = None,
                   projects: Iterable[str] | None = None) -> list[Schedule]:
