@@ -122,10 +122,31 @@ class Cron:
     def _wall(self, t: float) -> datetime:
         return datetime.fromtimestamp(t, self.tz).replace(tzinfo=None)
 
+    def _steady(self, t: float) -> bool:
+        """No change of UTC offset within ``_SLACK`` of ``t`` (the offsets at both ends agree;
+        zones change offset months apart, never twice in a few hours). Near ``t`` wall-clock
+        order is then instant order, so the next wall time is the next tick."""
+        s = _SLACK.total_seconds()
+        return (datetime.fromtimestamp(t - s, self.tz).utcoffset()
+                == datetime.fromtimestamp(t + s, self.tz).utcoffset())
+
     def next_after(self, t: float) -> float:
-        """The first tick strictly after ``t``. Wall times are walked in order from a little
-        before ``t``'s wall time; near a clock change wall order and instant order may differ,
-        so walking goes on until no later wall time can map to an earlier instant."""
+        """The first tick strictly after ``t``. Away from a clock change (``_steady`` at ``t``
+        and at the answer) it is the next wall time; near one, ``_next_after_walk``."""
+        if self._steady(t):
+            it = croniter(self.expr, self._wall(t))
+            while True:
+                at = self._instant(it.get_next(datetime))
+                if at > t:
+                    break
+            if self._steady(at):
+                return at
+        return self._next_after_walk(t)
+
+    def _next_after_walk(self, t: float) -> float:
+        """``next_after`` anywhere: wall times are walked in order from a little before
+        ``t``'s wall time; near a clock change wall order and instant order may differ, so
+        walking goes on until no later wall time can map to an earlier instant."""
         it = croniter(self.expr, self._wall(t) - _SLACK)
         best: float | None = None
         limit: datetime | None = None
@@ -139,6 +160,20 @@ class Cron:
 
     def last_at_or_before(self, t: float) -> float | None:
         """The latest tick at or before ``t`` (None only before year 1 or so)."""
+        if self._steady(t):
+            it = croniter(self.expr, self._wall(t) + timedelta(seconds=1))
+            try:
+                while True:
+                    at = self._instant(it.get_prev(datetime))
+                    if at <= t:
+                        break
+            except CroniterError:
+                return None
+            if self._steady(at):
+                return at
+        return self._last_at_or_before_walk(t)
+
+    def _last_at_or_before_walk(self, t: float) -> float | None:
         it = croniter(self.expr, self._wall(t) + _SLACK + timedelta(seconds=1))
         best: float | None = None
         limit: datetime | None = None
@@ -154,23 +189,15 @@ class Cron:
                 best, limit = at, wall - _SLACK
 
     def ticks(self, after: float, until: float, *, limit: int) -> list[float]:
-        """Ticks in ``(after, until]``, oldest first, at most ``limit``: one walk over the
-        wall times, with the same slack as ``next_after`` on both ends."""
-        if limit <= 0 or until <= after:
-            return []
-        it = croniter(self.expr, self._wall(after) - _SLACK)
-        stop = self._wall(until) + _SLACK
-        found: set[float] = set()
-        while True:
-            wall = it.get_next(datetime)
-            if wall > stop:
+        """Ticks in ``(after, until]``, oldest first, at most ``limit``."""
+        out: list[float] = []
+        t = after
+        while len(out) < limit:
+            t = self.next_after(t)
+            if t > until:
                 break
-            at = self._instant(wall)
-            if after < at <= until:
-                found.add(at)
-                if len(found) == limit:
-                    stop = min(stop, wall + _SLACK)
-        return sorted(found)[:limit]
+            out.append(t)
+        return out
 
 
 @dataclass(frozen=True)

@@ -540,6 +540,10 @@ WHERE name = %(name)s;
 -- name: delete_schedule
 DELETE FROM schedules WHERE name = %(name)s;
 
+-- name: any_due_schedule
+-- A read before the step's write transaction: most steps find nothing due.
+SELECT 1 AS due FROM schedules WHERE NOT paused AND next_run_at <= %(now)s LIMIT 1;
+
 -- name: claim_due_schedules
 -- Due schedules, oldest tick first, locked for this step; another scheduler's step skips
 -- them (SKIP LOCKED) and, once this one commits, sees next_run_at already advanced.

@@ -441,6 +441,10 @@ WHERE name = :name;
 -- name: delete_schedule
 DELETE FROM schedules WHERE name = :name;
 
+-- name: any_due_schedule
+-- A read before the step's write transaction: most steps find nothing due.
+SELECT 1 AS due FROM schedules WHERE paused = 0 AND next_run_at <= :now LIMIT 1;
+
 -- name: claim_due_schedules
 -- Due schedules, oldest tick first. The write transaction (BEGIN IMMEDIATE) is the lock: one
 -- scheduler at a time, and the next one sees next_run_at already advanced.
