@@ -177,3 +177,24 @@ def test_a_worker_step_runs_the_scheduler(nightly):
         assert worker.scheduler.run_once(now=T0 + MIN) == []
     finally:
         worker._drain()
+
+
+def test_the_worker_loop_step_runs_the_scheduler_by_the_store_clock(nightly, clock):
+    app = nightly
+    app.schedule("s", cron="* * * * *", type="report")
+    worker = app.worker(concurrency=1, poll_interval=0.01, schedule_interval=1.0)
+    quiet = app.worker(concurrency=1, poll_interval=0.01, schedule_interval=None)
+    try:
+        clock.advance(MIN)
+        quiet.run_once()
+        assert keys(app) == []
+        worker.run_once()  # claims nothing yet, then the scheduler step enqueues the tick
+        assert keys(app) == ["schedule:s:2026-01-01T00:01:00Z"]
+        clock.advance(0.5)
+        worker.run_once()  # the next scheduler step is not due for another half second
+        clock.advance(MIN)
+        worker.run_once()
+        assert len(keys(app)) == 2
+    finally:
+        worker._drain()
+        quiet._drain()
