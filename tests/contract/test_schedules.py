@@ -198,3 +198,32 @@ def test_the_worker_loop_step_runs_the_scheduler_by_the_store_clock(nightly, clo
     finally:
         worker._drain()
         quiet._drain()
+
+
+def test_concurrent_first_definitions_of_one_name_make_one_schedule(nightly, database_url):
+    import threading
+
+    apps = [Tether(database_url) for _ in range(4)]
+    results: list = []
+    errors: list = []
+    barrier = threading.Barrier(len(apps))
+
+    def define(i):
+        try:
+            barrier.wait()
+            results.append(apps[i].schedule_with_status(
+                "race", cron="* * * * *", type="report", payload={"by": i}))
+        except Exception as exc:  # noqa: BLE001 - any error fails the test below
+            errors.append(exc)
+    threads = [threading.Thread(target=define, args=(i,)) for i in range(len(apps))]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for a in apps:
+            a.close()
+    assert errors == []
+    assert sorted(created for _, created in results) == [False, False, False, True]
+    assert [s.name for s in nightly.schedules()] == ["race"]

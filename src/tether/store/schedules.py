@@ -65,14 +65,6 @@ class Schedules(Jobs):
             if profile is not None:
                 self._save_profile(tx, profile, now)
             tx.run("ensure_queue", name=job.queue, now=now)
-            old = tx.one("lock_schedule", name=schedule.name)
-            if old is not None and projects is not None and old["project"] not in set(projects):
-                raise InvalidArgument(f"schedule name {schedule.name!r} is taken by a project "
-                                      "you may not write", argument="name")
-            next_run_at = cron.next_after(now)
-            if old is not None and (old["cron"], old["timezone"]) == (cron.expr,
-                                                                        schedule.timezone):
-                next_run_at = as_seconds(old["next_run_at"])
             params = dict(
                 name=schedule.name, cron=cron.expr, timezone=schedule.timezone,
                 catch_up=schedule.catch_up, type=job.type, project=job.project,
@@ -80,10 +72,22 @@ class Schedules(Jobs):
                 safe_to_retry=job.safe_to_retry, payload=job.payload_json,
                 budget=self._json_param(job.budget.to_dict()) or "{}",
                 input_config_hash=job.input_config_hash, price_profile=job.price_profile,
-                estimated_cost_usd=job.estimated_cost_usd, next_run_at=next_run_at, now=now)
-            tx.run("insert_schedule" if old is None else "redefine_schedule", **params)
+                estimated_cost_usd=job.estimated_cost_usd, next_run_at=cron.next_after(now),
+                now=now)
+            old = tx.one("lock_schedule", name=schedule.name)
+            # Two first definitions at once: the second insert waits for the first, inserts
+            # nothing, and then redefines the row the first committed.
+            created = old is None and tx.run("insert_schedule", **params) == 1
+            if not created:
+                old = old or tx.one("lock_schedule", name=schedule.name)
+                if projects is not None and old["project"] not in set(projects):
+                    raise InvalidArgument(f"schedule name {schedule.name!r} is taken by a "
+                                          "project you may not write", argument="name")
+                if (old["cron"], old["timezone"]) == (cron.expr, schedule.timezone):
+                    params["next_run_at"] = as_seconds(old["next_run_at"])
+                tx.run("redefine_schedule", **params)
             row = tx.one("lock_schedule", name=schedule.name)
-        return to_schedule(row), old is None
+        return to_schedule(row), created
 
     def get_schedule(self, name: str, *,
                      projects: Iterable[str] | None = None) -> Schedule | None:

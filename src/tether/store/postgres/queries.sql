@@ -516,7 +516,8 @@ INSERT INTO schedules (name, cron, timezone, catch_up, type, project, queue, pri
 VALUES (%(name)s, %(cron)s, %(timezone)s, %(catch_up)s, %(type)s, %(project)s, %(queue)s,
         %(priority)s, %(max_attempts)s, %(safe_to_retry)s, %(payload)s, %(budget)s,
         %(input_config_hash)s, %(price_profile)s, %(estimated_cost_usd)s, false,
-        %(next_run_at)s, %(now)s, %(now)s);
+        %(next_run_at)s, %(now)s, %(now)s)
+ON CONFLICT (name) DO NOTHING;
 
 -- name: redefine_schedule
 UPDATE schedules

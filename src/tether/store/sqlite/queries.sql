@@ -418,7 +418,8 @@ INSERT INTO schedules (name, cron, timezone, catch_up, type, project, queue, pri
                        updated_at)
 VALUES (:name, :cron, :timezone, :catch_up, :type, :project, :queue, :priority, :max_attempts,
         :safe_to_retry, :payload, :budget, :input_config_hash, :price_profile,
-        :estimated_cost_usd, 0, :next_run_at, :now, :now);
+        :estimated_cost_usd, 0, :next_run_at, :now, :now)
+ON CONFLICT (name) DO NOTHING;
 
 -- name: redefine_schedule
 UPDATE schedules
