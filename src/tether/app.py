@@ -19,6 +19,7 @@ from .core.serialize import loads
 from .core.states import TERMINAL, JobState
 from .errors import ConfigurationError, JobNotFound, JobStateError, QueueNotFound
 from .facade.forks import ForkMixin
+from .facade.schedules import ScheduleFacade
 from .facade.workflows import Workflows
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
@@ -34,7 +35,7 @@ from .worker import Worker
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether(Workflows, ForkMixin):
+class Tether(Workflows, ForkMixin, ScheduleFacade):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store

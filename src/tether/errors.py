@@ -70,6 +70,12 @@ class QueueNotFound(TetherError):
     code = "queue_not_found"
 
 
+class ScheduleNotFound(TetherError):
+    """No schedule of that name (in the projects you may see)."""
+
+    code = "schedule_not_found"
+
+
 class JobNotFound(TetherError):
     """No job with that id (in the projects you may see)."""
 
@@ -254,8 +260,8 @@ ERROR_CODES: dict[str, type[BaseException]] = {
     cls.code: cls
     for cls in (
         TetherError, ConfigurationError, UnknownJobType, InvalidPayload, InvalidCall,
-        InvalidArgument, InvalidIdempotencyKey, QueueNotFound, JobNotFound, JobStateError,
-        IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel, JobError,
+        InvalidArgument, InvalidIdempotencyKey, QueueNotFound, ScheduleNotFound, JobNotFound,
+        JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel, JobError,
         TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled, JobPaused,
         BudgetExhausted, LeaseLost, WorkerShutdown, MissingExtra, SignalTimeout,
         ChildJobFailed, JobWaiting,

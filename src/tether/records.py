@@ -253,3 +253,35 @@ class Wait:
         for k in ("created_at", "wake_at", "done_at"):
             out[k] = out[k].isoformat() if out[k] is not None else None
         return out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A durable schedule: each tick of ``cron`` in ``timezone`` enqueues one job of ``type``
+    (identity ``schedule:<name>:<tick as UTC>``). ``next_run_at`` is the next tick a scheduler
+    will enqueue, None while paused (a paused schedule enqueues nothing; resuming starts from
+    the first tick after the resume)."""
+
+    name: str
+    cron: str
+    timezone: str
+    catch_up: str
+    type: str
+    project: str
+    queue: str
+    payload: Any
+    budget: dict[str, Any]
+    priority: int
+    max_attempts: int
+    paused: bool
+    next_run_at: datetime | None
+    last_run_at: datetime | None
+    last_job_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for k in ("next_run_at", "last_run_at", "created_at", "updated_at"):
+            out[k] = out[k].isoformat() if out[k] is not None else None
+        return out

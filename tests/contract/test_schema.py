@@ -41,13 +41,17 @@ EXPECTED = {
     "api_tokens": {"id", "name", "token_hash", "projects", "admin", "created_at",
                    "last_used_at", "revoked_at"},
     "rate_limit_events": {"id", "scope", "at", "tokens", "job_id", "key"},
+    "schedules": {"name", "cron", "timezone", "catch_up", "type", "project", "queue",
+                  "priority", "max_attempts", "safe_to_retry", "payload", "budget",
+                  "input_config_hash", "price_profile", "estimated_cost_usd", "paused",
+                  "next_run_at", "last_run_at", "last_job_id", "created_at", "updated_at"},
 }
 
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
 EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "jobs_leases",
                     "jobs_lease_owner", "call_journal_open", "call_journal_cache",
                     "rate_limit_events_scope", "jobs_waiting_due", "jobs_parent",
-                    "job_signals_mailbox"}
+                    "job_signals_mailbox", "schedules_due"}
 
 
 def _schema(store, backend):

@@ -17,7 +17,7 @@ from tether.core.states import OPERATOR_ACTIONS, JobState, operator_target
 from tether.dashboard import create_router
 from tether.errors import JobStateError
 
-PAGES = ["/login", "/jobs", "/jobs/7", "/queues", "/workers"]
+PAGES = ["/login", "/jobs", "/jobs/7", "/queues", "/schedules", "/workers"]
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "tether" / "dashboard"
 
 
@@ -79,7 +79,7 @@ def test_every_asset_a_page_references_is_served_with_its_type(client):
     for path in PAGES:
         seen.update(_parse(client.get(path).text).assets)
     assert {"/assets/dashboard.css", "/assets/common.js", "/assets/jobs.js",
-            "/assets/job.js", "/assets/queues.js", "/assets/workers.js",
+            "/assets/job.js", "/assets/queues.js", "/assets/schedules.js", "/assets/workers.js",
             "/assets/login.js"} <= seen
     for asset in seen:
         resp = client.get(asset)

@@ -69,7 +69,7 @@ def test_the_wheel_ships_typing_marker_and_the_demo_and_lists_extras(wheel):
     requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines()
                 if line.startswith("Requires-Dist:")]
     base = sorted(r.split(">")[0].split("<")[0] for r in requires if "extra ==" not in r)
-    assert base == ["click", "rich", "typer"]
+    assert base == ["click", "croniter", "rich", "typer", "tzdata"]
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines()
               if line.startswith("Provides-Extra:")}
     assert {"postgres", "server", "mcp", "otel", "all", "test"} <= extras

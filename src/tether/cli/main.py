@@ -17,7 +17,7 @@ import typer
 
 from .. import __version__
 from ..errors import TetherError
-from . import db, jobs, projects, queues, run, server, submit, worker
+from . import db, jobs, projects, queues, run, schedules, server, submit, worker
 from .options import RootOptions, close_all, set_root, show_help_if_bare
 from .output import (
     EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError, err, exit_code_for, report,
@@ -87,6 +87,7 @@ app.command("run")(run.run)
 app.add_typer(jobs.job_app, name="job")
 app.add_typer(queues.queue_app, name="queue")
 app.add_typer(projects.project_app, name="project")
+app.add_typer(schedules.schedule_app, name="schedule")
 app.command("serve")(server.serve)
 app.command("mcp")(server.mcp)
 app.add_typer(db.db_app, name="db")

@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from ..errors import (
     ConfigurationError, IdempotencyConflict, InvalidArgument, InvalidPayload, JobNotFound,
-    JobStateError, QueueNotFound, TetherError, UnknownJobType, UnpricedModel,
+    JobStateError, QueueNotFound, ScheduleNotFound, TetherError, UnknownJobType, UnpricedModel,
 )
 
 EXIT_OK = 0
@@ -111,7 +111,7 @@ def note(message: str) -> None:
 
 
 def exit_code_for(exc: TetherError) -> int:
-    if isinstance(exc, (JobNotFound, QueueNotFound)):
+    if isinstance(exc, (JobNotFound, QueueNotFound, ScheduleNotFound)):
         return EXIT_NOT_FOUND
     if isinstance(exc, _USAGE_ERRORS):
         return EXIT_USAGE

@@ -44,7 +44,8 @@ def _assets() -> dict[str, Path]:
 
 def create_router(tether_app: Any = None, *, api_prefix: str = "/api/v1",
                   poll_interval_ms: int = 2000) -> APIRouter:
-    """A router serving the dashboard at ``/`` (sign-in, jobs, job, queues, workers pages)
+    """A router serving the dashboard at ``/`` (sign-in, jobs, job, queues, schedules, workers
+    pages)
     and its assets at ``/assets/``. ``api_prefix`` is where the browser finds the REST API;
     ``poll_interval_ms`` is how often open pages refresh. ``tether_app`` is accepted for
     symmetry with the API and is not read: the pages hold no data."""
@@ -84,6 +85,10 @@ def create_router(tether_app: Any = None, *, api_prefix: str = "/api/v1",
     @router.get("/queues")
     def queues() -> HTMLResponse:
         return page("queues", "Queues")
+
+    @router.get("/schedules")
+    def schedules() -> HTMLResponse:
+        return page("schedules", "Schedules")
 
     @router.get("/workers")
     def workers() -> HTMLResponse:

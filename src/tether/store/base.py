@@ -25,7 +25,7 @@ from ..core.usage import Usage
 from ..core.waits import WaitSpec
 from ..errors import LeaseLost
 from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
-from ..records import Wait, WorkerInfo
+from ..records import Schedule, Wait, WorkerInfo
 from ..tokens import TokenInfo
 from ..wakeup import Wakeup
 
@@ -50,6 +50,20 @@ class NewJob:
     parent_id: int | None = None
     detached: bool = False
     """A child that outlives its parent: a cancel of the parent does not cancel it."""
+
+
+@dataclass(frozen=True)
+class NewSchedule:
+    """A schedule to store: its ticks (``cron`` in ``timezone``, already checked), what to do
+    with missed ticks, and ``job``, the resolved job each tick enqueues (its idempotency key
+    is set per tick; its configuration, hash and price profile are fixed here, so every
+    scheduler enqueues the same job for the same tick)."""
+
+    name: str
+    cron: str
+    timezone: str
+    catch_up: str
+    job: NewJob
 
 
 @dataclass(frozen=True)
@@ -277,3 +291,17 @@ class Store(Protocol):
     def resolve_token(self, raw: str) -> TokenInfo | None: ...
     def list_tokens(self) -> list[TokenInfo]: ...
     def revoke_token(self, token_id: str) -> bool: ...
+
+    # --- schedules
+    def put_schedule(self, schedule: NewSchedule, *, projects: Iterable[str] | None = None,
+                     profile: PriceProfile | None = None,
+                     now: float | None = None) -> tuple[Schedule, bool]: ...
+    def get_schedule(self, name: str, *,
+                     projects: Iterable[str] | None = None) -> Schedule | None: ...
+    def list_schedules(self, *, projects: Iterable[str] | None = None) -> list[Schedule]: ...
+    def set_schedule_paused(self, name: str, paused: bool, *,
+                            projects: Iterable[str] | None = None,
+                            now: float | None = None) -> Schedule: ...
+    def delete_schedule(self, name: str, *, projects: Iterable[str] | None = None) -> Schedule: ...
+    def run_schedules(self, *, now: float | None = None, limit: int = 100,
+                      max_ticks: int = 1000) -> list[Job]: ...

@@ -16,6 +16,7 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 * ``forks.py``: a fork from a stage, a retry from a stage
 * ``ratelimits.py``, ``admin.py``, ``profiles.py``: rate limits; workers, queues, tokens;
   price profiles
+* ``schedules.py``: schedules and the scheduler step (due ticks become jobs)
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from .journal import Journal
 from .leases import Leases
 from .outcomes import Outcomes
 from .ratelimits import RateLimits
+from .schedules import Schedules
 
 
-class SQLStore(Forks, Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control, RateLimits, Admin):
+class SQLStore(Forks, Schedules, Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control,
+               RateLimits, Admin):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

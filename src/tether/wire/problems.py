@@ -19,6 +19,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_idempotency_key": 400,
     "job_not_found": 404,
     "queue_not_found": 404,
+    "schedule_not_found": 404,
     "invalid_transition": 409,
     "idempotency_conflict": 422,
     "invalid_argument": 422,

@@ -32,6 +32,7 @@ from .heartbeat import Heartbeat
 from .host import WorkerHost
 from .prefetch import Prefetch
 from .rescuer import Rescuer
+from .scheduler import DEFAULT_INTERVAL, Scheduler
 
 log = logging.getLogger("tether.worker")
 
@@ -63,6 +64,7 @@ class Worker:
                  queues: Sequence[str] | None = None, lease_ttl: float | None = None,
                  poll_interval: float = 0.5, heartbeat_interval: float | None = None,
                  rescue_interval: float | None = None, worker_id: str | None = None,
+                 schedule_interval: float | None = DEFAULT_INTERVAL,
                  batch: int | None = None, group_commit: bool = True,
                  prefetch: int | None = None, prefetch_horizon: float = 0.05) -> None:
         if concurrency < 1:
@@ -88,6 +90,8 @@ class Worker:
                                    interval=heartbeat_interval)
         self.rescuer = Rescuer(self.store, interval=rescue_interval
                                if rescue_interval is not None else max(0.2, poll_interval))
+        self.scheduler = (Scheduler(self.store, interval=schedule_interval)
+                          if schedule_interval is not None else None)
         self.completed = 0
         self._registered = False
         self._drained = False  # the last claim got fewer jobs than it asked for
@@ -146,12 +150,16 @@ class Worker:
 
     def run_once(self) -> int:
         """Claim for the free slots and the fetch-ahead, then maintenance if due (after: a
-        wake-up for new work should not wait for a rescue pass first). Returns how many were
-        claimed."""
+        wake-up for new work should not wait for a rescue pass first): the rescuer, and the
+        scheduler's step (``schedule_interval=None``: this worker runs no schedules).
+        Returns how many were claimed."""
         self._register()
         claimed = 0 if self.stopping else self._claim()
-        if self.rescuer.due(self.clock.monotonic()):
+        tick = self.clock.monotonic()
+        if self.rescuer.due(tick):
             self.rescuer.run_once()
+        if self.scheduler is not None and not self.stopping and self.scheduler.due(tick):
+            self.scheduler.run_once()
         return claimed
 
     def _claim(self) -> int:
