@@ -668,6 +668,7 @@ WHERE job_id = %(job_id)s AND stage <> ALL (%(kept)s::text[]);
 DELETE FROM call_journal
 WHERE job_id = %(job_id)s AND status <> 'reserved' AND stage IS NOT NULL
   AND stage <> ALL (%(kept)s::text[]);
+
 -- ---- schedules (store/schedules.py) ------------------------------------------------------------
 
 -- name: lock_schedule
