@@ -6,7 +6,8 @@ import os
 import threading
 import time
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .blobs import BlobStore, DatabaseBlobStore, FileBlobStore
 from .clock import SYSTEM_CLOCK, Clock
@@ -81,7 +82,7 @@ class Tether(Workflows):
         return self._store
 
     @property
-    def blobs(self) -> "BlobStore":
+    def blobs(self) -> BlobStore:
         """Where stage outputs live: the database (default) or ``blob_dir`` / TETHER_BLOB_DIR."""
         if self._blobs is None:
             self._blobs = (FileBlobStore(self.blob_dir) if self.blob_dir

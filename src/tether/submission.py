@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from .clock import to_ts
 from .core import validate

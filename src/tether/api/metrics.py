@@ -19,7 +19,8 @@ When the facade offers them (the budgets/ledger work adds these):
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -45,7 +46,7 @@ class TetherCollector(Collector):
         try:
             metrics = list(self._jobs()) + list(self._workers()) + list(self._budget_paused())
             metrics += list(self._spend()) + list(self._engine())
-        except Exception:  # noqa: BLE001 - a scrape must answer even when the store is down
+        except Exception:  # a scrape must answer even when the store is down
             log.exception("metrics scrape failed")
             self.errors += 1
             metrics = []

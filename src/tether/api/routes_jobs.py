@@ -9,7 +9,8 @@ from __future__ import annotations
 from contextlib import nullcontext
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
+from collections.abc import Callable
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool

@@ -86,7 +86,7 @@ class Budget:
                                  f"got {self.period_resume!r}")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Budget":
+    def from_dict(cls, data: dict[str, Any] | None) -> Budget:
         data = dict(data or {})
         unknown = set(data) - set(LIMIT_FIELDS) - set(PERIOD_FIELDS)
         if unknown:
@@ -101,7 +101,7 @@ class Budget:
                 out[f.name] = str(value) if isinstance(value, Decimal) else value
         return out
 
-    def merged(self, changes: "Budget | dict[str, Any]") -> "Budget":
+    def merged(self, changes: Budget | dict[str, Any]) -> Budget:
         """These limits with every limit that ``changes`` sets replaced."""
         new = changes if isinstance(changes, Budget) else Budget.from_dict(changes)
         return replace(self, **{k: v for k, v in vars(new).items() if v is not None})
@@ -133,7 +133,7 @@ class Counters:
         return {k: (str(v) if isinstance(v, Decimal) else v) for k, v in vars(self).items()}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Counters":
+    def from_dict(cls, data: dict[str, Any] | None) -> Counters:
         data = data or {}
         kw: dict[str, Any] = {}
         for name in COUNTER_FIELDS:

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 
 class _Pending:
     """One submitted operation and, once written, its outcome."""
 
-    __slots__ = ("op", "done", "value", "error")
+    __slots__ = ("done", "error", "op", "value")
 
     def __init__(self, op: Any) -> None:
         self.op = op
@@ -66,7 +67,7 @@ class Slot(_Pending):
 class AsyncSlot(_Pending):
     """A coroutine's operation: its future is resolved on its loop once it is written."""
 
-    __slots__ = ("loop", "future")
+    __slots__ = ("future", "loop")
 
     def __init__(self, op: Any, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(op)
@@ -131,10 +132,10 @@ class Combiner:
         if lead:
             loop.run_in_executor(None, self._lead_for, slots)
 
-    def _lead_for(self, slots: list["AsyncSlot"]) -> None:
+    def _lead_for(self, slots: list[AsyncSlot]) -> None:
         try:
             self._lead(slots[0])
-        except BaseException as exc:  # noqa: BLE001 - never strand a coroutine on its future
+        except BaseException as exc:  # never strand a coroutine on its future
             with self._mutex:  # failed below, so never written by a later leader either
                 self._pending = [s for s in self._pending if s not in slots]
                 self._leading = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random as _random
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import (
     JobError, PolicyBlock, ProviderAuthError, ProviderError, StoreError, TetherError,
@@ -79,9 +79,7 @@ def classify(exc: BaseException, *, attempt: int, max_attempts: int,
         retryable = exc.retryable
     elif isinstance(exc, JobError):
         retryable = False
-    elif isinstance(exc, StoreError):  # the store failed under the job (disk full, DB down)
-        retryable = True
-    elif policy.retry_on and isinstance(exc, policy.retry_on):
+    elif isinstance(exc, StoreError) or (policy.retry_on and isinstance(exc, policy.retry_on)):  # the store failed under the job (disk full, DB down)
         retryable = True
     else:
         retryable = policy.retry_unknown and not isinstance(exc, TetherError)

@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..core import validate
 from ..core.serialize import dumps, loads

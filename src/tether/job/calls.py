@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..core.budget import Reservation
 from ..core.pricing import ModelPrice, PriceProfile
@@ -42,8 +43,17 @@ def request_hash(provider: str, model: str, request: Any) -> str:
 class _Call:
     """One call's arguments, checked, and what pricing them gave."""
 
-    __slots__ = ("key", "provider", "model", "fn", "cache", "profile", "price", "reservation",
-                 "rhash")
+    __slots__ = (
+        "cache",
+        "fn",
+        "key",
+        "model",
+        "price",
+        "profile",
+        "provider",
+        "reservation",
+        "rhash",
+    )
 
     def __init__(self, ctx: RunningJob, key: str, provider: str, model: str,
                  estimate: Estimate, fn: Callable[[], Any], request: Any,

@@ -7,7 +7,8 @@ the job's state does not allow the action. Each answers the job as it is afterwa
 
 from __future__ import annotations
 
-from typing import Annotated, Callable
+from typing import Annotated
+from collections.abc import Callable
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool

@@ -10,7 +10,8 @@ tool runs. The output schema comes from the function's return annotation (a pyda
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations

@@ -24,15 +24,13 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from ..core.pricing import load_profile
 from ..core.usage import Metered, Usage
 from ..errors import PolicyBlock, TransientError
 
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
-         "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee "
-         "zulu").split()
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu"]
 _WORD_OF_BYTE = tuple(WORDS[b % len(WORDS)] for b in range(256))
 
 

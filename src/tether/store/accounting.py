@@ -11,7 +11,8 @@ row, then job budget, then project budget.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
 from ..core.periods import window

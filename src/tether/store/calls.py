@@ -16,7 +16,8 @@ is rare and keeps its own transaction.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, Counters, Reservation, exceeded_limit
 from ..core.periods import window
@@ -108,7 +109,7 @@ class Calls(Accounting):
     # --- reading and writing the book ----------------------------------------------------------
 
     def _open_book(self, tx: Tx, job_id: int, ops: Sequence[CallReserve | CallSettle],
-                   now: float) -> "_Book":
+                   now: float) -> _Book:
         """The job row, both accumulators (locked, job first) and the journal rows of ``ops``'
         keys. Creates missing accumulator rows first (a job's first call)."""
         params = {"job_id": job_id, "job_key": str(job_id)}
@@ -133,7 +134,7 @@ class Calls(Accounting):
                 journal[row["key"]] = row
         return _Book(self, tx, job_id, rows, journal, now)
 
-    def _write_book(self, tx: Tx, book: "_Book", now: float) -> None:
+    def _write_book(self, tx: Tx, book: _Book, now: float) -> None:
         """Every write of the book, sent together where the backend can (``tx.batch()``:
         one round trip on PostgreSQL instead of one per statement). The accumulator rows are
         locked by ``lock_calls`` in this transaction, so their update cannot miss."""

@@ -3,7 +3,8 @@ change a job's limits; promote retries whose backoff elapsed; prune old finished
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..core.budget import Budget
 from ..core.states import TERMINAL, JobState, operator_target

@@ -8,7 +8,8 @@ when the configuration differs.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..core.pricing import PriceProfile
 from ..core.states import JobState

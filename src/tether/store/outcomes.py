@@ -5,7 +5,8 @@ and calls the attempt left open are spent before the job moves on."""
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..core.states import JobState, check_transition, finish_target
 from ..errors import LeaseLost

@@ -9,13 +9,13 @@ by the actual count when the call settles (a refund).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .base import RateLimit
 from .rows import as_seconds
 from .transitions import Transitions
 
-__all__ = ["RateLimit", "RateLimits", "WINDOW_S"]
+__all__ = ["WINDOW_S", "RateLimit", "RateLimits"]
 
 WINDOW_S = 60.0
 

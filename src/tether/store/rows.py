@@ -7,7 +7,7 @@ money as text or Decimal; these helpers accept either, so the shared logic sees 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -20,7 +20,7 @@ from .base import NewJob
 from .tx import Row
 
 _D0 = Decimal(0)
-_UTC = timezone.utc
+_UTC = UTC
 
 
 def as_seconds(value: Any) -> float | None:

@@ -13,7 +13,8 @@ import json
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from decimal import Decimal
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..core.states import LEASED_STATES, TERMINAL, JobState, check_transition
 from ..errors import JobNotFound, LeaseLost

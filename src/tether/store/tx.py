@@ -9,7 +9,8 @@ the backend binds them as its own column type (SQLite keeps the seconds, Postgre
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
+from collections.abc import Sequence
 
 TIME_PARAMS = frozenset({"now", "at", "since", "before", "cutoff", "claimed_at", "started_at",
                          "run_after", "lease_expires_at", "finished_at", "wake_at"})

@@ -12,7 +12,8 @@ job, all in that one transaction: a crash leaves either everything or nothing.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..core.states import TERMINAL, JobState
 from ..core.waits import Wake, WaitSpec, decide, recheck_at

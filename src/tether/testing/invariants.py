@@ -18,7 +18,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..core.states import LEASED_STATES, TERMINAL, TRANSITIONS, JobState
 from ..records import Attempt, Event, Job

@@ -12,7 +12,8 @@ import inspect
 import logging
 import time
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..core.retry import classify, summarize
 from ..core.serialize import dumps
@@ -103,7 +104,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
         outcome = Outcome(JobState.FAILED, error_code=exc.code, error_summary=exc.message)
     except InvalidPayload as exc:
         outcome = Outcome(JobState.FAILED, error_code="invalid_result", error_summary=exc.message)
-    except BaseException as exc:  # noqa: BLE001 - every failure is classified and recorded
+    except BaseException as exc:  # every failure is classified and recorded
         if not isinstance(exc, Exception):
             raise
         if lease.raised is not None:

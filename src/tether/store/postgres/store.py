@@ -22,7 +22,8 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
 
 import psycopg
 from psycopg.pq import TransactionStatus

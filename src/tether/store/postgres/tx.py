@@ -9,9 +9,10 @@ tether errors (``retry.translate``).
 from __future__ import annotations
 
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterator, Sequence
 
 import psycopg
 from psycopg.adapt import AdaptersMap
@@ -61,7 +62,7 @@ def connect_error(conninfo: str) -> str:
     return "timed out waiting for a connection"
 
 
-_UTC = timezone.utc
+_UTC = UTC
 
 
 def _bound(params: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +82,7 @@ def json_as_text(adapters: AdaptersMap) -> None:
 class PgTx:
     """Runs named statements on one connection; psycopg errors become tether errors."""
 
-    __slots__ = ("conn", "caller", "started_at")
+    __slots__ = ("caller", "conn", "started_at")
 
     def __init__(self, conn: psycopg.Connection, *, caller: bool = False,
                  started_at: float | None = None) -> None:

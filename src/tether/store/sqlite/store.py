@@ -24,7 +24,8 @@ import threading
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterator, Sequence
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ConfigurationError, StorageFull, StoreCorrupt, StoreError
