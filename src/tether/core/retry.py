@@ -79,7 +79,9 @@ def classify(exc: BaseException, *, attempt: int, max_attempts: int,
         retryable = exc.retryable
     elif isinstance(exc, JobError):
         retryable = False
-    elif isinstance(exc, StoreError) or (policy.retry_on and isinstance(exc, policy.retry_on)):  # the store failed under the job (disk full, DB down)
+    elif isinstance(exc, StoreError):  # the store failed under the job (disk full, DB down)
+        retryable = True
+    elif policy.retry_on and isinstance(exc, policy.retry_on):
         retryable = True
     else:
         retryable = policy.retry_unknown and not isinstance(exc, TetherError)

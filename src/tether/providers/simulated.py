@@ -30,7 +30,9 @@ from ..core.pricing import load_profile
 from ..core.usage import Metered, Usage
 from ..errors import PolicyBlock, TransientError
 
-WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu"]
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+         "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee "
+         "zulu").split()
 _WORD_OF_BYTE = tuple(WORDS[b % len(WORDS)] for b in range(256))
 
 
