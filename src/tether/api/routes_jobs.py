@@ -42,8 +42,8 @@ def _options(body: JobCreate, who: Principal) -> dict[str, Any]:
     project = body.project or who.default_project(DEFAULT_PROJECT)
     if project is None:
         raise Problem(422, "validation_error", "project: this token has several projects; "
-                      "name one", errors=[{"field": "project", "in": "body",
-                                           "message": "required for a token with several projects"}])
+                      "name one", errors=[{"field": "project", "in": "body", "message":
+                                           "required for a token with several projects"}])
     if not who.allows(project):
         raise Problem(403, "forbidden", f"this token may not submit to project {project!r}")
     options: dict[str, Any] = {"type": body.type, "payload": body.payload, "project": project}

@@ -50,7 +50,8 @@ RunAfter = Annotated[str | None, typer.Option(
     help="Not before WHEN: ISO 8601 (UTC unless an offset is given), a delay such as 10m, "
          "or unix seconds.")]
 MaxAttempts = Annotated[int | None, typer.Option(
-    "--max-attempts", min=1, help="Attempts before the job fails [default: the job type's, else 3].")]
+    "--max-attempts", min=1,
+    help="Attempts before the job fails [default: the job type's, else 3].")]
 
 # Budget limits shared by ``submit``, ``run`` and ``job budget``.
 MaxCost = Annotated[str | None, typer.Option(

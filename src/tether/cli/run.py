@@ -98,7 +98,8 @@ def run(
         help="Run a worker in this process [default: yes with --app, else wait for others].",
         show_default=False)] = None,
     timeout: Annotated[float | None, typer.Option(
-        "--timeout", min=0, metavar="SECONDS", help="Stop waiting after this long (exit 1).")] = None,
+        "--timeout", min=0, metavar="SECONDS",
+        help="Stop waiting after this long (exit 1).")] = None,
     no_progress: Annotated[bool, typer.Option(
         "--no-progress", help="Do not show progress on stderr.")] = False,
     as_json: Json = False,

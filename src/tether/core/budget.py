@@ -28,7 +28,7 @@ def to_decimal(value: Any, what: str = "amount") -> Decimal:
     else:
         try:
             out = Decimal(str(value))
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever fails to parse is the caller's error
             raise InvalidPayload(f"{what} must be a number, got {value!r}") from None
     if not out.is_finite() or out < 0:
         raise InvalidPayload(f"{what} must be a finite non-negative number, got {value!r}")
@@ -40,7 +40,7 @@ def _to_int(value: Any, what: str) -> int:
         raise InvalidPayload(f"{what} must be a whole number, got {value!r}")
     try:
         out = int(Decimal(str(value)))
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever fails to parse is the caller's error
         raise InvalidPayload(f"{what} must be a whole number, got {value!r}") from None
     if out < 0:
         raise InvalidPayload(f"{what} must not be negative, got {value!r}")

@@ -197,7 +197,7 @@ class Combiner:
             successor = self._pending[0] if self._pending else None
             self._leading = successor is not None
         futures: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = {}
-        for s, (value, error) in zip(batch, outcomes):
+        for s, (value, error) in zip(batch, outcomes, strict=True):
             s.value, s.error, s.done = value, error, True
             if isinstance(s, AsyncSlot):
                 futures.setdefault(s.loop, []).append(s.future)

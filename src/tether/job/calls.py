@@ -133,7 +133,7 @@ class Calls:
             raw = fn()
             if inspect.isawaitable(raw):
                 raw = asyncio.run(_await(raw))
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - released, then re-raised classified
             self._release(key, exc)
             self._raise_classified(exc)
         op, result, refusal = self._settle_op(c, raw)
@@ -168,7 +168,7 @@ class Calls:
             raw = fn()
             if inspect.isawaitable(raw):
                 raw = await raw
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - released, then re-raised classified
             await asyncio.to_thread(self._release, key, exc)
             self._raise_classified(exc)
         op, result, refusal = self._settle_op(c, raw)

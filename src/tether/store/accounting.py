@@ -87,7 +87,7 @@ class Accounting(Profiles):
         tx.many("update_budget_row", [
             dict({name: self._money_param(v) if name.endswith("_usd") else v
                   for name, v in values.items()}, scope=scope, key=key, now=now)
-            for (scope, key), values in zip(keys, counters)])
+            for (scope, key), values in zip(keys, counters, strict=True)])
 
     def _call_budgets_ready(self) -> dict[int, bool]:
         """Jobs whose accumulator rows this store has created or seen, and whether each is a

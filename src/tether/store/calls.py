@@ -343,7 +343,7 @@ class _Book:
         self.journal_writes[n][kind].append(params)
 
     def _add(self, **delta: Any) -> None:
-        for (scope, _), acc in zip(self.keys, self.acc):
+        for (scope, _), acc in zip(self.keys, self.acc, strict=True):
             for name, value in delta.items():
                 if scope != PERIOD_SCOPE or not name.startswith("reserved_"):
                     acc[name] += value

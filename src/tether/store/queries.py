@@ -15,7 +15,7 @@ def load_queries(path: Path) -> dict[str, str]:
     text = path.read_text()
     parts = _NAME.split(text)
     queries: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2]):
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
         lines = [ln for ln in body.strip().splitlines() if not ln.lstrip().startswith("--")]
         sql = "\n".join(lines).strip().rstrip(";")
         if name in queries:

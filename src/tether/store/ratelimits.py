@@ -47,11 +47,10 @@ class RateLimits(Transitions):
                 # The earliest moment enough old calls have left the window.
                 free_calls = calls + 1 - (limit.rpm or calls + 1)
                 free_tokens = used + tokens - (limit.tpm or used + tokens)
-                dropped_calls, dropped_tokens, until = 0, 0, now
-                for r in rows:
+                dropped_tokens, until = 0, now
+                for dropped_calls, r in enumerate(rows):
                     if dropped_calls >= free_calls and dropped_tokens >= free_tokens:
                         break
-                    dropped_calls += 1
                     dropped_tokens += int(r["tokens"])
                     until = as_seconds(r["at"]) + WINDOW_S
                 wait = max(wait, until - now, 0.001)

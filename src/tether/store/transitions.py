@@ -91,7 +91,7 @@ class Transitions(ABC):
             self._child_finished(tx, int(row["parent_id"]), now)
         return new
 
-    def _child_finished(self, tx: Tx, parent_id: int, now: float) -> None:
+    def _child_finished(self, tx: Tx, parent_id: int, now: float) -> None:  # noqa: B027 - hook
         """A child of ``parent_id`` just ended (this transaction): a parent waiting for its
         children may wake (``waits.py``). Here: nothing."""
 

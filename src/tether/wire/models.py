@@ -186,7 +186,8 @@ class JobOut(BaseModel):
     @classmethod
     def of(cls, job: Job) -> JobOut:
         budget = job.budget.to_dict()
-        used = BudgetUsed(**{k: v for k, v in budget["used"].items() if k in BudgetUsed.model_fields})
+        used = BudgetUsed(**{k: v for k, v in budget["used"].items()
+                             if k in BudgetUsed.model_fields})
         limits = BudgetLimitsOut(**{k: v for k, v in budget["limits"].items()
                                     if k in BudgetLimitsOut.model_fields})
         return cls(

@@ -82,7 +82,8 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
     except LeaseLost:
         return None
     if state == JobState.CANCELLING:
-        return _finish(store, job, lease, outcome_for_signal(JobCancelled("cancelled before start")))
+        return _finish(store, job, lease,
+                       outcome_for_signal(JobCancelled("cancelled before start")))
     if state == JobState.PAUSING:
         return _finish(store, job, lease, outcome_for_signal(JobPaused("paused before start")))
 

@@ -62,7 +62,8 @@ def _outcome_unknown(exc: BaseException) -> bool:
 
 
 @retry_transient(
-    idempotent=("claim", "start", "finish", "finish_many", "set_stage", "expire_leases", "promote_due",
+    idempotent=("claim", "start", "finish", "finish_many", "set_stage", "expire_leases",
+                "promote_due",
                 "register_worker", "stop_worker", "prune", "set_queue_paused", "save_profile",
                 "put_blob"),
     never=("close", "migrate", "heartbeat", "wait_for_work", "transaction"))

@@ -85,11 +85,11 @@ class _Tx:
 
     def one(self, _q: str, **params: Any) -> dict[str, Any] | None:
         names, rows = self._rows(_q, params)
-        return dict(zip(names, rows[0])) if rows else None
+        return dict(zip(names, rows[0], strict=True)) if rows else None
 
     def all(self, _q: str, **params: Any) -> list[dict[str, Any]]:
         names, rows = self._rows(_q, params)
-        return [dict(zip(names, r)) for r in rows]
+        return [dict(zip(names, r, strict=True)) for r in rows]
 
     def run(self, _q: str, **params: Any) -> int:
         sql, bind = _BOUND[_q]
