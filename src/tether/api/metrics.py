@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -112,7 +112,7 @@ class TetherCollector(Collector):
     def _engine(self) -> Iterable[Metric]:
         if not hasattr(self.app, "engine_stats"):
             return []
-        stats: dict[str, Any] = self.app.engine_stats() or {}
+        stats: Mapping[str, Any] = self.app.engine_stats() or {}
         out: list[Metric] = []
         for key, name, doc in (
             ("claims_total", "tether_claims", "Jobs claimed by workers (attempts started)"),

@@ -170,8 +170,7 @@ def job_ledger(job_id: JobId, who: Principal = Depends(principal),
     if not hasattr(app, "ledger"):
         return LedgerList(items=[])
     rows = app.ledger(job_id, projects=who.scope)
-    return LedgerList(items=[LedgerEntryOut(**_jsonable(r.to_dict() if hasattr(r, "to_dict")
-                                                          else dict(r))) for r in rows])
+    return LedgerList(items=[LedgerEntryOut(**_jsonable(r.to_dict())) for r in rows])
 
 
 @router.get("/{job_id}/checkpoints", response_model=CheckpointList, responses=_errors(404),

@@ -21,7 +21,7 @@ from ..core.usage import Usage
 from ..errors import BudgetExhausted
 from .profiles import Profiles
 from .rows import as_decimal, counters_of, limits_of
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 _D0 = Decimal(0)
 PERIOD_SCOPE = "project_period"
@@ -35,7 +35,7 @@ class Accounting(Profiles):
 
     def _budget(self, tx: Tx, scope: str, key: str, now: float) -> Row:
         tx.run("ensure_budget", scope=scope, key=key, now=now)
-        return tx.one("lock_budget", scope=scope, key=key)
+        return present(tx.one("lock_budget", scope=scope, key=key))
 
     def _budget_rows(self, tx: Tx, job: Row, now: float) -> list[Row]:
         """The accumulators a job's spend counts in, locked in (scope, key) order in ONE

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from .base import RateLimit
 from .rows import as_seconds
 from .transitions import Transitions
+from .tx import present
 
 __all__ = ["WINDOW_S", "RateLimit", "RateLimits"]
 
@@ -33,7 +34,7 @@ class RateLimits(Transitions):
             wait = 0.0
             for limit in sorted(limits, key=lambda x: x.scope):
                 tx.one("rate_lock", scope=limit.scope)
-                win = tx.one("rate_window", scope=limit.scope, since=since)
+                win = present(tx.one("rate_window", scope=limit.scope, since=since))
                 calls, used = int(win["calls"]), int(win["tokens"])
                 over_calls = limit.rpm is not None and calls + 1 > limit.rpm
                 over_tokens = limit.tpm is not None and used + tokens > limit.tpm

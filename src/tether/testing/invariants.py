@@ -44,7 +44,7 @@ def history_problems(job: Job, events: Sequence[Event], attempts: Sequence[Attem
     if first.kind != "submitted" or first.from_state is not None or first.to_state != S.QUEUED:
         out.append(f"{where}: first event is {first.kind} {first.from_state}->{first.to_state}, "
                    "not submitted ->queued")
-    state = S.QUEUED
+    state: str = S.QUEUED
     leased_attempts: list[int | None] = []
     cancelling_seen = False
     for e in events[1:]:
@@ -57,7 +57,7 @@ def history_problems(job: Job, events: Sequence[Event], attempts: Sequence[Attem
             out.append(f"{where}: event {e.seq} ({e.kind}) moves from {src} "
                        f"but the job was {state}")
         try:
-            src_s, dst_s = S(src), S(dst)
+            src_s, dst_s = S(src), S(dst)  # type: ignore[arg-type]  # None: ValueError
         except ValueError:
             out.append(f"{where}: event {e.seq} names an unknown state {src}->{dst}")
             state = dst
@@ -169,9 +169,9 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
         bill = read_bill(bill_path)
         per_key: dict[tuple[int | None, str], int] = Counter((b.job_id, b.key) for b in bill)
         rows_per_key: dict[tuple[int, str], list[Any]] = defaultdict(list)
-        for job_id, rows in ledgers.items():
+        for jid, rows in ledgers.items():
             for r in rows:
-                rows_per_key[(job_id, r.key)].append(r)
+                rows_per_key[(jid, r.key)].append(r)
         problems = []
         repeats = unconfirmed = 0
         for (job_id, key), n in sorted(per_key.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1])):

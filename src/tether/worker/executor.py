@@ -39,6 +39,7 @@ def run_job(job_type: JobType, ctx: JobContext) -> Any:
             name = JobType.stage_name(fn)
             value = ctx.stage(name, _bind(fn, ctx, value))
         return value
+    assert job_type.fn is not None, "a job type without stages has a function"
     if job_type.is_async:
         return asyncio.run(job_type.fn(ctx, ctx.payload))
     return job_type.fn(ctx, ctx.payload)
@@ -111,9 +112,9 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
         if lease.raised is not None:
             outcome = outcome_for_signal(lease.raised)
         else:
-            job_type = app.registry.find(job.type)
+            found = app.registry.find(job.type)
             decision = classify(exc, attempt=lease.token, max_attempts=job.max_attempts,
-                                policy=job_type.retry if job_type else app.default_retry)
+                                policy=found.retry if found else app.default_retry)
             to = {"retry": JobState.RETRY_WAIT, "fail": JobState.FAILED,
                   "pause": JobState.PAUSED}[decision.action]
             outcome = Outcome(to, error_code=decision.error_code,

@@ -22,7 +22,7 @@ from psycopg.types.string import TextLoader
 
 from ...errors import ConfigurationError
 from ..queries import load_queries
-from ..tx import TIME_PARAMS
+from ..tx import TIME_PARAMS, present
 from .retry import translate
 
 HERE = Path(__file__).parent
@@ -84,13 +84,14 @@ class PgTx:
 
     __slots__ = ("caller", "conn", "started_at")
 
-    def __init__(self, conn: psycopg.Connection, *, caller: bool = False,
+    def __init__(self, conn: psycopg.Connection[Any], *, caller: bool = False,
                  started_at: float | None = None) -> None:
         self.conn = conn
         self.caller = caller
         self.started_at = started_at  # now() of the open transaction, when already read
 
-    def _execute(self, sql: str, params: Any, prepare: bool | None = None) -> psycopg.Cursor:
+    def _execute(self, sql: str, params: Any,
+                 prepare: bool | None = None) -> psycopg.Cursor[dict[str, Any]]:
         cur = self.conn.cursor(row_factory=dict_row)
         if self.caller:  # the caller's connection keeps its own adapters
             json_as_text(cur.adapters)
@@ -130,6 +131,6 @@ class PgTx:
 
     def db_now(self) -> float:
         if self.started_at is None:
-            row = self._execute("SELECT now() AS now", None).fetchone()
+            row = present(self._execute("SELECT now() AS now", None).fetchone())
             self.started_at = row["now"].timestamp()
         return self.started_at

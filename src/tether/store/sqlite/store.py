@@ -35,6 +35,7 @@ from ..migrate import discover
 from ..queries import load_queries, positional
 from .signal import DataVersionSignal
 from ..sql import SQLStore
+from ..tx import present
 
 HERE = Path(__file__).parent
 QUERIES = load_queries(HERE / "queries.sql")
@@ -203,7 +204,7 @@ class SQLiteStore(SQLStore):
             return
         depth = getattr(self._local, "depth", 0)
         if depth:  # inside transaction(): join it, in a savepoint of our own if it wants them
-            c = self._writer
+            c = present(self._writer)
             if self._local.savepoints:
                 yield from self._savepoint(c, depth)
             else:
