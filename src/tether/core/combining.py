@@ -38,7 +38,7 @@ from collections.abc import Sequence
 class _Pending:
     """One submitted operation and, once written, its outcome."""
 
-    __slots__ = ("done", "error", "op", "value")
+    __slots__ = ("op", "done", "value", "error")
 
     def __init__(self, op: Any) -> None:
         self.op = op
@@ -67,7 +67,7 @@ class Slot(_Pending):
 class AsyncSlot(_Pending):
     """A coroutine's operation: its future is resolved on its loop once it is written."""
 
-    __slots__ = ("future", "loop")
+    __slots__ = ("loop", "future")
 
     def __init__(self, op: Any, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(op)

@@ -43,17 +43,8 @@ def request_hash(provider: str, model: str, request: Any) -> str:
 class _Call:
     """One call's arguments, checked, and what pricing them gave."""
 
-    __slots__ = (
-        "cache",
-        "fn",
-        "key",
-        "model",
-        "price",
-        "profile",
-        "provider",
-        "reservation",
-        "rhash",
-    )
+    __slots__ = ("key", "provider", "model", "fn", "cache", "profile", "price", "reservation",
+                 "rhash")
 
     def __init__(self, ctx: RunningJob, key: str, provider: str, model: str,
                  estimate: Estimate, fn: Callable[[], Any], request: Any,

@@ -82,7 +82,7 @@ def json_as_text(adapters: AdaptersMap) -> None:
 class PgTx:
     """Runs named statements on one connection; psycopg errors become tether errors."""
 
-    __slots__ = ("caller", "conn", "started_at")
+    __slots__ = ("conn", "caller", "started_at")
 
     def __init__(self, conn: psycopg.Connection[Any], *, caller: bool = False,
                  started_at: float | None = None) -> None:
