@@ -47,7 +47,7 @@ def rows(res: dict) -> list[list[str]]:
         t = _get(w, "W1", "postgres", "tether", k, "jobs_per_s")
         r = ratio(t, v)
         out.append(["W1", f"batched claim/complete probe, {k[1]} proc (jobs/s)", "-", "",
-                    _n(v), f"no engine (bench/probe.py)" + (f"; tether x{r:.2f}" if r else "")])
+                    _n(v), "no engine (bench/probe.py)" + (f"; tether x{r:.2f}" if r else "")])
     row = ["W1", "bulk enqueue before drain (jobs/s)"]
     for b in ("sqlite", "postgres"):
         t = _get(w, "W1", b, "tether", "p1", "enqueue_jobs_per_s")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 import time
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .blobs import BlobStore, DatabaseBlobStore, FileBlobStore
 from .clock import SYSTEM_CLOCK, Clock
@@ -24,7 +26,7 @@ from .facade.workflows import Workflows
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
-from .store.base import NewJob, Store
+from .store.base import EngineStats, NewJob, SpendTotal, Store
 from .store.open import open_store
 from .store.ratelimits import RateLimit
 from .submission import (
@@ -84,7 +86,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade):
         return self._store
 
     @property
-    def blobs(self) -> "BlobStore":
+    def blobs(self) -> BlobStore:
         """Where stage outputs live: the database (default) or ``blob_dir`` / TETHER_BLOB_DIR."""
         if self._blobs is None:
             self._blobs = (FileBlobStore(self.blob_dir) if self.blob_dir
@@ -234,16 +236,17 @@ class Tether(Workflows, ForkMixin, ScheduleFacade):
                                     search=search, before_id=before_id, limit=limit)
 
     def events(self, job_id: int, *, after: int = 0, limit: int = 1000,
-               projects: Iterable[str] | None = None) -> list[Event]:
+               projects: Iterable[str] | None = None) -> builtins.list[Event]:
         """The job's log after ``after`` (a seq), oldest first; JobNotFound for no such job."""
         self.get(job_id, projects=projects)
         return self.store.events(int(job_id), after=validate.seq(after), limit=limit)
 
-    def attempts(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[Attempt]:
+    def attempts(self, job_id: int, *,
+                 projects: Iterable[str] | None = None) -> builtins.list[Attempt]:
         self.get(job_id, projects=projects)
         return self.store.attempts(int(job_id))
 
-    def workers(self, *, include_stopped: bool = False) -> list[WorkerInfo]:
+    def workers(self, *, include_stopped: bool = False) -> builtins.list[WorkerInfo]:
         return self.store.list_workers(include_stopped=include_stopped)
 
     # --- control --------------------------------------------------------------------------------
@@ -293,17 +296,19 @@ class Tether(Workflows, ForkMixin, ScheduleFacade):
                         pass
         return status
 
-    def ledger(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[LedgerEntry]:
+    def ledger(self, job_id: int, *,
+               projects: Iterable[str] | None = None) -> builtins.list[LedgerEntry]:
         """One row per settled call of the job (unconfirmed rows: outcome unknown, counted)."""
         self.get(job_id, projects=projects)
         return self.store.ledger(int(job_id))
 
-    def journal(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[JournalEntry]:
+    def journal(self, job_id: int, *,
+                projects: Iterable[str] | None = None) -> builtins.list[JournalEntry]:
         self.get(job_id, projects=projects)
         return self.store.journal(int(job_id))
 
     def checkpoints(self, job_id: int, *,
-                    projects: Iterable[str] | None = None) -> list[Checkpoint]:
+                    projects: Iterable[str] | None = None) -> builtins.list[Checkpoint]:
         self.get(job_id, projects=projects)
         return self.store.checkpoints(int(job_id))
 
@@ -313,13 +318,14 @@ class Tether(Workflows, ForkMixin, ScheduleFacade):
             raise JobNotFound(f"job {job_id} has no checkpoint for stage {stage!r}")
         return loads(self.blobs.get(cp.blob))
 
-    def engine_stats(self) -> dict[str, Any]:
+    def engine_stats(self) -> EngineStats:
         """Engine-wide counters read from the store (so every process reports the same):
         claims, lease expiries, budget pauses, and claim latency (eligible to claimed) of the
         most recent first attempts as a histogram."""
         return self.store.engine_stats()
 
-    def spend_totals(self, *, projects: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    def spend_totals(self, *,
+                     projects: Iterable[str] | None = None) -> builtins.list[SpendTotal]:
         """Calls, tokens and spend per provider and model, from the ledger."""
         return self.store.spend_totals(projects)
 
@@ -330,7 +336,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade):
             raise ConfigurationError(f"job type {type!r} declares no estimator")
         return estimate_cost(job_type.estimator(payload), self.price_profile)
 
-    def queues(self) -> list[QueueInfo]:
+    def queues(self) -> builtins.list[QueueInfo]:
         return self.store.list_queues()
 
     def pause_queue(self, name: str) -> QueueInfo:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 
 def utc(ts: float) -> datetime:
     """Unix seconds to an aware UTC datetime."""
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
+    return datetime.fromtimestamp(ts, tz=UTC)
 
 
 def to_ts(value: datetime | float | int | None) -> float | None:
@@ -24,7 +24,7 @@ def to_ts(value: datetime | float | int | None) -> float | None:
     if isinstance(value, (int, float)):
         return float(value)
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .app import Tether
 from .core.states import JobState

@@ -144,7 +144,7 @@ class TransientError(JobError):
     code = "transient"
 
     def __init__(self, message: str = "", *, retry_after: float | None = None,
-                 status: int | None = None, billed: bool | None = None, **details: object):
+                 status: int | None = None, billed: bool | None = None, **details: object) -> None:
         super().__init__(message, **details)
         self.retry_after = retry_after
         self.status = status
@@ -158,7 +158,7 @@ class ProviderError(JobError):
 
     def __init__(self, message: str = "", *, retryable: bool = False,
                  retry_after: float | None = None, status: int | None = None,
-                 billed: bool | None = None, **details: object):
+                 billed: bool | None = None, **details: object) -> None:
         super().__init__(message, **details)
         self.retryable = retryable
         self.retry_after = retry_after
@@ -180,7 +180,7 @@ class PolicyBlock(JobError):
 
     code = "policy_block"
 
-    def __init__(self, message: str = "", *, billed: bool | None = None, **details: object):
+    def __init__(self, message: str = "", *, billed: bool | None = None, **details: object) -> None:
         super().__init__(message, **details)
         self.billed = billed
 

@@ -1,4 +1,5 @@
-"""The records tether hands out: a job, its events and its attempts. Frozen, so a read is a snapshot."""
+"""The records tether hands out: a job, its events and its attempts. Frozen, so a read is a
+snapshot."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from .core.budget import Budget
 from .core.retry import RetryPolicy

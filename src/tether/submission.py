@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from .clock import to_ts
 from .core import validate
@@ -108,7 +109,8 @@ class Resolver:
         try:
             run_at = to_ts(run_after)
         except (TypeError, ValueError, AttributeError):
-            raise InvalidPayload(f"run_after must be a datetime or unix time, got {run_after!r}")
+            raise InvalidPayload(
+                f"run_after must be a datetime or unix time, got {run_after!r}") from None
         return NewJob(type=type, payload_json=payload_json, project=project, queue=queue,
                       priority=priority, run_after=run_at, max_attempts=max_attempts,
                       safe_to_retry=job_type.safe_to_retry if job_type else True,

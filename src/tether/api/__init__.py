@@ -1,4 +1,5 @@
-"""The REST API (FastAPI): ``create_app(tether_app)`` for embedding, ``serve(...)`` for ``tether serve``.
+"""The REST API (FastAPI): ``create_app(tether_app)`` for embedding, ``serve(...)`` for
+``tether serve``.
 
 The names load on first use, so ``python -m tether.api`` without the ``server`` extra is one
 ``missing_extra`` error rather than an import failure inside FastAPI."""

@@ -39,7 +39,7 @@ class BackgroundWorker:
     def _run(self) -> None:
         try:
             self.worker.run(install_signals=False)
-        except Exception:  # noqa: BLE001 - logged; the API keeps serving
+        except Exception:  # logged; the API keeps serving
             log.exception("the in-process worker stopped with an error")
 
     def stop(self, timeout: float = 30.0) -> None:

@@ -19,7 +19,8 @@ When the facade offers them (the budgets/ledger work adds these):
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -45,16 +46,18 @@ class TetherCollector(Collector):
         try:
             metrics = list(self._jobs()) + list(self._workers()) + list(self._budget_paused())
             metrics += list(self._spend()) + list(self._engine())
-        except Exception:  # noqa: BLE001 - a scrape must answer even when the store is down
+        except Exception:  # a scrape must answer even when the store is down
             log.exception("metrics scrape failed")
             self.errors += 1
             metrics = []
-        errors = CounterMetricFamily("tether_scrape_errors", "Scrapes that failed to read the store")
+        errors = CounterMetricFamily("tether_scrape_errors",
+                                     "Scrapes that failed to read the store")
         errors.add_metric([], self.errors)
-        return metrics + [errors]
+        return [*metrics, errors]
 
     def _jobs(self) -> Iterable[Metric]:
-        jobs = GaugeMetricFamily("tether_jobs", "Jobs by queue and state", labels=["queue", "state"])
+        jobs = GaugeMetricFamily("tether_jobs", "Jobs by queue and state",
+                                 labels=["queue", "state"])
         paused = GaugeMetricFamily("tether_queue_paused", "1 when the queue is paused",
                                    labels=["queue"])
         for queue in self.app.queues():
@@ -91,7 +94,7 @@ class TetherCollector(Collector):
         calls = CounterMetricFamily("tether_provider_calls", "Provider calls recorded in the "
                                     "ledger", labels=labels)
         tokens = CounterMetricFamily("tether_provider_tokens", "Provider tokens recorded in the "
-                                     "ledger", labels=labels + ["direction"])
+                                     "ledger", labels=[*labels, "direction"])
         spend = CounterMetricFamily("tether_spend_usd", "USD recorded in the cost ledger",
                                     labels=labels)
         unconfirmed = CounterMetricFamily(
@@ -100,8 +103,8 @@ class TetherCollector(Collector):
         for row in self.app.spend_totals():
             key = [str(row.get("provider", "")), str(row.get("model", ""))]
             calls.add_metric(key, float(row.get("calls") or 0))
-            tokens.add_metric(key + ["input"], float(row.get("input_tokens") or 0))
-            tokens.add_metric(key + ["output"], float(row.get("output_tokens") or 0))
+            tokens.add_metric([*key, "input"], float(row.get("input_tokens") or 0))
+            tokens.add_metric([*key, "output"], float(row.get("output_tokens") or 0))
             spend.add_metric(key, float(row.get("cost_usd") or 0))
             unconfirmed.add_metric(key, float(row.get("unconfirmed_calls") or 0))
         return [calls, tokens, spend, unconfirmed]
@@ -109,7 +112,7 @@ class TetherCollector(Collector):
     def _engine(self) -> Iterable[Metric]:
         if not hasattr(self.app, "engine_stats"):
             return []
-        stats: dict[str, Any] = self.app.engine_stats() or {}
+        stats: Mapping[str, Any] = self.app.engine_stats() or {}
         out: list[Metric] = []
         for key, name, doc in (
             ("claims_total", "tether_claims", "Jobs claimed by workers (attempts started)"),

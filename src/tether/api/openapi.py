@@ -33,7 +33,7 @@ def finish(schema: dict[str, Any], *, auth: bool) -> dict[str, Any]:
     components.pop("HTTPValidationError", None)
     components.pop("ValidationError", None)
     for path, item in schema.get("paths", {}).items():
-        for method, op in item.items():
+        for op in item.values():
             if not isinstance(op, dict) or "responses" not in op:
                 continue
             responses = op["responses"]

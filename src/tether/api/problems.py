@@ -15,8 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import TetherError
-from ..wire.problems import (HTTP_CODES, MEDIA_TYPE, STATUS_BY_CODE, TITLES, TYPE_PREFIX,
-                            Problem, problem_body)
+from ..wire.problems import (HTTP_CODES, MEDIA_TYPE, STATUS_BY_CODE, TITLES, Problem, problem_body)
 
 log = logging.getLogger("tether.api")
 

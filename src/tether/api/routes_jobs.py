@@ -9,7 +9,8 @@ from __future__ import annotations
 from contextlib import nullcontext
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
+from collections.abc import Callable
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -42,8 +43,8 @@ def _options(body: JobCreate, who: Principal) -> dict[str, Any]:
     project = body.project or who.default_project(DEFAULT_PROJECT)
     if project is None:
         raise Problem(422, "validation_error", "project: this token has several projects; "
-                      "name one", errors=[{"field": "project", "in": "body",
-                                           "message": "required for a token with several projects"}])
+                      "name one", errors=[{"field": "project", "in": "body", "message":
+                                           "required for a token with several projects"}])
     if not who.allows(project):
         raise Problem(403, "forbidden", f"this token may not submit to project {project!r}")
     options: dict[str, Any] = {"type": body.type, "payload": body.payload, "project": project}
@@ -170,8 +171,7 @@ def job_ledger(job_id: JobId, who: Principal = Depends(principal),
     if not hasattr(app, "ledger"):
         return LedgerList(items=[])
     rows = app.ledger(job_id, projects=who.scope)
-    return LedgerList(items=[LedgerEntryOut(**_jsonable(r.to_dict() if hasattr(r, "to_dict")
-                                                          else dict(r))) for r in rows])
+    return LedgerList(items=[LedgerEntryOut(**_jsonable(r.to_dict())) for r in rows])
 
 
 @router.get("/{job_id}/checkpoints", response_model=CheckpointList, responses=_errors(404),

@@ -17,7 +17,8 @@ import os
 import signal
 import threading
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Iterable
+from typing import Any
+from collections.abc import AsyncIterator, Iterable
 
 from fastapi import APIRouter, Depends, FastAPI
 

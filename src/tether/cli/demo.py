@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -14,7 +14,7 @@ from .output import err, out
 
 
 def demo(
-    folder: Annotated[Optional[Path], typer.Option(
+    folder: Annotated[Path | None, typer.Option(
         "--dir", help="Where the demo's SQLite file, provider bill and output go.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:

@@ -8,7 +8,7 @@ allow exits 2 (``invalid_transition``) and an unknown id exits 3 (``job_not_foun
 from __future__ import annotations
 
 import time
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -34,15 +34,15 @@ def _group(ctx: typer.Context) -> None:
 
 @job_app.command("list")
 def list_jobs(
-    project: Annotated[Optional[str], typer.Option("--project", help="Only this project.")] = None,
-    state: Annotated[Optional[str], typer.Option(
+    project: Annotated[str | None, typer.Option("--project", help="Only this project.")] = None,
+    state: Annotated[str | None, typer.Option(
         "--state", metavar="STATE", help="Only jobs in this state: "
         + ", ".join(s.value for s in JobState) + ".")] = None,
-    type_: Annotated[Optional[str], typer.Option("--type", help="Only this job type.")] = None,
-    queue: Annotated[Optional[str], typer.Option("--queue", help="Only this queue.")] = None,
+    type_: Annotated[str | None, typer.Option("--type", help="Only this job type.")] = None,
+    queue: Annotated[str | None, typer.Option("--queue", help="Only this queue.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000,
                                        help="At most this many jobs.")] = 50,
-    before_id: Annotated[Optional[int], typer.Option(
+    before_id: Annotated[int | None, typer.Option(
         "--before-id", help="Page back: only jobs with a smaller id.")] = None,
     as_json: Json = False,
     database_url: DatabaseUrl = None,
@@ -149,7 +149,7 @@ def _control(action: str, job_id: int, database_url: str | None, as_json: bool,
 
 
 @job_app.command("cancel")
-def cancel(job_id: JobId, reason: Annotated[Optional[str], typer.Option(
+def cancel(job_id: JobId, reason: Annotated[str | None, typer.Option(
         "--reason", help="Recorded on the job and its event.")] = None,
            as_json: Json = False, database_url: DatabaseUrl = None) -> None:
     """Cancel a job: at once if it is not running, else at its next safe boundary."""

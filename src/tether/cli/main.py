@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Annotated, Optional, Sequence
+from typing import Annotated
+from collections.abc import Sequence
 
 import click
 import typer
@@ -61,14 +62,14 @@ def _version(value: bool) -> None:
 @app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
-    database_url: Annotated[Optional[str], typer.Option(
+    database_url: Annotated[str | None, typer.Option(
         "--database-url", envvar="TETHER_DATABASE_URL", metavar="URL",
         help="Database for every command: sqlite:///path/to.db or postgresql://... "
              "[default: sqlite:///./tether.db]")] = None,
     log_level: Annotated[str, typer.Option(
         "--log-level", envvar="TETHER_LOG_LEVEL", metavar="LEVEL",
         help="Log level for messages on stderr (DEBUG, INFO, WARNING, ERROR).")] = "WARNING",
-    version: Annotated[Optional[bool], typer.Option(
+    version: Annotated[bool | None, typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None,
 ) -> None:
     level = logging.getLevelName(log_level.upper())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -24,46 +24,47 @@ from .output import CliError
 DB_HELP = ("Database URL: sqlite:///path/to.db or postgresql://... "
            "[default: the root option, TETHER_DATABASE_URL, or sqlite:///./tether.db]")
 
-DatabaseUrl = Annotated[Optional[str], typer.Option(
+DatabaseUrl = Annotated[str | None, typer.Option(
     "--database-url", help=DB_HELP, metavar="URL", show_default=False)]
-AppSpec = Annotated[Optional[str], typer.Option(
+AppSpec = Annotated[str | None, typer.Option(
     "--app", envvar="TETHER_APP", metavar="MODULE:APP",
     help="Where your job types live: module:attr (or path/file.py:attr) of a tether.Tether.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of a table.")]
 JobId = Annotated[int, typer.Argument(help="The job id.", metavar="JOB_ID", show_default=False)]
 
 # Submission options shared by ``submit`` and ``run``.
-Payload = Annotated[Optional[str], typer.Option(
+Payload = Annotated[str | None, typer.Option(
     "--payload", "-p", metavar="JSON", help="The job's payload as JSON.")]
-PayloadFile = Annotated[Optional[Path], typer.Option(
+PayloadFile = Annotated[Path | None, typer.Option(
     "--payload-file", "-f", metavar="FILE", help="Read the JSON payload from FILE ('-': stdin).")]
 Project = Annotated[str, typer.Option("--project", help="The project the job belongs to.")]
-IdempotencyKey = Annotated[Optional[str], typer.Option(
+IdempotencyKey = Annotated[str | None, typer.Option(
     "--idempotency-key", "-k", metavar="KEY",
     help="Submitting the same key and configuration again returns the existing job.")]
-Queue = Annotated[Optional[str], typer.Option(
+Queue = Annotated[str | None, typer.Option(
     "--queue", help="Queue name [default: the job type's queue, else 'default'].")]
-Priority = Annotated[Optional[int], typer.Option(
+Priority = Annotated[int | None, typer.Option(
     "--priority", help="Lower runs first [default: the job type's priority, else 0].")]
-RunAfter = Annotated[Optional[str], typer.Option(
+RunAfter = Annotated[str | None, typer.Option(
     "--run-after", metavar="WHEN",
     help="Not before WHEN: ISO 8601 (UTC unless an offset is given), a delay such as 10m, "
          "or unix seconds.")]
-MaxAttempts = Annotated[Optional[int], typer.Option(
-    "--max-attempts", min=1, help="Attempts before the job fails [default: the job type's, else 3].")]
+MaxAttempts = Annotated[int | None, typer.Option(
+    "--max-attempts", min=1,
+    help="Attempts before the job fails [default: the job type's, else 3].")]
 
 # Budget limits shared by ``submit``, ``run`` and ``job budget``.
-MaxCost = Annotated[Optional[str], typer.Option(
+MaxCost = Annotated[str | None, typer.Option(
     "--max-cost", metavar="USD", help="Most the job may spend, in USD (e.g. 2.50).")]
-MaxCalls = Annotated[Optional[int], typer.Option(
+MaxCalls = Annotated[int | None, typer.Option(
     "--max-calls", min=0, help="Most provider calls the job may make.")]
-MaxInputTokens = Annotated[Optional[int], typer.Option(
+MaxInputTokens = Annotated[int | None, typer.Option(
     "--max-input-tokens", min=0, help="Most input tokens across the job's calls.")]
-MaxOutputTokens = Annotated[Optional[int], typer.Option(
+MaxOutputTokens = Annotated[int | None, typer.Option(
     "--max-output-tokens", min=0, help="Most output tokens across the job's calls.")]
-MaxDuration = Annotated[Optional[str], typer.Option(
+MaxDuration = Annotated[str | None, typer.Option(
     "--max-duration", metavar="DURATION", help="Longest the job may run (e.g. 2h, 45m).")]
-MaxExamples = Annotated[Optional[int], typer.Option(
+MaxExamples = Annotated[int | None, typer.Option(
     "--max-examples", min=0, help="Most examples the job may produce.")]
 
 

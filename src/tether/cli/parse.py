@@ -9,7 +9,7 @@ import json
 import re
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ def parse_when(text: str, *, flag: str = "--run-after") -> float:
         raise CliError(f"{flag}: {text!r} is not a time (use ISO 8601, e.g. 2026-05-01T12:00Z, "
                        "a delay such as 10m, or unix seconds)", code="invalid_time") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from decimal import Decimal
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -18,7 +18,7 @@ prices_app = typer.Typer(help="Price profiles (USD per million tokens).", no_arg
 
 @prices_app.command("show")
 def show(
-    profile: Annotated[Optional[str], typer.Option(
+    profile: Annotated[str | None, typer.Option(
         "--profile", envvar="TETHER_PRICE_PROFILE", metavar="FILE",
         help="A TOML profile overriding or adding to the shipped default.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,

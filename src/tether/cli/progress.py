@@ -43,7 +43,7 @@ class Progress:
         self._live: Live | None = None
         self._spinner = Spinner("dots", style="cyan")
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if self.live_mode:
             self._live = Live(console=self.console, refresh_per_second=8, transient=False)
             self._live.__enter__()

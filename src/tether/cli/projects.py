@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC
 from typing import Annotated
 
 import typer
@@ -72,7 +72,7 @@ def budget(
                 f" {status.used.calls} calls")
     if status.period_used is not None:
         used = status.period_used
-        ends = datetime.fromtimestamp(status.period_end or 0, tz=dt_timezone.utc)
+        ends = datetime.fromtimestamp(status.period_end or 0, tz=UTC)
         out().print(f"this {status.limits.period} ({status.limits.timezone or 'UTC'}, until "
                     f"{ends:%Y-%m-%d %H:%M} UTC): spent ${used.spent_usd:.6f}; "
                     f"{used.calls} calls")

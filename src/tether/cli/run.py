@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -39,7 +39,7 @@ class LocalWorker:
         self.thread = threading.Thread(target=self.worker.run, kwargs={"install_signals": False},
                                        name="tether-run-worker", daemon=True)
 
-    def __enter__(self) -> "LocalWorker":
+    def __enter__(self) -> LocalWorker:
         self.thread.start()
         return self
 
@@ -93,12 +93,13 @@ def run(
     max_output_tokens: MaxOutputTokens = None,
     max_duration: MaxDuration = None,
     max_examples: MaxExamples = None,
-    local: Annotated[Optional[bool], typer.Option(
+    local: Annotated[bool | None, typer.Option(
         "--local/--no-local",
         help="Run a worker in this process [default: yes with --app, else wait for others].",
         show_default=False)] = None,
-    timeout: Annotated[Optional[float], typer.Option(
-        "--timeout", min=0, metavar="SECONDS", help="Stop waiting after this long (exit 1).")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", min=0, metavar="SECONDS",
+        help="Stop waiting after this long (exit 1).")] = None,
     no_progress: Annotated[bool, typer.Option(
         "--no-progress", help="Do not show progress on stderr.")] = False,
     as_json: Json = False,

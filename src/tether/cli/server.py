@@ -7,7 +7,7 @@ it), and hand it the resolved ``--app`` and database URL.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -23,8 +23,9 @@ def _load(module: str, attr: str, extra: str, what: str) -> Any:
 def serve(
     app_spec: AppSpec = None,
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8000,
-    worker: Annotated[Optional[bool], typer.Option(
+    port: Annotated[int, typer.Option(
+        "--port", min=1, max=65535, help="Port to listen on.")] = 8000,
+    worker: Annotated[bool | None, typer.Option(
         "--worker/--no-worker",
         help="Also run a worker beside the server (needs --app) [default: TETHER_RUN_WORKER].",
         show_default=False)] = None,
@@ -46,14 +47,16 @@ def mcp(
     transport: Annotated[str, typer.Option(
         "--transport", metavar="stdio|http",
         help="stdio (for a local agent or IDE) or http (streamable HTTP).")] = "stdio",
-    token: Annotated[Optional[str], typer.Option(
+    token: Annotated[str | None, typer.Option(
         "--token", envvar="TETHER_MCP_TOKEN", metavar="SECRET",
         help="stdio: the API token whose projects the session may act on.")] = None,
-    host: Annotated[str, typer.Option("--host", help="http: interface to listen on.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(
+        "--host", help="http: interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535,
                                       help="http: port to listen on.")] = 8001,
     insecure_no_auth: Annotated[bool, typer.Option(
-        "--insecure-no-auth", help="Act on every project without a token (local use only).")] = False,
+        "--insecure-no-auth",
+        help="Act on every project without a token (local use only).")] = False,
     app_spec: AppSpec = None,
     database_url: DatabaseUrl = None,
 ) -> None:

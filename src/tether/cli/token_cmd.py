@@ -7,7 +7,7 @@ is stored: a lost secret cannot be recovered, only revoked and replaced.
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -28,12 +28,12 @@ def _check_project(name: str) -> str:
 
 @token_app.command("create")
 def create(
-    project: Annotated[Optional[list[str]], typer.Option(
+    project: Annotated[list[str] | None, typer.Option(
         "--project", metavar="PROJECT",
         help="A project the token may see and act on (repeat for several).")] = None,
     admin: Annotated[bool, typer.Option(
         "--admin", help="An operator token: every project, queues, workers and metrics.")] = False,
-    name: Annotated[Optional[str], typer.Option(
+    name: Annotated[str | None, typer.Option(
         "--name", help="A label shown by `tether token list`.")] = None,
     database_url: DatabaseUrl = None,
     json_out: Json = False,

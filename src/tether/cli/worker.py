@@ -8,7 +8,7 @@ back and exits 0.
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -22,14 +22,16 @@ def worker(
     app_spec: AppSpec = None,
     concurrency: Annotated[int, typer.Option(
         "--concurrency", "-c", min=1, help="Jobs run at the same time.")] = 4,
-    queues: Annotated[Optional[str], typer.Option(
-        "--queues", "-q", metavar="A,B", help="Only these queues (comma-separated) [default: all].")] = None,
-    lease_ttl: Annotated[Optional[float], typer.Option(
+    queues: Annotated[str | None, typer.Option(
+        "--queues", "-q", metavar="A,B",
+        help="Only these queues (comma-separated) [default: all].")] = None,
+    lease_ttl: Annotated[float | None, typer.Option(
         "--lease-ttl", envvar="TETHER_LEASE_TTL", min=1.0, metavar="SECONDS",
         help="How long a claim lasts without a heartbeat [default: 30].")] = None,
     poll_interval: Annotated[float, typer.Option(
-        "--poll-interval", min=0.01, metavar="SECONDS", help="How often an idle worker looks for work.")] = 0.5,
-    prefetch: Annotated[Optional[int], typer.Option(
+        "--poll-interval", min=0.01, metavar="SECONDS",
+        help="How often an idle worker looks for work.")] = 0.5,
+    prefetch: Annotated[int | None, typer.Option(
         "--prefetch", min=0, metavar="N",
         help="Most jobs held claimed beyond the busy slots while jobs are short; 0 turns "
              "fetch-ahead off [default: 32 per slot, at most 512].")] = None,

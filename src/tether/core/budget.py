@@ -28,7 +28,7 @@ def to_decimal(value: Any, what: str = "amount") -> Decimal:
     else:
         try:
             out = Decimal(str(value))
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever fails to parse is the caller's error
             raise InvalidPayload(f"{what} must be a number, got {value!r}") from None
     if not out.is_finite() or out < 0:
         raise InvalidPayload(f"{what} must be a finite non-negative number, got {value!r}")
@@ -40,7 +40,7 @@ def _to_int(value: Any, what: str) -> int:
         raise InvalidPayload(f"{what} must be a whole number, got {value!r}")
     try:
         out = int(Decimal(str(value)))
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever fails to parse is the caller's error
         raise InvalidPayload(f"{what} must be a whole number, got {value!r}") from None
     if out < 0:
         raise InvalidPayload(f"{what} must not be negative, got {value!r}")
@@ -86,7 +86,7 @@ class Budget:
                                  f"got {self.period_resume!r}")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Budget":
+    def from_dict(cls, data: dict[str, Any] | None) -> Budget:
         data = dict(data or {})
         unknown = set(data) - set(LIMIT_FIELDS) - set(PERIOD_FIELDS)
         if unknown:
@@ -101,7 +101,7 @@ class Budget:
                 out[f.name] = str(value) if isinstance(value, Decimal) else value
         return out
 
-    def merged(self, changes: "Budget | dict[str, Any]") -> "Budget":
+    def merged(self, changes: Budget | dict[str, Any]) -> Budget:
         """These limits with every limit that ``changes`` sets replaced."""
         new = changes if isinstance(changes, Budget) else Budget.from_dict(changes)
         return replace(self, **{k: v for k, v in vars(new).items() if v is not None})
@@ -133,7 +133,7 @@ class Counters:
         return {k: (str(v) if isinstance(v, Decimal) else v) for k, v in vars(self).items()}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Counters":
+    def from_dict(cls, data: dict[str, Any] | None) -> Counters:
         data = data or {}
         kw: dict[str, Any] = {}
         for name in COUNTER_FIELDS:

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 
 class _Pending:
@@ -131,10 +132,10 @@ class Combiner:
         if lead:
             loop.run_in_executor(None, self._lead_for, slots)
 
-    def _lead_for(self, slots: list["AsyncSlot"]) -> None:
+    def _lead_for(self, slots: list[AsyncSlot]) -> None:
         try:
             self._lead(slots[0])
-        except BaseException as exc:  # noqa: BLE001 - never strand a coroutine on its future
+        except BaseException as exc:  # never strand a coroutine on its future
             with self._mutex:  # failed below, so never written by a later leader either
                 self._pending = [s for s in self._pending if s not in slots]
                 self._leading = False
@@ -196,7 +197,7 @@ class Combiner:
             successor = self._pending[0] if self._pending else None
             self._leading = successor is not None
         futures: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = {}
-        for s, (value, error) in zip(batch, outcomes):
+        for s, (value, error) in zip(batch, outcomes, strict=True):
             s.value, s.error, s.done = value, error, True
             if isinstance(s, AsyncSlot):
                 futures.setdefault(s.loop, []).append(s.future)

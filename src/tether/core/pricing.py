@@ -112,7 +112,7 @@ class PriceProfile:
                 "models": [m.to_dict() for _, m in sorted(self.models.items())]}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, base: "PriceProfile | None" = None) -> "PriceProfile":
+    def from_dict(cls, data: dict[str, Any], *, base: PriceProfile | None = None) -> PriceProfile:
         name = data.get("profile") or data.get("name")
         date = data.get("effective_date")
         if not name or not date:

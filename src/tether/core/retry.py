@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random as _random
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import (
     JobError, PolicyBlock, ProviderAuthError, ProviderError, StoreError, TetherError,
@@ -58,7 +58,7 @@ def summarize(exc: BaseException) -> str:
 
 
 def error_code_of(exc: BaseException) -> str:
-    return getattr(exc, "code", None) if isinstance(exc, TetherError) else "unhandled_error"
+    return exc.code if isinstance(exc, TetherError) else "unhandled_error"
 
 
 def classify(exc: BaseException, *, attempt: int, max_attempts: int,

@@ -1,4 +1,5 @@
-"""Canonical JSON: one byte form per value, so hashes and idempotency compare meaning, not layout."""
+"""Canonical JSON: one byte form per value, so hashes and idempotency compare meaning, not
+layout."""
 
 from __future__ import annotations
 

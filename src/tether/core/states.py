@@ -2,7 +2,8 @@
 
 The table is DESIGN §2 plus the edges a careful operator expects (see README, "Design"):
 a queued, waiting or retry_wait job can be paused or cancelled at once (a waiting job holds no
-lease: DESIGN §2, ``running -> waiting -> queued``), a claimed-but-not-started job can be cancelled or paused,
+lease: DESIGN §2, ``running -> waiting -> queued``), a claimed-but-not-started job can be
+cancelled or paused,
 a dead worker's ``cancelling``/``pausing`` job settles to ``cancelled``/``paused``, a budget
 stop moves ``running`` straight to ``paused``, and a job whose attempts are used up fails.
 """

@@ -50,7 +50,7 @@ class Usage:
                 "cache_write_1h_tokens": self.cache_write_1h_tokens}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
         return cls(**{k: int(v) for k, v in (data or {}).items() if k in cls.__dataclass_fields__})
 
 

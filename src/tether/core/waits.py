@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidArgument
 
@@ -142,7 +143,7 @@ def decide(wait: Mapping[str, Any], *, now: float,
         rows = [r if r is not None else {"id": i, "state": "cancelled",
                                          "error_code": "pruned",
                                          "error_summary": "child job no longer exists"}
-                for i, r in zip(ids, rows)]
+                for i, r in zip(ids, rows, strict=True)]
     states = [str(r["state"]) for r in rows]  # type: ignore[index]
     if wait.get("fail_mode") == "fast" and any(s in FAILED_CHILD_STATES for s in states):
         return Wake("child_failed", [child_outcome(r) for r in rows])  # type: ignore[arg-type]

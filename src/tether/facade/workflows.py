@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
 from ..core import validate
 from ..core.serialize import dumps, loads
@@ -16,7 +17,9 @@ from ..store.base import Store
 class Workflows:
     """``signal`` and ``waits``."""
 
-    store: Store  # Tether's
+    if TYPE_CHECKING:
+        @property
+        def store(self) -> Store: ...  # Tether's (read-only there)
 
     def signal(self, job_id: int, name: str, value: Any = None, *,
                projects: Iterable[str] | None = None) -> Job:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..core.budget import Reservation
 from ..core.pricing import ModelPrice, PriceProfile
@@ -123,7 +124,7 @@ class Calls:
             raw = fn()
             if inspect.isawaitable(raw):
                 raw = asyncio.run(_await(raw))
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - released, then re-raised classified
             self._release(key, exc)
             self._raise_classified(exc)
         op, result, refusal = self._settle_op(c, raw)
@@ -158,7 +159,7 @@ class Calls:
             raw = fn()
             if inspect.isawaitable(raw):
                 raw = await raw
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - released, then re-raised classified
             await asyncio.to_thread(self._release, key, exc)
             self._raise_classified(exc)
         op, result, refusal = self._settle_op(c, raw)

@@ -14,7 +14,8 @@ import logging
 import threading
 from collections import Counter
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping
 
 from ..core.states import JobState
 from ..core.waits import WaitCounters

@@ -7,7 +7,8 @@ resumable, never half-committed.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..core.serialize import dumps_back, loads
 from .host import RunningJob

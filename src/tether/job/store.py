@@ -9,7 +9,8 @@ changes nothing. Both backends implement it; so does the worker's group-committi
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
+from collections.abc import Sequence
 
 from ..core.states import JobState
 from ..core.usage import Usage

@@ -14,7 +14,8 @@ and call keys.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..clock import to_ts
 from ..core.waits import ChildFailure, WaitSpec, gather_key

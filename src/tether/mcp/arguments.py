@@ -8,7 +8,8 @@ the library, the CLI and REST give.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
+from collections.abc import Callable
 
 from mcp.server.mcpserver import Context
 from pydantic import ConfigDict, Field, Strict

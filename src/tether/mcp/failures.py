@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import difflib
 import logging
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError

@@ -76,7 +76,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         for name, value in (("queue", queue), ("priority", priority),
                             ("max_attempts", max_attempts), ("run_after", run_after)):
             if value is not None:
-                options[name] = value
+                options[name] = value  # noqa: PERF403 - four named options, added when given
         if budget is not None:
             options["budget"] = budget.to_facade()
         job, created = idempotency.submit(app, options, key)

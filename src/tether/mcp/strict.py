@@ -10,11 +10,12 @@ tool runs. The output schema comes from the function's return annotation (a pyda
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 
 def strict_tool(fn: Callable[..., Any], name: str, description: str, *,
@@ -27,7 +28,7 @@ def strict_tool(fn: Callable[..., Any], name: str, description: str, *,
                                     idempotent_hint=read_only or idempotent,
                                     destructive_hint=destructive, open_world_hint=False))
     loose = tool.fn_metadata.arg_model
-    strict = type(loose.__name__, (loose,), {
+    strict: type[BaseModel] = type(loose.__name__, (loose,), {
         "model_config": ConfigDict(extra="forbid"), "__module__": loose.__module__})
     metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
     return tool.model_copy(update={"fn_metadata": metadata,

@@ -40,8 +40,8 @@ def usage_from(usage: Any) -> Usage | None:
     if _get(usage, "input_tokens") is not None:
         cache_read = _get(usage, "cache_read_input_tokens")
         cache_write = _get(usage, "cache_creation_input_tokens")
-        if cache_read is not None or cache_write is not None or _get(
-                usage, "input_tokens_details") is None and _get(usage, "total_tokens") is None:
+        if cache_read is not None or cache_write is not None or (_get(
+                usage, "input_tokens_details") is None and _get(usage, "total_tokens") is None):
             # Anthropic: input_tokens excludes cache reads and writes; tether counts all input.
             fresh = _int(_get(usage, "input_tokens"))
             writes = _int(cache_write)

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from ..core.pricing import load_profile
 from ..core.usage import Metered, Usage

@@ -11,7 +11,8 @@ row, then job budget, then project budget.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
 from ..core.periods import window
@@ -20,7 +21,7 @@ from ..core.usage import Usage
 from ..errors import BudgetExhausted
 from .profiles import Profiles
 from .rows import as_decimal, counters_of, limits_of
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 _D0 = Decimal(0)
 PERIOD_SCOPE = "project_period"
@@ -34,7 +35,7 @@ class Accounting(Profiles):
 
     def _budget(self, tx: Tx, scope: str, key: str, now: float) -> Row:
         tx.run("ensure_budget", scope=scope, key=key, now=now)
-        return tx.one("lock_budget", scope=scope, key=key)
+        return present(tx.one("lock_budget", scope=scope, key=key))
 
     def _budget_rows(self, tx: Tx, job: Row, now: float) -> list[Row]:
         """The accumulators a job's spend counts in, locked in (scope, key) order in ONE
@@ -86,7 +87,7 @@ class Accounting(Profiles):
         tx.many("update_budget_row", [
             dict({name: self._money_param(v) if name.endswith("_usd") else v
                   for name, v in values.items()}, scope=scope, key=key, now=now)
-            for (scope, key), values in zip(keys, counters)])
+            for (scope, key), values in zip(keys, counters, strict=True)])
 
     def _call_budgets_ready(self) -> dict[int, bool]:
         """Jobs whose accumulator rows this store has created or seen, and whether each is a

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..records import QueueInfo, WorkerInfo
 from ..tokens import TokenInfo, hash_secret, new_secret
 from .base import EngineStats
 from .rows import as_datetime, load_json, to_token
 from .transitions import Transitions
+from .tx import present
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -90,7 +91,7 @@ class Admin(Transitions):
         """Totals every process agrees on, and a claim-latency histogram of recent first
         attempts (cumulative buckets, Prometheus style)."""
         with self._read() as tx:
-            counts = tx.one("engine_counts")
+            counts = present(tx.one("engine_counts"))
             rows = tx.all("recent_claim_latency", limit=recent)
         latencies = [max(0.0, float(r["latency"])) for r in rows if r["latency"] is not None]
         buckets = {b: sum(1 for x in latencies if x <= b) for b in LATENCY_BUCKETS}

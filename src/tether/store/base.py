@@ -16,7 +16,8 @@ import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Iterable, Protocol, Sequence, TypedDict, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
+from collections.abc import Iterable, Sequence
 
 from ..core.budget import Budget, BudgetStatus, Reservation
 from ..core.pricing import ModelPrice, PriceProfile

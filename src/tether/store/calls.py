@@ -16,7 +16,8 @@ is rare and keeps its own transaction.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, Counters, Reservation, exceeded_limit
 from ..core.periods import window
@@ -28,7 +29,7 @@ from ..records import JournalEntry, LedgerEntry
 from .accounting import PERIOD_SCOPE, Accounting, complete_rows, in_period
 from .base import AccountResult, CallReserve, CallSettle
 from .rows import as_decimal, as_seconds, limits_of, to_journal, to_ledger
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 _NO_LIMITS = Budget()
 _USD = ("spent_usd", "reserved_usd")
@@ -108,7 +109,7 @@ class Calls(Accounting):
     # --- reading and writing the book ----------------------------------------------------------
 
     def _open_book(self, tx: Tx, job_id: int, ops: Sequence[CallReserve | CallSettle],
-                   now: float) -> "_Book":
+                   now: float) -> _Book:
         """The job row, both accumulators (locked, job first) and the journal rows of ``ops``'
         keys. Creates missing accumulator rows first (a job's first call)."""
         params = {"job_id": job_id, "job_key": str(job_id)}
@@ -133,7 +134,7 @@ class Calls(Accounting):
                 journal[row["key"]] = row
         return _Book(self, tx, job_id, rows, journal, now)
 
-    def _write_book(self, tx: Tx, book: "_Book", now: float) -> None:
+    def _write_book(self, tx: Tx, book: _Book, now: float) -> None:
         """Every write of the book, sent together where the backend can (``tx.batch()``:
         one round trip on PostgreSQL instead of one per statement). The accumulator rows are
         locked by ``lock_calls`` in this transaction, so their update cannot miss."""
@@ -173,7 +174,8 @@ class _Book:
             self.window = None
             period_row = store._period_row(tx, project, self.limits[-1], now)
             if period_row is not None:
-                self.window = window(now, self.limits[-1].period, self.limits[-1].timezone)
+                self.window = window(now, present(self.limits[-1].period),
+                                     self.limits[-1].timezone)
                 ordered.append(period_row)
             self.keys = [(r["scope"], r["key"]) for r in ordered]
             """Every accumulator a call counts in: the job's, its ancestors', its project's
@@ -210,11 +212,11 @@ class _Book:
             raise LeaseLost(f"job {self.job_id} is {job['state']}, not running")
         entry = self.journal.get(op.key)
         status = entry["status"] if entry else None
-        if status == "done":
+        if status == "done" and entry is not None:
             if "result" not in entry:  # journal_keys reads only what reserving needs
-                entry = self.tx.one("journal_get", job_id=self.job_id, key=op.key)
+                entry = present(self.tx.one("journal_get", job_id=self.job_id, key=op.key))
             return to_journal(entry)
-        if status == "reserved" and entry["attempt"] == token:
+        if status == "reserved" and entry is not None and entry["attempt"] == token:
             raise TetherError(f"call key {op.key!r} is already in flight in this job; "
                               "keys must be unique per call")
         want = op.reservation
@@ -277,14 +279,15 @@ class _Book:
     def _started(self) -> float | None:
         if self._first_start == ():
             row = self.tx.one("first_start", job_id=self.job_id)
-            started = row and row["started_at"]
+            started = row["started_at"] if row else None
             self._first_start = as_seconds(started) if started is not None else None
         return self._first_start
 
     def _orphan(self, entry: Row) -> None:
         """Spend an earlier attempt's open reservation in full, unconfirmed (what an attempt's
         end does: ``Accounting._orphan_rows``)."""
-        delta, finish, ledger = self.store._orphan_rows(self.tx, self.job, entry, self.now)
+        delta, finish, ledger = self.store._orphan_rows(self.tx, present(self.job), entry,
+                                                        self.now)
         self._add(**delta)
         self._journal_write(entry["key"], 0, finish)
         self.ledger.append(ledger)
@@ -292,7 +295,7 @@ class _Book:
     # --- settle ------------------------------------------------------------------------------
 
     def _settle(self, op: CallSettle, token: int) -> None:
-        self._held(token)
+        job = self._held(token)
         entry = self.journal.get(op.key)
         if entry is None or entry["status"] != "reserved" or entry["attempt"] != token:
             raise LeaseLost(f"job {self.job_id}: call {op.key!r} is not reserved by attempt "
@@ -313,7 +316,7 @@ class _Book:
             "error_code": "policy_block" if op.refused else None,
             "error_summary": "refused by the provider" if op.refused else None, "now": self.now})
         overrun = usage.input_tokens > tin or usage.output_tokens > tout
-        self.ledger.append(store._ledger_params(self.job, entry, usage, op.price,
+        self.ledger.append(store._ledger_params(job, entry, usage, op.price,
                                                 op.profile_id, cost, confirmed=True,
                                                 overrun=overrun, now=self.now))
         if overrun:
@@ -342,7 +345,7 @@ class _Book:
         self.journal_writes[n][kind].append(params)
 
     def _add(self, **delta: Any) -> None:
-        for (scope, _), acc in zip(self.keys, self.acc):
+        for (scope, _), acc in zip(self.keys, self.acc, strict=True):
             for name, value in delta.items():
                 if scope != PERIOD_SCOPE or not name.startswith("reserved_"):
                     acc[name] += value

@@ -12,6 +12,7 @@ from typing import Any
 from ..records import Checkpoint
 from .rows import to_checkpoint
 from .transitions import Transitions
+from .tx import present
 
 
 class Checkpoints(Transitions):
@@ -50,4 +51,4 @@ class Checkpoints(Transitions):
                    size=size, attempt=token, now=now)
             self._note(tx, job_id, "stage_completed", now, token,
                        {"stage": stage, "position": position, "blob": blob, "size": size})
-            return to_checkpoint(tx.one("get_checkpoint", job_id=job_id, stage=stage))
+            return to_checkpoint(present(tx.one("get_checkpoint", job_id=job_id, stage=stage)))

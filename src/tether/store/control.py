@@ -3,7 +3,8 @@ change a job's limits; promote retries whose backoff elapsed; prune old finished
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..core.budget import Budget
 from ..core.states import TERMINAL, JobState, operator_target
@@ -11,7 +12,7 @@ from ..errors import JobStateError
 from ..records import Job
 from .rows import limits_of, to_job
 from .transitions import Transitions
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 
 class Control(Transitions):
@@ -37,7 +38,7 @@ class Control(Transitions):
             self._transition(tx, row, to, now=now, kind=action, data=data, **changes)
             if action == "cancel":
                 self._cancel_children(tx, job_id, now)
-            return to_job(tx.one("get_job", id=job_id))
+            return to_job(present(tx.one("get_job", id=job_id)))
 
     def _cancel_children(self, tx: Tx, parent_id: int, now: float) -> None:
         """A cancelled parent's live children are cancelled with it (a running child stops at
@@ -63,7 +64,7 @@ class Control(Transitions):
                 raise JobStateError(f"job {job_id} is {row['state']}; its budget is final")
             limits = limits_of(row["budget"]).merged(budget)
             self._set_limits(tx, row, limits, now)
-            return to_job(tx.one("get_job", id=job_id))
+            return to_job(present(tx.one("get_job", id=job_id)))
 
     def _set_limits(self, tx: Tx, row: Row, limits: Budget, now: float) -> None:
         new = dict(self._mutable(row), budget=self._json_param(limits.to_dict()))

@@ -8,7 +8,8 @@ when the configuration differs.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..core.pricing import PriceProfile
 from ..core.states import JobState
@@ -18,7 +19,7 @@ from .base import CallerConnection, NewJob
 from .profiles import Profiles
 from .rows import as_datetime, load_json, new_job, to_attempt, to_event, to_job
 from .transitions import compact_json
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 
 class Jobs(Profiles):
@@ -34,7 +35,7 @@ class Jobs(Profiles):
         with self._write(conn) as tx:
             now = self._now(tx, None)
             if pin:
-                self._save_profile(tx, profile, now)
+                self._save_profile(tx, present(profile), now)
             for queue in queues:
                 tx.run("ensure_queue", name=queue, now=now)
             new = self._insert_jobs(tx, jobs, now)
@@ -48,8 +49,8 @@ class Jobs(Profiles):
             known = self._known_rows()
             known.update(queues)
             if pin:
-                known.add(("profile", profile.id))
-        return out
+                known.add(("profile", present(profile).id))
+        return [present(o) for o in out]
 
     _submit_writes_events = False
     """True where ``insert_jobs`` also writes the submitted events (PostgreSQL)."""
@@ -96,19 +97,19 @@ class Jobs(Profiles):
                                None if payload == "null" else load_json(payload)))
         if not self._submit_writes_events:
             tx.many("insert_event", [self._event_row(
-                job.id, 1, now, "submitted", None, "queued", None,
+                job.id, 1, present(now), "submitted", None, "queued", None,
                 {"type": job.type, "queue": job.queue,
                  "idempotency_key": job.idempotency_key}) for job in out if job is not None])
         return out
 
-    def _jobs_by_keys(self, tx: Tx, jobs: Sequence[NewJob]) -> dict[tuple[str, str], Row]:
+    def _jobs_by_keys(self, tx: Tx, jobs: Sequence[NewJob]) -> dict[tuple[str, str | None], Row]:
         """The existing rows (as ``get_job`` reads them) of these jobs' keys, one statement."""
         keys = sorted({(j.project, j.idempotency_key) for j in jobs})
         rows = tx.all("jobs_by_keys", keys=compact_json([list(k) for k in keys]))
         return {(r["project"], r["idempotency_key"]): r for r in rows}
 
     @staticmethod
-    def _existing(spec: NewJob, found: dict[tuple[str, str], Row]) -> Job:
+    def _existing(spec: NewJob, found: dict[tuple[str, str | None], Row]) -> Job:
         """The job a repeated key names, or IdempotencyConflict for another configuration."""
         existing = found.get((spec.project, spec.idempotency_key))
         if existing is None:  # pragma: no cover - conflict row vanished mid-transaction

@@ -4,7 +4,8 @@ identical earlier request in the project)."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..core.usage import Usage
 from ..records import JournalEntry, LedgerEntry

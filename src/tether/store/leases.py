@@ -8,7 +8,8 @@ held by it. Only the database clock decides expiry.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..core.budget import COUNTER_FIELDS
 from ..core.states import JobState, check_transition, expiry_target

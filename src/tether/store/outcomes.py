@@ -5,7 +5,8 @@ and calls the attempt left open are spent before the job moves on."""
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..core.states import JobState, check_transition, finish_target
 from ..errors import LeaseLost
@@ -83,10 +84,9 @@ class Outcomes(Waits, Accounting):
         changes: dict[str, Any] = {}
         if to == JobState.SUCCEEDED:
             changes.update(result=outcome.result_json, error_code=None, error_summary=None)
-        elif to in (JobState.FAILED, JobState.RETRY_WAIT, JobState.PAUSED):
-            if outcome.error_code is not None:
-                changes.update(error_code=outcome.error_code,
-                               error_summary=outcome.error_summary)
+        elif (to in (JobState.FAILED, JobState.RETRY_WAIT, JobState.PAUSED)
+              and outcome.error_code is not None):
+            changes.update(error_code=outcome.error_code, error_summary=outcome.error_summary)
         if to == JobState.CANCELLED:  # whatever the attempt reported, the job was cancelled
             changes.update(error_code="cancelled",
                            error_summary=outcome.error_summary or "cancelled while running")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
@@ -14,7 +15,7 @@ def load_queries(path: Path) -> dict[str, str]:
     text = path.read_text()
     parts = _NAME.split(text)
     queries: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2]):
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
         lines = [ln for ln in body.strip().splitlines() if not ln.lstrip().startswith("--")]
         sql = "\n".join(lines).strip().rstrip(";")
         if name in queries:

@@ -9,13 +9,14 @@ by the actual count when the call settles (a refund).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .base import RateLimit
 from .rows import as_seconds
 from .transitions import Transitions
+from .tx import present
 
-__all__ = ["RateLimit", "RateLimits", "WINDOW_S"]
+__all__ = ["WINDOW_S", "RateLimit", "RateLimits"]
 
 WINDOW_S = 60.0
 
@@ -33,7 +34,7 @@ class RateLimits(Transitions):
             wait = 0.0
             for limit in sorted(limits, key=lambda x: x.scope):
                 tx.one("rate_lock", scope=limit.scope)
-                win = tx.one("rate_window", scope=limit.scope, since=since)
+                win = present(tx.one("rate_window", scope=limit.scope, since=since))
                 calls, used = int(win["calls"]), int(win["tokens"])
                 over_calls = limit.rpm is not None and calls + 1 > limit.rpm
                 over_tokens = limit.tpm is not None and used + tokens > limit.tpm
@@ -47,11 +48,10 @@ class RateLimits(Transitions):
                 # The earliest moment enough old calls have left the window.
                 free_calls = calls + 1 - (limit.rpm or calls + 1)
                 free_tokens = used + tokens - (limit.tpm or used + tokens)
-                dropped_calls, dropped_tokens, until = 0, 0, now
-                for r in rows:
+                dropped_tokens, until = 0, now
+                for dropped_calls, r in enumerate(rows):
                     if dropped_calls >= free_calls and dropped_tokens >= free_tokens:
                         break
-                    dropped_calls += 1
                     dropped_tokens += int(r["tokens"])
                     until = as_seconds(r["at"]) + WINDOW_S
                 wait = max(wait, until - now, 0.001)

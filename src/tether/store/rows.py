@@ -7,10 +7,10 @@ money as text or Decimal; these helpers accept either, so the shared logic sees 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, overload
 
 from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
 from ..core.states import JobState
@@ -20,9 +20,13 @@ from .base import NewJob
 from .tx import Row
 
 _D0 = Decimal(0)
-_UTC = timezone.utc
+_UTC = UTC
 
 
+@overload
+def as_seconds(value: datetime | float | str | Decimal) -> float: ...
+@overload
+def as_seconds(value: None) -> None: ...
 def as_seconds(value: Any) -> float | None:
     if value is None:
         return None
@@ -31,6 +35,10 @@ def as_seconds(value: Any) -> float | None:
     return float(value)
 
 
+@overload
+def as_datetime(value: datetime | float | str | Decimal) -> datetime: ...
+@overload
+def as_datetime(value: None) -> None: ...
 def as_datetime(value: Any) -> datetime | None:
     if value is None:
         return None

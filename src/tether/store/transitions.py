@@ -13,13 +13,14 @@ import json
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from decimal import Decimal
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..core.states import LEASED_STATES, TERMINAL, JobState, check_transition
 from ..errors import JobNotFound, LeaseLost
 from .base import CallerConnection
 from .rows import as_seconds
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 compact_json = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -90,7 +91,7 @@ class Transitions(ABC):
             self._child_finished(tx, int(row["parent_id"]), now)
         return new
 
-    def _child_finished(self, tx: Tx, parent_id: int, now: float) -> None:
+    def _child_finished(self, tx: Tx, parent_id: int, now: float) -> None:  # noqa: B027 - hook
         """A child of ``parent_id`` just ended (this transaction): a parent waiting for its
         children may wake (``waits.py``). Here: nothing."""
 
@@ -107,7 +108,7 @@ class Transitions(ABC):
 
     def _update_row(self, tx: Tx, job_id: int, new: Row, now: float) -> int:
         """Write ``new`` over the job's mutable columns; returns the job's next event seq."""
-        return tx.one("update_job", **new, id=job_id, now=now)["event_seq"]
+        return present(tx.one("update_job", **new, id=job_id, now=now))["event_seq"]
 
     def _locked(self, tx: Tx, job_id: int, projects: Iterable[str] | None = None) -> Row:
         row = tx.one("lock_job", id=job_id)
@@ -138,6 +139,6 @@ class Transitions(ABC):
 
     def _note(self, tx: Tx, job_id: int, kind: str, now: float, attempt: int | None,
               data: dict[str, Any]) -> None:
-        seq = tx.one("bump_event_seq", id=job_id)["event_seq"]
+        seq = present(tx.one("bump_event_seq", id=job_id))["event_seq"]
         tx.run("insert_event", **self._event_row(job_id, seq, now, kind, None, None, attempt,
                                                  data))

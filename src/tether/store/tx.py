@@ -9,7 +9,8 @@ the backend binds them as its own column type (SQLite keeps the seconds, Postgre
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, TypeVar
+from collections.abc import Sequence
 
 TIME_PARAMS = frozenset({"now", "at", "since", "before", "cutoff", "claimed_at", "started_at",
                          "run_after", "lease_expires_at", "finished_at", "wake_at",
@@ -17,6 +18,15 @@ TIME_PARAMS = frozenset({"now", "at", "since", "before", "cutoff", "claimed_at",
 """Statement parameters that hold a time (unix seconds, or None)."""
 
 Row = dict[str, Any]
+_R = TypeVar("_R")
+
+
+def present(row: _R | None) -> _R:
+    """``row`` where it cannot be missing: the row of a query that always returns one (an
+    aggregate, ``now()``, a job locked earlier in the same transaction), or a value another
+    one implies. Fails loudly, as indexing ``None`` would, if it is missing after all."""
+    assert row is not None, "a row or value that cannot be missing is missing"
+    return row
 
 
 class Tx(Protocol):

@@ -12,7 +12,8 @@ job, all in that one transaction: a crash leaves either everything or nothing.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..core.states import TERMINAL, JobState
 from ..core.waits import Wake, WaitSpec, decide, recheck_at
@@ -21,7 +22,7 @@ from ..records import Job, Wait
 from .base import Outcome
 from .rows import as_seconds, to_job, to_wait
 from .transitions import Transitions
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 
 class Waits(Transitions):
@@ -66,7 +67,7 @@ class Waits(Transitions):
                 if spec.children:
                     data["children"] = len(spec.children)
                 self._note(tx, job_id, "wait", now, token, data)
-                row = tx.one("wait_get", job_id=job_id, key=spec.key)
+                row = present(tx.one("wait_get", job_id=job_id, key=spec.key))
             elif row["status"] == "open":
                 tx.run("wait_touch", job_id=job_id, key=spec.key, attempt=token)
             if row["status"] == "open":
@@ -75,7 +76,7 @@ class Waits(Transitions):
                     self._close_wait(tx, row, wake, now)
                     self._note(tx, job_id, "wait_satisfied", now, token,
                                {"key": spec.key, "outcome": wake.outcome})
-                    row = tx.one("wait_get", job_id=job_id, key=spec.key)
+                    row = present(tx.one("wait_get", job_id=job_id, key=spec.key))
             return to_wait(row)
 
     def send_signal(self, job_id: int, name: str, value: Any = None, *,
@@ -94,7 +95,7 @@ class Waits(Transitions):
             self._note(tx, job_id, "signal", now, None, {"name": name})
             if row["state"] == JobState.WAITING:
                 self._wake_if_ready(tx, row, now)
-            return to_job(tx.one("get_job", id=job_id))
+            return to_job(present(tx.one("get_job", id=job_id)))
 
     def wake_due(self, *, now: float | None = None, limit: int = 500) -> int:
         """One sweep step: waiting jobs whose recheck time has come are decided again —

@@ -9,7 +9,8 @@ An empty list means the promise held. Nothing here writes.
   the events (one ``leased`` event per attempt, the open attempt is the lease held).
 * ``run_checks``        a whole run: every job settled, none lost, no call paid twice without an
   unconfirmed ledger row, bill within every job (with its children) and project budget,
-  ledger >= bill, every job's history, and every wait woken at most once. ``render`` prints them as a table.
+  ledger >= bill, every job's history, and every wait woken at most once. ``render`` prints
+  them as a table.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..core.states import LEASED_STATES, TERMINAL, TRANSITIONS, JobState
 from ..records import Attempt, Event, Job
@@ -37,12 +39,12 @@ def history_problems(job: Job, events: Sequence[Event], attempts: Sequence[Attem
     if seqs != list(range(1, len(events) + 1)):
         out.append(f"{where}: event seqs are not 1..{len(events)} (gap or repeat): {seqs}")
     if not events:
-        return out + [f"{where}: has no events at all"]
+        return [*out, f"{where}: has no events at all"]
     first = events[0]
     if first.kind != "submitted" or first.from_state is not None or first.to_state != S.QUEUED:
         out.append(f"{where}: first event is {first.kind} {first.from_state}->{first.to_state}, "
                    "not submitted ->queued")
-    state = S.QUEUED
+    state: str = S.QUEUED
     leased_attempts: list[int | None] = []
     cancelling_seen = False
     for e in events[1:]:
@@ -52,15 +54,17 @@ def history_problems(job: Job, events: Sequence[Event], attempts: Sequence[Attem
             continue
         src, dst = e.from_state, e.to_state
         if src != state:
-            out.append(f"{where}: event {e.seq} ({e.kind}) moves from {src} but the job was {state}")
+            out.append(f"{where}: event {e.seq} ({e.kind}) moves from {src} "
+                       f"but the job was {state}")
         try:
-            src_s, dst_s = S(src), S(dst)
+            src_s, dst_s = S(src), S(dst)  # type: ignore[arg-type]  # None: ValueError
         except ValueError:
             out.append(f"{where}: event {e.seq} names an unknown state {src}->{dst}")
             state = dst
             continue
         if dst_s not in TRANSITIONS[src_s]:
-            out.append(f"{where}: event {e.seq} ({e.kind}) {src}->{dst} is not in the state machine")
+            out.append(f"{where}: event {e.seq} ({e.kind}) {src}->{dst} "
+                       "is not in the state machine")
         if src_s in ABSORBING:
             out.append(f"{where}: event {e.seq} leaves the terminal state {src}")
         if src_s == S.FAILED and e.kind not in EXPLICIT_FROM_FAILED:
@@ -78,7 +82,8 @@ def history_problems(job: Job, events: Sequence[Event], attempts: Sequence[Attem
     if numbers != list(range(1, len(attempts) + 1)):
         out.append(f"{where}: attempt numbers are {numbers}, not 1..{len(attempts)}")
     if len(attempts) != job.attempt_count:
-        out.append(f"{where}: {len(attempts)} attempt records but attempt_count={job.attempt_count}")
+        out.append(f"{where}: {len(attempts)} attempt records "
+                   f"but attempt_count={job.attempt_count}")
     if len(leased_attempts) != len(attempts):
         out.append(f"{where}: {len(leased_attempts)} leased events but {len(attempts)} attempts")
     elif leased_attempts != numbers:
@@ -164,9 +169,9 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
         bill = read_bill(bill_path)
         per_key: dict[tuple[int | None, str], int] = Counter((b.job_id, b.key) for b in bill)
         rows_per_key: dict[tuple[int, str], list[Any]] = defaultdict(list)
-        for job_id, rows in ledgers.items():
+        for jid, rows in ledgers.items():
             for r in rows:
-                rows_per_key[(job_id, r.key)].append(r)
+                rows_per_key[(jid, r.key)].append(r)
         problems = []
         repeats = unconfirmed = 0
         for (job_id, key), n in sorted(per_key.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1])):
@@ -308,7 +313,8 @@ def render(checks: Sequence[Check], *, title: str = "invariants", max_problems: 
         if c.problems:
             shown = c.problems[:max_problems]
             more = len(c.problems) - len(shown)
-            detail += "\n" + "\n".join(f"- {p}" for p in shown) + (f"\n(+{more} more)" if more else "")
+            detail += ("\n" + "\n".join(f"- {p}" for p in shown)
+                       + (f"\n(+{more} more)" if more else ""))
         table.add_row(c.name, "[green]ok[/]" if c.ok else "[red]FAILED[/]", detail)
     return table
 

@@ -208,9 +208,10 @@ class JobOut(BaseModel):
     finished_at: datetime | None = None
 
     @classmethod
-    def of(cls, job: Job) -> "JobOut":
+    def of(cls, job: Job) -> JobOut:
         budget = job.budget.to_dict()
-        used = BudgetUsed(**{k: v for k, v in budget["used"].items() if k in BudgetUsed.model_fields})
+        used = BudgetUsed(**{k: v for k, v in budget["used"].items()
+                             if k in BudgetUsed.model_fields})
         limits = BudgetLimitsOut(**{k: v for k, v in budget["limits"].items()
                                     if k in BudgetLimitsOut.model_fields})
         return cls(
@@ -245,7 +246,7 @@ class EventOut(BaseModel):
     data: dict[str, Any]
 
     @classmethod
-    def of(cls, event: Event) -> "EventOut":
+    def of(cls, event: Event) -> EventOut:
         return cls(**event.to_dict())
 
 
@@ -268,7 +269,7 @@ class AttemptOut(BaseModel):
     error_summary: str | None
 
     @classmethod
-    def of(cls, attempt: Attempt) -> "AttemptOut":
+    def of(cls, attempt: Attempt) -> AttemptOut:
         return cls(**attempt.to_dict())
 
 
@@ -342,7 +343,7 @@ class QueueOut(BaseModel):
     counts: dict[str, int] = Field(description="jobs in this queue by state")
 
     @classmethod
-    def of(cls, queue: QueueInfo) -> "QueueOut":
+    def of(cls, queue: QueueInfo) -> QueueOut:
         return cls(name=queue.name, paused=queue.paused, counts=dict(queue.counts))
 
 
@@ -362,7 +363,7 @@ class WorkerOut(BaseModel):
     leases: int
 
     @classmethod
-    def of(cls, worker: WorkerInfo) -> "WorkerOut":
+    def of(cls, worker: WorkerInfo) -> WorkerOut:
         return cls(**worker.to_dict())
 
 

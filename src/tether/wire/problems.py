@@ -2,8 +2,9 @@
 
 A problem's ``type`` is ``urn:tether:problem:<code>`` and its ``code`` member is the bare code.
 Codes come from ``tether.errors`` (``job_not_found``, ``invalid_transition``, ...) or name an
-interface-level problem (``unauthorized``, ``forbidden``, ``validation_error``, ``payload_too_large``,
-``invalid_idempotency_key``, ...). Codes are stable: scripts may branch on them. REST answers
+interface-level problem (``unauthorized``, ``forbidden``, ``validation_error``,
+``payload_too_large``, ``invalid_idempotency_key``, ...). Codes are stable: scripts may branch
+on them. REST answers
 them as RFC 9457 documents, MCP as tool errors carrying the same code.
 """
 
@@ -83,7 +84,8 @@ class Problem(Exception):
 def problem_body(status: int, code: str, detail: str, *, title: str | None = None,
                  instance: str | None = None, **extra: Any) -> dict[str, Any]:
     """One RFC 9457 problem document as a dict."""
-    body: dict[str, Any] = {"type": TYPE_PREFIX + code, "title": title or TITLES.get(status, "Error"),
+    body: dict[str, Any] = {"type": TYPE_PREFIX + code,
+                            "title": title or TITLES.get(status, "Error"),
                             "status": status, "detail": detail, "code": code}
     if instance:
         body["instance"] = instance

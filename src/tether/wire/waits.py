@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..app import Tether
 from ..records import Job
@@ -41,7 +41,7 @@ DEFAULT_FALLBACK_S = 5.0
 _Entry = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Job]"]
 
 
-def _settle(future: "asyncio.Future[Job]", job: Job) -> None:
+def _settle(future: asyncio.Future[Job], job: Job) -> None:
     if not future.done():
         future.set_result(job)
 
@@ -108,7 +108,7 @@ class WaitHub:
                 return current or job
             try:
                 return await asyncio.wait_for(entry[1], seconds)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return await asyncio.to_thread(self.app.store.get_job, job.id) or current
         finally:
             with self._lock:

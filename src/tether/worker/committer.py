@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
+from collections.abc import Callable, Sequence
 
 from ..core.combining import Combiner
 from ..core.states import JobState
@@ -68,7 +69,7 @@ class GroupCommitter(Combiner):
         self._inside.active = True
         try:
             return self._commit(ops)
-        except BaseException as exc:  # noqa: BLE001 - the commit failed: nothing happened
+        except BaseException as exc:  # the commit failed: nothing happened
             log.warning("group commit of %d writes failed: %s", len(ops), exc)
             raise
         finally:
@@ -93,7 +94,7 @@ class GroupCommitter(Combiner):
             for fn, args, kwargs in batch:
                 try:
                     outcomes.append((fn(*args, **kwargs), None))
-                except BaseException as exc:  # noqa: BLE001 - control signals too (a budget
+                except BaseException as exc:  # control signals too (a budget
                     if not savepoints:        # refusal): without savepoints, all run again
                         raise _Retry() from exc
                     outcomes.append((None, exc))  # handed to its caller

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import LeaseLost, StoreError
 from ..job import Lease
@@ -86,7 +86,7 @@ class Completer:
                 delay = min(delay * 2, 5.0)
         self.batches += 1
         self.written += len(batch)
-        for (lease, _), result in zip(batch, results):
+        for (lease, _), result in zip(batch, results, strict=True):
             if isinstance(result, LeaseLost):
                 log.warning("job %s: lease %s lost before its outcome could be written",
                             lease.job_id, lease.token)

@@ -12,7 +12,8 @@ import inspect
 import logging
 import time
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..core.retry import classify, summarize
 from ..core.serialize import dumps
@@ -38,6 +39,7 @@ def run_job(job_type: JobType, ctx: JobContext) -> Any:
             name = JobType.stage_name(fn)
             value = ctx.stage(name, _bind(fn, ctx, value))
         return value
+    assert job_type.fn is not None, "a job type without stages has a function"
     if job_type.is_async:
         return asyncio.run(job_type.fn(ctx, ctx.payload))
     return job_type.fn(ctx, ctx.payload)
@@ -81,7 +83,8 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
     except LeaseLost:
         return None
     if state == JobState.CANCELLING:
-        return _finish(store, job, lease, outcome_for_signal(JobCancelled("cancelled before start")))
+        return _finish(store, job, lease,
+                       outcome_for_signal(JobCancelled("cancelled before start")))
     if state == JobState.PAUSING:
         return _finish(store, job, lease, outcome_for_signal(JobPaused("paused before start")))
 
@@ -103,15 +106,15 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
         outcome = Outcome(JobState.FAILED, error_code=exc.code, error_summary=exc.message)
     except InvalidPayload as exc:
         outcome = Outcome(JobState.FAILED, error_code="invalid_result", error_summary=exc.message)
-    except BaseException as exc:  # noqa: BLE001 - every failure is classified and recorded
+    except BaseException as exc:  # every failure is classified and recorded
         if not isinstance(exc, Exception):
             raise
         if lease.raised is not None:
             outcome = outcome_for_signal(lease.raised)
         else:
-            job_type = app.registry.find(job.type)
+            found = app.registry.find(job.type)
             decision = classify(exc, attempt=lease.token, max_attempts=job.max_attempts,
-                                policy=job_type.retry if job_type else app.default_retry)
+                                policy=found.retry if found else app.default_retry)
             to = {"retry": JobState.RETRY_WAIT, "fail": JobState.FAILED,
                   "pause": JobState.PAUSED}[decision.action]
             outcome = Outcome(to, error_code=decision.error_code,

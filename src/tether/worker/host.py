@@ -20,4 +20,4 @@ class WorkerHost(JobHost, Protocol):
     """The retry policy of a job whose type is not registered here."""
 
     @property
-    def store(self) -> Store: ...  # type: ignore[override]
+    def store(self) -> Store: ...

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..clock import utc
 from ..errors import StoreCorrupt, StoreError, WorkerShutdown
@@ -190,7 +190,7 @@ class Worker:
                 lease.signal(WorkerShutdown("worker is shutting down"))
             execute(self.app, job, lease, self.writes, started=started,
                     complete=self._complete)
-        except Exception:  # noqa: BLE001 - a store failure here must not kill the worker
+        except Exception:  # a store failure here must not kill the worker
             log.exception("job %s: could not record its outcome", job.id)
         finally:
             self.prefetch.observe(time.perf_counter() - began)

@@ -16,12 +16,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import psycopg
 from psycopg import sql
 
 from ...wakeup import Wakeup
+from ..tx import present
 
 log = logging.getLogger("tether.store.postgres.notify")
 
@@ -53,7 +54,7 @@ class Listener:
         self.connections = 0  # how many times LISTEN was (re-)established
         self.listening = threading.Event()
         self._pending = threading.Event()
-        self._waiters: set[threading.Event] = set()
+        self._waiters: set[threading.Event | Wakeup] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -113,7 +114,7 @@ class Listener:
             backoff = min(backoff * 2, self.max_backoff)
 
     def _listen(self, conn: psycopg.Connection) -> None:
-        self.channel = conn.execute(_CHANNEL, (self.prefix,)).fetchone()[0]
+        self.channel = present(conn.execute(_CHANNEL, (self.prefix,)).fetchone())[0]
         conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
         self.backend_pid = conn.info.backend_pid
         self.connections += 1

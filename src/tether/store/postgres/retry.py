@@ -19,7 +19,8 @@ import functools
 import logging
 import random
 import time
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 import psycopg
 from psycopg_pool import PoolTimeout

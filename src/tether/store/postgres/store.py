@@ -22,11 +22,12 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
 
 import psycopg
 from psycopg.pq import TransactionStatus
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...clock import Clock
@@ -39,6 +40,7 @@ from ..base import CallerConnection, Claim, FinishSignal, NewJob, Outcome
 from ..migrate import discover
 from ..rows import to_job
 from ..sql import SQLStore
+from ..tx import present
 from .notify import FinishListener, Listener
 from .retry import TransientStoreError, retry_transient, translate
 from .tx import QUERIES, PgTx, connect_error, conninfo_from_url, json_as_text
@@ -61,7 +63,8 @@ def _outcome_unknown(exc: BaseException) -> bool:
 
 
 @retry_transient(
-    idempotent=("claim", "start", "finish", "finish_many", "set_stage", "expire_leases", "promote_due",
+    idempotent=("claim", "start", "finish", "finish_many", "set_stage", "expire_leases",
+                "promote_due",
                 "register_worker", "stop_worker", "prune", "set_queue_paused", "save_profile",
                 "put_blob"),
     never=("close", "migrate", "heartbeat", "wait_for_work", "transaction"))
@@ -85,7 +88,7 @@ class PostgresStore(SQLStore):
         self._listener: Listener | None = None
         self._lock = threading.Lock()
         self._recovering = threading.Lock()
-        self._pool = ConnectionPool(
+        self._pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
             self.conninfo, min_size=min_size, max_size=max_size, open=False,
             timeout=connect_timeout, name="tether",
             kwargs={"autocommit": True, "row_factory": dict_row},
@@ -106,7 +109,7 @@ class PostgresStore(SQLStore):
     # --- connections and transactions ---------------------------------------------------------
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection]:
+    def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:
         if self._closed:
             raise StoreError("the PostgreSQL store is closed")
         try:
@@ -125,7 +128,7 @@ class PostgresStore(SQLStore):
                 if self.clock is None:  # nearly every write needs now(): same round trip
                     cur = c.execute("BEGIN; SELECT now()")
                     cur.nextset()
-                    tx = PgTx(c, started_at=cur.fetchone()["now"].timestamp())
+                    tx = PgTx(c, started_at=present(cur.fetchone())["now"].timestamp())
                 else:
                     c.execute("BEGIN")
                     tx = PgTx(c)
@@ -277,7 +280,7 @@ class PostgresStore(SQLStore):
         applied: list[int] = []
         try:
             with self._pool.connection() as c:
-                row = c.execute("SELECT current_schema() AS schema").fetchone()
+                row = present(c.execute("SELECT current_schema() AS schema").fetchone())
                 if row["schema"] is None:
                     raise ConfigurationError("the search_path names no existing schema")
                 c.execute(f"SELECT pg_advisory_lock({_MIGRATE_LOCK})")

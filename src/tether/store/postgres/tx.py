@@ -9,9 +9,10 @@ tether errors (``retry.translate``).
 from __future__ import annotations
 
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterator, Sequence
 
 import psycopg
 from psycopg.adapt import AdaptersMap
@@ -21,7 +22,7 @@ from psycopg.types.string import TextLoader
 
 from ...errors import ConfigurationError
 from ..queries import load_queries
-from ..tx import TIME_PARAMS
+from ..tx import TIME_PARAMS, present
 from .retry import translate
 
 HERE = Path(__file__).parent
@@ -61,7 +62,7 @@ def connect_error(conninfo: str) -> str:
     return "timed out waiting for a connection"
 
 
-_UTC = timezone.utc
+_UTC = UTC
 
 
 def _bound(params: dict[str, Any]) -> dict[str, Any]:
@@ -83,13 +84,14 @@ class PgTx:
 
     __slots__ = ("conn", "caller", "started_at")
 
-    def __init__(self, conn: psycopg.Connection, *, caller: bool = False,
+    def __init__(self, conn: psycopg.Connection[Any], *, caller: bool = False,
                  started_at: float | None = None) -> None:
         self.conn = conn
         self.caller = caller
         self.started_at = started_at  # now() of the open transaction, when already read
 
-    def _execute(self, sql: str, params: Any, prepare: bool | None = None) -> psycopg.Cursor:
+    def _execute(self, sql: str, params: Any,
+                 prepare: bool | None = None) -> psycopg.Cursor[dict[str, Any]]:
         cur = self.conn.cursor(row_factory=dict_row)
         if self.caller:  # the caller's connection keeps its own adapters
             json_as_text(cur.adapters)
@@ -129,6 +131,6 @@ class PgTx:
 
     def db_now(self) -> float:
         if self.started_at is None:
-            row = self._execute("SELECT now() AS now", None).fetchone()
+            row = present(self._execute("SELECT now() AS now", None).fetchone())
             self.started_at = row["now"].timestamp()
         return self.started_at

@@ -24,7 +24,8 @@ import threading
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterator, Sequence
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ConfigurationError, StorageFull, StoreCorrupt, StoreError
@@ -34,6 +35,7 @@ from ..migrate import discover
 from ..queries import load_queries, positional
 from .signal import DataVersionSignal
 from ..sql import SQLStore
+from ..tx import present
 
 HERE = Path(__file__).parent
 QUERIES = load_queries(HERE / "queries.sql")
@@ -84,11 +86,11 @@ class _Tx:
 
     def one(self, _q: str, **params: Any) -> dict[str, Any] | None:
         names, rows = self._rows(_q, params)
-        return dict(zip(names, rows[0])) if rows else None
+        return dict(zip(names, rows[0], strict=True)) if rows else None
 
     def all(self, _q: str, **params: Any) -> list[dict[str, Any]]:
         names, rows = self._rows(_q, params)
-        return [dict(zip(names, r)) for r in rows]
+        return [dict(zip(names, r, strict=True)) for r in rows]
 
     def run(self, _q: str, **params: Any) -> int:
         sql, bind = _BOUND[_q]
@@ -202,7 +204,7 @@ class SQLiteStore(SQLStore):
             return
         depth = getattr(self._local, "depth", 0)
         if depth:  # inside transaction(): join it, in a savepoint of our own if it wants them
-            c = self._writer
+            c = present(self._writer)
             if self._local.savepoints:
                 yield from self._savepoint(c, depth)
             else:
