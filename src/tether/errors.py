@@ -261,9 +261,9 @@ ERROR_CODES: dict[str, type[BaseException]] = {
     for cls in (
         TetherError, ConfigurationError, UnknownJobType, InvalidPayload, InvalidCall,
         InvalidArgument, InvalidIdempotencyKey, QueueNotFound, ScheduleNotFound, JobNotFound,
-        JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel, JobError,
-        TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled, JobPaused,
-        BudgetExhausted, LeaseLost, WorkerShutdown, MissingExtra, SignalTimeout,
+        JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel,
+        JobError, TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled,
+        JobPaused, BudgetExhausted, LeaseLost, WorkerShutdown, MissingExtra, SignalTimeout,
         ChildJobFailed, JobWaiting,
     )
 }

@@ -47,8 +47,9 @@ def create_schedule(body: ScheduleCreate, response: Response,
     project = body.project or who.default_project(DEFAULT_PROJECT)
     if project is None:
         raise Problem(422, "validation_error", "project: this token has several projects; "
-                      "name one", errors=[{"field": "project", "in": "body",
-                                           "message": "required for a token with several projects"}])
+                      "name one", errors=[{
+                          "field": "project", "in": "body",
+                          "message": "required for a token with several projects"}])
     if not who.allows(project):
         raise Problem(403, "forbidden", f"this token may not write project {project!r}")
     schedule, created = app.schedule_with_status(

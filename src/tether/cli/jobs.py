@@ -168,7 +168,7 @@ def resume(job_id: JobId, as_json: Json = False, database_url: DatabaseUrl = Non
     _control("resume", job_id, database_url, as_json)
 
 
-FromStage = Annotated[Optional[str], typer.Option(
+FromStage = Annotated[str | None, typer.Option(
     "--from-stage", metavar="STAGE",
     help="Run again from this stage: its checkpoint and later ones are dropped.")]
 

@@ -7,7 +7,8 @@ stays unless the cron or zone changes). Times are shown in UTC; ``--json`` gives
 
 from __future__ import annotations
 
-from typing import Annotated, Iterable, Optional
+from typing import Annotated
+from collections.abc import Iterable
 
 import typer
 from rich.markup import escape
@@ -61,7 +62,7 @@ def _show(s: Schedule, as_json: bool, verb: str) -> None:
 
 @schedule_app.command("list")
 def list_schedules(
-    project: Annotated[Optional[str], typer.Option("--project", help="Only this project.")]
+    project: Annotated[str | None, typer.Option("--project", help="Only this project.")]
     = None,
     as_json: Json = False, database_url: DatabaseUrl = None,
 ) -> None:

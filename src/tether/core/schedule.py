@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Sequence
+from datetime import datetime, timedelta, UTC
+from collections.abc import Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterError, croniter
@@ -47,7 +47,7 @@ _SLACK = timedelta(hours=3)
 """More than any UTC offset change (DST or a zone's change of offset): the window in which
 wall-clock order and instant order may disagree."""
 
-_UTC = timezone.utc
+_UTC = UTC
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,119}")
 _ALIASES = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight",
                       "@hourly"})
@@ -89,7 +89,7 @@ class Cron:
     tz: ZoneInfo
 
     @classmethod
-    def parse(cls, expr: object, timezone_name: object = "UTC") -> "Cron":
+    def parse(cls, expr: object, timezone_name: object = "UTC") -> Cron:
         """Five fields (minute hour day month weekday) or an ``@`` alias; anything else,
         including a seconds field, an unknown zone or an expression that never fires
         (``0 0 30 2 *``), is ``invalid_argument``."""

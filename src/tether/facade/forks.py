@@ -9,7 +9,8 @@ the fork's budget; the fork's ledger shows each of them as reused from the job t
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
 
 from ..core import validate
 from ..core.budget import Budget
@@ -24,10 +25,12 @@ class ForkMixin:
     """``fork`` and ``retry`` of the facade."""
 
     registry: Registry
-    store: Store
-    price_profile: PriceProfile
 
-    if TYPE_CHECKING:  # provided by Tether
+    if TYPE_CHECKING:  # provided by Tether (read-only properties there)
+        @property
+        def store(self) -> Store: ...
+        @property
+        def price_profile(self) -> PriceProfile: ...
         def get(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job: ...
         def _resolver(self) -> Resolver: ...
 

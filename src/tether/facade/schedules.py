@@ -10,7 +10,8 @@ every deploy) refreshes all of that.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
 
 from ..core.budget import Budget
 from ..core.pricing import PriceProfile
@@ -24,8 +25,11 @@ from ..submission import DEFAULT_PROJECT, checked_name
 class ScheduleFacade:
     """The schedule methods of ``Tether`` (which provides what is declared here)."""
 
-    store: Store
-    price_profile: PriceProfile
+    if TYPE_CHECKING:  # provided by Tether (read-only properties there)
+        @property
+        def store(self) -> Store: ...
+        @property
+        def price_profile(self) -> PriceProfile: ...
 
     def _resolve(self, type: str, payload: Any, **options: Any) -> NewJob:
         raise NotImplementedError

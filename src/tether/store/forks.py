@@ -20,7 +20,8 @@ job reached its stages); a type that declares its stages also names stages not r
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..core.pricing import PriceProfile
 from ..core.states import JobState, operator_target
@@ -29,7 +30,7 @@ from ..records import Job
 from .base import NewJob
 from .jobs import Jobs
 from .rows import as_decimal, to_job
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 
 def carried_stages(job: Row, checkpoints: Sequence[Row], from_stage: str,
@@ -89,8 +90,8 @@ class Forks(Jobs):
             tx.run("ensure_queue", name=spec.queue, now=now)
             (job,) = self._insert_jobs(tx, [spec], now)
             assert job is not None  # a fork carries no idempotency key
-            params = dict(job_id=job.id, source_id=source_id, now=now,
-                          stages=self._list_param(stages))
+            params = {"job_id": job.id, "source_id": source_id, "now": now,
+                          "stages": self._list_param(stages)}
             tx.run("fork_checkpoints", **params)
             calls = tx.run("fork_journal", **params)
             tx.run("fork_ledger", **params)
@@ -101,7 +102,7 @@ class Forks(Jobs):
             self._note(tx, job.id, "forked_from", now, None,
                        {"job_id": source_id, "from_stage": from_stage, "stages": stages,
                         "calls": calls, "reused_cost_usd": str(reused)})
-            return to_job(tx.one("get_job", id=job.id))
+            return to_job(present(tx.one("get_job", id=job.id)))
 
     def retry_from(self, job_id: int, from_stage: str, *,
                    declared: Sequence[str] | None = None,
@@ -122,7 +123,7 @@ class Forks(Jobs):
             self._retry_transition(tx, row, to, now, {
                 "action": "retry", "from_stage": from_stage, "dropped_stages": dropped,
                 "dropped_calls": calls})
-            return to_job(tx.one("get_job", id=job_id))
+            return to_job(present(tx.one("get_job", id=job_id)))
 
     def _retry_transition(self, tx: Tx, row: Row, to: JobState, now: float,
                           data: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ and one job is made. Ticks are judged by the store's clock (``_now``), never a w
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..core.budget import Budget
 from ..core.pricing import PriceProfile
@@ -20,7 +20,7 @@ from ..records import Job, Schedule
 from .base import NewJob, NewSchedule
 from .jobs import Jobs
 from .rows import as_datetime, as_seconds, load_json
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 
 def to_schedule(row: Row) -> Schedule:
@@ -65,28 +65,28 @@ class Schedules(Jobs):
             if profile is not None:
                 self._save_profile(tx, profile, now)
             tx.run("ensure_queue", name=job.queue, now=now)
-            params = dict(
-                name=schedule.name, cron=cron.expr, timezone=schedule.timezone,
-                catch_up=schedule.catch_up, type=job.type, project=job.project,
-                queue=job.queue, priority=job.priority, max_attempts=job.max_attempts,
-                safe_to_retry=job.safe_to_retry, payload=job.payload_json,
-                budget=self._json_param(job.budget.to_dict()) or "{}",
-                input_config_hash=job.input_config_hash, price_profile=job.price_profile,
-                estimated_cost_usd=job.estimated_cost_usd, next_run_at=cron.next_after(now),
-                now=now)
+            params = {
+                "name": schedule.name, "cron": cron.expr, "timezone": schedule.timezone,
+                "catch_up": schedule.catch_up, "type": job.type, "project": job.project,
+                "queue": job.queue, "priority": job.priority, "max_attempts": job.max_attempts,
+                "safe_to_retry": job.safe_to_retry, "payload": job.payload_json,
+                "budget": self._json_param(job.budget.to_dict()) or "{}",
+                "input_config_hash": job.input_config_hash, "price_profile": job.price_profile,
+                "estimated_cost_usd": job.estimated_cost_usd, "next_run_at": cron.next_after(now),
+                "now": now}
             old = tx.one("lock_schedule", name=schedule.name)
             # Two first definitions at once: the second insert waits for the first, inserts
             # nothing, and then redefines the row the first committed.
             created = old is None and tx.run("insert_schedule", **params) == 1
             if not created:
-                old = old or tx.one("lock_schedule", name=schedule.name)
+                old = present(old or tx.one("lock_schedule", name=schedule.name))
                 if projects is not None and old["project"] not in set(projects):
                     raise InvalidArgument(f"schedule name {schedule.name!r} is taken by a "
                                           "project you may not write", argument="name")
                 if (old["cron"], old["timezone"]) == (cron.expr, schedule.timezone):
                     params["next_run_at"] = as_seconds(old["next_run_at"])
                 tx.run("redefine_schedule", **params)
-            row = tx.one("lock_schedule", name=schedule.name)
+            row = present(tx.one("lock_schedule", name=schedule.name))
         return to_schedule(row), created
 
     def get_schedule(self, name: str, *,
@@ -124,7 +124,7 @@ class Schedules(Jobs):
                     next_run_at = Cron.parse(row["cron"], row["timezone"]).next_after(now)
                 tx.run("set_schedule_paused", name=name, paused=paused,
                        next_run_at=next_run_at, now=now)
-                row = tx.one("lock_schedule", name=name)
+                row = present(tx.one("lock_schedule", name=name))
         return to_schedule(row)
 
     def delete_schedule(self, name: str, *,

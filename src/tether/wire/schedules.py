@@ -52,7 +52,7 @@ class ScheduleOut(BaseModel):
     updated_at: datetime
 
     @classmethod
-    def of(cls, s: Schedule) -> "ScheduleOut":
+    def of(cls, s: Schedule) -> ScheduleOut:
         return cls(**{**s.to_dict(), "next_run_at": s.next_run_at, "last_run_at": s.last_run_at,
                       "created_at": s.created_at, "updated_at": s.updated_at})
 
