@@ -11,8 +11,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, Sequence
 
-TIME_PARAMS = frozenset({"now", "at", "since", "before", "cutoff", "claimed_at", "started_at",
-                         "run_after", "lease_expires_at", "finished_at"})
+TIME_PARAMS = frozenset({"now", "at", "since", "until", "before", "cutoff", "claimed_at",
+                         "started_at", "run_after", "lease_expires_at", "finished_at"})
 """Statement parameters that hold a time (unix seconds, or None)."""
 
 Row = dict[str, Any]
