@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any, Iterable, Mapping, Sequence
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from functools import lru_cache
+from zoneinfo import available_timezones
 
 from ..errors import InvalidArgument
 from .budget import BudgetStatus
@@ -33,6 +34,8 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _RELATIVE = re.compile(r"^(?:\d+[smhdw])+$")
 _PART = re.compile(r"(\d+)([smhdw])")
 _D0 = Decimal(0)
+_EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc).timestamp()
+_LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp()
 
 When = datetime | float | int | str | None
 """A window edge as the facade takes it (see ``parse_time``)."""
@@ -60,9 +63,21 @@ def parse_by(by: str | Iterable[str]) -> tuple[str, ...]:
 
 def parse_time(value: When, *, now: float, what: str) -> float | None:
     """A window edge as unix seconds: ``None``; a datetime (naive means UTC); unix seconds; or
-    text: a span back from ``now`` (``7d``, ``24h``, ``1h30m``, ``2w``) or ISO 8601."""
+    text: a span back from ``now`` (``7d``, ``24h``, ``1h30m``, ``2w``) or ISO 8601. It must
+    lie within the years 1 to 9999, the range both backends can compare with."""
     if value is None:
         return None
+    try:
+        ts = _seconds(value, now=now, what=what)
+    except (OverflowError, ValueError):  # a span too long for a float, or for int()
+        ts = float("nan")
+    if not _EARLIEST <= ts <= _LATEST:  # also refuses NaN
+        raise InvalidArgument(f"{what}: {value!r:.60} is outside the years 1 to 9999",
+                              argument=what)
+    return ts
+
+
+def _seconds(value: When, *, now: float, what: str) -> float:
     if isinstance(value, datetime):
         return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -76,21 +91,26 @@ def parse_time(value: When, *, now: float, what: str) -> float | None:
         except ValueError:
             pass
         else:
-            return parse_time(moment, now=now, what=what)
+            return _seconds(moment, now=now, what=what)
     raise InvalidArgument(f"{what}: {value!r:.60} is not a time (use ISO 8601 such as "
                           "2026-05-01T00:00Z, or a span back from now such as 7d or 24h)",
                           argument=what)
 
 
+@lru_cache(maxsize=1)
+def _zones() -> frozenset[str]:
+    # "localtime" names the zone of whichever machine reads it: the database server's own
+    # on PostgreSQL, this process's on SQLite. A report must not depend on which.
+    return frozenset(available_timezones()) - {"localtime"}
+
+
 def zone(name: str | None) -> str | None:
-    """``None`` (UTC) or a known IANA time zone name; ``UTC`` itself comes back as ``None``."""
-    if name is None or name in ("UTC", "Etc/UTC"):
+    """``None`` (UTC) or an IANA time zone name; ``UTC`` itself comes back as ``None``."""
+    if name is None or name == "UTC":
         return None
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
+    if not isinstance(name, str) or name not in _zones():
         raise InvalidArgument(f"tz: {name!r:.60} is not a known time zone (use an IANA name "
-                              "such as Europe/Paris)", argument="tz") from None
+                              "such as Europe/Paris)", argument="tz")
     return name
 
 
