@@ -20,33 +20,37 @@
     return out;
   }
   const dayTs = (day) => Date.parse(day + "T00:00:00Z") / 1000;
+  const usd = (v) => (v === null || v === undefined ? "—" : T.fmt.usd(v));
+  const percent = (v) => (Math.round(v * 10) / 10) + "%";
 
   function notice(text) {
     $("spend-notice").textContent = text || "";
     $("spend-notice").hidden = !text;
   }
 
-  /** Draw (or redraw) a line chart of `series` ([{label, values}]) over the days `xs`. */
-  function draw(id, xs, series, floorAtZero) {
+  /** Draw (or redraw) a line chart of `series` ([{label, values, show?}]) over the days `xs`.
+   *  `axis` formats the y axis; a series' own `show(i)` what its legend says at day i. */
+  function draw(id, xs, series, axis, range) {
     const el = $(id);
     if (charts[id]) { charts[id].destroy(); delete charts[id]; }
     el.replaceChildren();
     el.dataset.series = JSON.stringify(series.map((s) => s.label));
+    el.dataset.values = JSON.stringify(series.map((s) => s.values));
     if (!series.length) return;
-    const usd = (v) => (v === null || v === undefined ? "—" : T.fmt.usd(v));
     const opts = {
       width: Math.max(320, el.clientWidth), height: 280,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
       scales: {
         x: { time: true },
-        y: { range: (u, min, max) => [floorAtZero ? 0 : Math.min(0, min), max > 0 ? max * 1.1 : 1] },
+        y: { range },
       },
-      axes: [{}, { size: 80, values: (u, vals) => vals.map(usd) }],
+      axes: [{}, { size: 80, values: (u, vals) => vals.map(axis) }],
       series: [
         { label: "Day", value: (u, v) => (v === null ? "—" : new Date(v * 1000).toISOString().slice(0, 10)) },
         ...series.map((s, i) => ({
           label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2,
-          points: { show: true, size: 6, fill: PALETTE[i % PALETTE.length] }, value: (u, v) => usd(v),
+          points: { show: true, size: 6, fill: PALETTE[i % PALETTE.length] },
+          value: (u, v, si, i) => (v === null || i === null ? "—" : s.show ? s.show(i) : axis(v)),
         })),
       ],
     };
@@ -66,9 +70,11 @@
     return [...series.values()];
   }
 
-  /** Each limited project's cost left at the end of each day. Anchored at what the project
-   *  has used to date (spent and reserved, from its budget): the cost left at the end of a
-   *  day is the limit minus today's usage plus what was spent on the days after it. */
+  /** Each limited project's share of its cost limit left at the end of each day (a percent,
+   *  so projects with limits of $0.05 and $1,000 share one axis; the legend shows dollars).
+   *  Anchored at what the project has used to date (spent and reserved, from its budget):
+   *  the cost left at the end of a day is the limit minus today's usage plus what was spent
+   *  on the days after it. */
   function burnSeries(rows, budgets, days) {
     const out = [];
     for (const b of budgets) {
@@ -78,12 +84,14 @@
         .reduce((n, r) => n + Number(r.cost_usd), 0));
       const used = Number(b.used.spent_usd) + Number(b.used.reserved_usd);
       let after = 0;
-      const values = days.map(() => 0);
+      const left = days.map(() => 0);
       for (let i = days.length - 1; i >= 0; i--) {
-        values[i] = Number(limit) - (used - after);
+        left[i] = Number(limit) - (used - after);
         after += daily[i];
       }
-      out.push({ label: b.project, values, budget: b });
+      const values = left.map((x) => (Number(limit) > 0 ? (x / Number(limit)) * 100 : 0));
+      out.push({ label: b.project, values, budget: b,
+        show: (i) => T.fmt.usd(left[i]) + " (" + percent(values[i]) + ")" });
     }
     return out;
   }
@@ -96,7 +104,7 @@
       T.el("td", { class: "num" }, T.fmt.usd(b.limits.max_cost_usd)),
       T.el("td", { class: "num", dataset: { spent: b.used.spent_usd } }, T.fmt.usd(b.used.spent_usd)),
       T.el("td", { class: "num" }, T.fmt.usd(b.used.reserved_usd)),
-      T.el("td", { class: "num" + (left <= 0 ? " danger" : "") }, T.fmt.usd(left)));
+      T.el("td", { class: "num" }, T.fmt.usd(left)));
   }
 
   function spendRow(r) {
@@ -126,10 +134,10 @@
     ]);
     $("spend-stats").dataset.cost = t.cost_usd;
     const spend = spendSeries(report.rows, days);
-    draw("spend-chart", days, spend, true);
+    draw("spend-chart", days, spend, usd, (u, min, max) => [0, max > 0 ? max * 1.1 : 1]);
     $("spend-chart-empty").hidden = spend.length > 0;
     const burn = burnSeries(report.rows, report.budgets, days);
-    draw("burn-chart", days, burn, false);
+    draw("burn-chart", days, burn, percent, (u, min, max) => [Math.min(0, min), 105]);
     $("burn-empty").hidden = burn.length > 0;
     $("burn-table").hidden = !burn.length;
     T.fill($("burn-body"), burn.map(budgetRow));
