@@ -120,6 +120,7 @@ def test_weeks_and_months_and_the_window(app, seeded):
     assert [r.project for r in app.spend("project", projects=["beta", "gamma"]).rows] == [
         "beta", "gamma"]
     assert app.spend("project", projects=[]).rows == []
+    assert [r.project for r in app.spend("project", projects="gamma").rows] == ["gamma"]
 
 
 def test_days_are_those_of_the_time_zone(app, clock):

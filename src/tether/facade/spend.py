@@ -47,7 +47,8 @@ class SpendReports:
             raise InvalidArgument("since must not be after until", argument="since")
         scope = None
         if projects is not None:
-            scope = tuple(sorted({validate.name(p, "project") for p in projects}))
+            listed = [projects] if isinstance(projects, str) else projects
+            scope = tuple(sorted({validate.name(p, "project") for p in listed}))
         query = SpendQuery(by=names, since=start, until=end, tz=zone(tz), projects=scope)
         rows = self.store.spend(query)
         budgets: dict[str, BudgetStatus] = {}
