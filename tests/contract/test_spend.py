@@ -102,8 +102,8 @@ def test_any_subset_and_order_of_dimensions(app, seeded):
     assert by_day_project.budgets.keys() == set(PROJECTS)
     for r in by_day_project.rows:
         assert r.model is None
-        assert r.cost_usd == sum((v for k, v in ledger.items() if (k[2], k[0]) == (r.day, r.project)),
-                                 Decimal(0))
+        assert r.cost_usd == sum((v for k, v in ledger.items()
+                                  if (k[2], k[0]) == (r.day, r.project)), Decimal(0))
     by_type = app.spend("job_type,provider,stage", **window)
     (row,) = by_type.rows
     assert (row.job_type, row.provider, row.stage) == ("spend_work", "simulated", None)

@@ -30,7 +30,8 @@ PAINTED = """(sel) => {
   for (let i = 0; i < d.length; i += 4) {
     if (d[i + 3] === 0) continue;
     painted++;
-    const hex = "#" + [d[i], d[i + 1], d[i + 2]].map((x) => x.toString(16).padStart(2, "0")).join("");
+    const hex = "#" + [d[i], d[i + 1], d[i + 2]]
+      .map((x) => x.toString(16).padStart(2, "0")).join("");
     colours[hex] = (colours[hex] || 0) + 1;
   }
   return { width: canvas.width, height: canvas.height, painted, colours };
@@ -45,13 +46,19 @@ def chromium():
         browser.close()
 
 
+def _data(page, selector: str, name: str):
+    """What a chart element says it plotted (``data-series``: labels, ``data-values``)."""
+    return page.eval_on_selector(selector, f"el => JSON.parse(el.dataset.{name})")
+
+
 def _page(chromium, site, who: str):
     ctx = chromium.new_context(base_url=site.server.url, viewport={"width": 1400, "height": 900})
     ctx.set_default_timeout(WAIT_MS)
     errors: list[str] = []
     foreign: list[str] = []
     ctx.on("weberror", lambda e: errors.append(str(e.error)))
-    ctx.on("request", lambda r: None if r.url.startswith(site.server.url) else foreign.append(r.url))
+    ctx.on("request", lambda r: None if r.url.startswith(site.server.url)
+           else foreign.append(r.url))
     ctx.add_init_script(f"if (location.origin === {json.dumps(site.server.url)}) "
                         f"localStorage.setItem('tether.token', {json.dumps(site.tokens[who])});")
     return ctx, ctx.new_page(), errors, foreign
@@ -69,8 +76,8 @@ def test_spend_chart_and_burn_down_render(chromium, spend_site):
             "data-cost", format(want.total.cost_usd.normalize(), "f"))
 
         labels = [f"{p} · {m}" for p in PROJECTS for m in sorted(MODELS)]
-        assert page.eval_on_selector("#spend-chart", "el => JSON.parse(el.dataset.series)") == labels
-        assert page.eval_on_selector("#burn-chart", "el => JSON.parse(el.dataset.series)") == sorted(BUDGETS)
+        assert _data(page, "#spend-chart", "series") == labels
+        assert _data(page, "#burn-chart", "series") == sorted(BUDGETS)
         legend = page.locator("#spend-chart .u-legend .u-series .u-label")
         assert legend.all_inner_texts() == ["Day", *labels]
 
@@ -84,8 +91,8 @@ def test_spend_chart_and_burn_down_render(chromium, spend_site):
 
         # Burn-down: the share of the limit left at the end of each shown day, anchored at
         # the project's spend to date and walked back through the days' spend.
-        days = page.eval_on_selector("#spend-chart", "el => JSON.parse(el.dataset.values)")
-        burned = page.eval_on_selector("#burn-chart", "el => JSON.parse(el.dataset.values)")
+        days = _data(page, "#spend-chart", "values")
+        burned = _data(page, "#burn-chart", "values")
         assert len(days[0]) == len(burned[0]) == 30
         per_day = {(r.project, r.day): Decimal(0) for r in want.rows}
         for r in want.rows:
@@ -122,9 +129,8 @@ def test_a_project_token_charts_only_its_projects(chromium, spend_site):
     try:
         page.goto("/spend")
         expect(page.locator("#spend-chart canvas")).to_be_visible()
-        assert page.eval_on_selector("#spend-chart", "el => JSON.parse(el.dataset.series)") == [
-            f"alpha · {m}" for m in sorted(MODELS)]
-        assert page.eval_on_selector("#burn-chart", "el => JSON.parse(el.dataset.series)") == ["alpha"]
+        assert _data(page, "#spend-chart", "series") == [f"alpha · {m}" for m in sorted(MODELS)]
+        assert _data(page, "#burn-chart", "series") == ["alpha"]
     finally:
         ctx.close()
     assert not errors, errors
