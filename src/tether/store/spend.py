@@ -10,12 +10,17 @@ them alike whatever their collation or NULL ordering (a group without a value fi
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..core.spend import SpendQuery, SpendRow
 from .rows import as_decimal
 from .transitions import Transitions
 
+SortKey = Callable[[SpendRow], tuple[tuple[bool, str], ...]]
 
-def _order(by: tuple[str, ...]):  # noqa: ANN202 - a sort key
+
+def _order(by: tuple[str, ...]) -> SortKey:
+    """Rows by their dimensions in the order of ``by``, a missing value (NULL) first."""
     def key(row: SpendRow) -> tuple[tuple[bool, str], ...]:
         return tuple((value is not None, value or "") for value in row.key(by))
     return key
