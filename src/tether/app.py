@@ -22,6 +22,7 @@ from .core.states import TERMINAL, JobState
 from .errors import ConfigurationError, JobNotFound, JobStateError, QueueNotFound
 from .facade.forks import ForkMixin
 from .facade.schedules import ScheduleFacade
+from .facade.spend import SpendReports
 from .facade.workflows import Workflows
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
@@ -37,7 +38,7 @@ from .worker import Worker
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether(Workflows, ForkMixin, ScheduleFacade):
+class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -17,7 +18,7 @@ from tether.core.states import OPERATOR_ACTIONS, JobState, operator_target
 from tether.dashboard import create_router
 from tether.errors import JobStateError
 
-PAGES = ["/login", "/jobs", "/jobs/7", "/queues", "/schedules", "/workers"]
+PAGES = ["/login", "/jobs", "/jobs/7", "/queues", "/schedules", "/workers", "/spend"]
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "tether" / "dashboard"
 
 
@@ -80,7 +81,8 @@ def test_every_asset_a_page_references_is_served_with_its_type(client):
         seen.update(_parse(client.get(path).text).assets)
     assert {"/assets/dashboard.css", "/assets/common.js", "/assets/jobs.js",
             "/assets/job.js", "/assets/queues.js", "/assets/schedules.js", "/assets/workers.js",
-            "/assets/login.js"} <= seen
+            "/assets/login.js", "/assets/spend.js", "/assets/vendor/uplot/uPlot.iife.min.js",
+            "/assets/vendor/uplot/uPlot.min.css"} <= seen
     for asset in seen:
         resp = client.get(asset)
         assert resp.status_code == 200, asset
@@ -89,7 +91,9 @@ def test_every_asset_a_page_references_is_served_with_its_type(client):
 
 
 @pytest.mark.parametrize("path", ["/assets/nope.js", "/assets/..%2Frouter.py",
-                                  "/assets/router.py", "/assets/%2e%2e%2f__init__.py"])
+                                  "/assets/router.py", "/assets/%2e%2e%2f__init__.py",
+                                  "/assets/vendor/uplot/LICENSE",
+                                  "/assets/vendor/..%2F..%2Frouter.py"])
 def test_only_packaged_assets_are_served(client, path):
     assert client.get(path).status_code == 404
 
@@ -134,7 +138,14 @@ def test_the_router_mounts_on_any_fastapi_app_with_its_own_api_prefix():
 
 
 def test_package_data_globs_cover_every_dashboard_file():
-    """pyproject ships ``dashboard/templates/*`` and ``dashboard/static/*``: one level only."""
+    """Every file of the dashboard's templates and assets (the vendored chart library and its
+    licence included) matches a ``package-data`` glob of pyproject, as setuptools expands
+    them (``*`` stays within one folder), so the wheel ships it."""
+    root = PACKAGE.parent
+    pyproject = tomllib.loads((root.parent.parent / "pyproject.toml").read_text())
+    globs = pyproject["tool"]["setuptools"]["package-data"]["tether"]
+    shipped = {p for g in globs for p in root.glob(g) if p.is_file()}
     for folder in ("templates", "static"):
-        entries = list((PACKAGE / folder).iterdir())
-        assert entries and all(p.is_file() for p in entries), folder
+        files = [p for p in (PACKAGE / folder).rglob("*") if p.is_file()]
+        assert files and not [p for p in files if p not in shipped], folder
+    assert PACKAGE / "static" / "vendor" / "uplot" / "LICENSE" in shipped

@@ -65,7 +65,11 @@ def test_the_wheel_ships_typing_marker_and_the_demo_and_lists_extras(wheel):
         [meta] = [n for n in names if n.endswith(".dist-info/METADATA")]
         metadata = zf.read(meta).decode()
     assert {"tether/py.typed", "tether/examples/pipeline.py",
-            "tether/examples/sample_document.txt"} <= names
+            "tether/examples/sample_document.txt", "tether/dashboard/static/spend.js",
+            "tether/dashboard/templates/spend.html",
+            "tether/dashboard/static/vendor/uplot/uPlot.iife.min.js",
+            "tether/dashboard/static/vendor/uplot/uPlot.min.css",
+            "tether/dashboard/static/vendor/uplot/LICENSE"} <= names
     requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines()
                 if line.startswith("Requires-Dist:")]
     base = sorted(r.split(">")[0].split("<")[0] for r in requires if "extra ==" not in r)
@@ -90,6 +94,11 @@ def test_base_install_has_no_optional_package_and_runs_the_demo(venv, tmp_path):
     assert summary["verdict"].startswith("the ledger covers the provider's bill")
     assert summary["database_url"].startswith("sqlite:///")
     assert not (tmp_path / "examples").exists()
+    spend = _run(venv / "bin" / "tether", "--database-url", summary["database_url"], "spend",
+                 "--by", "model", "--json", cwd=tmp_path)
+    assert spend.returncode == 0, spend.stderr
+    report = json.loads(spend.stdout)
+    assert [r["model"] for r in report["rows"]] and report["total"]["calls"] > 0
 
 
 @pytest.mark.parametrize("args, what, extra", [

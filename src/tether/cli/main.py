@@ -18,7 +18,7 @@ import typer
 
 from .. import __version__
 from ..errors import TetherError
-from . import db, jobs, projects, queues, run, schedules, server, submit, worker
+from . import db, jobs, projects, queues, run, schedules, server, spend, submit, worker
 from .options import RootOptions, close_all, set_root, show_help_if_bare
 from .output import (
     EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError, err, exit_code_for, report,
@@ -37,6 +37,8 @@ Examples:
   tether job list --project docs --state failed --json
 
   tether job events 42 --follow
+
+  tether spend --by model --since 7d
 
 Data goes to stdout, progress and errors to stderr. Exit codes: 0 ok, 1 job did not succeed
 (run), 2 usage error or invalid transition, 3 not found.
@@ -89,6 +91,7 @@ app.add_typer(jobs.job_app, name="job")
 app.add_typer(queues.queue_app, name="queue")
 app.add_typer(projects.project_app, name="project")
 app.add_typer(schedules.schedule_app, name="schedule")
+app.command("spend")(spend.spend)
 app.command("serve")(server.serve)
 app.command("mcp")(server.mcp)
 app.add_typer(db.db_app, name="db")

@@ -39,13 +39,17 @@ def _environment() -> Environment:
 
 
 def _assets() -> dict[str, Path]:
-    return {p.name: p for p in STATIC_DIR.iterdir() if p.suffix in ASSET_TYPES}
+    """Every packaged asset by its path under ``static/`` (``common.js``,
+    ``vendor/uplot/uPlot.iife.min.js``): only these are served, so no request path can
+    reach another file."""
+    return {p.relative_to(STATIC_DIR).as_posix(): p for p in STATIC_DIR.rglob("*")
+            if p.is_file() and p.suffix in ASSET_TYPES}
 
 
 def create_router(tether_app: Any = None, *, api_prefix: str = "/api/v1",
                   poll_interval_ms: int = 2000) -> APIRouter:
-    """A router serving the dashboard at ``/`` (sign-in, jobs, job, queues, schedules, workers
-    pages)
+    """A router serving the dashboard at ``/`` (sign-in, jobs, job, queues, schedules, workers,
+    spend pages)
     and its assets at ``/assets/``. ``api_prefix`` is where the browser finds the REST API;
     ``poll_interval_ms`` is how often open pages refresh. ``tether_app`` is accepted for
     symmetry with the API and is not read: the pages hold no data."""
@@ -94,7 +98,11 @@ def create_router(tether_app: Any = None, *, api_prefix: str = "/api/v1",
     def workers() -> HTMLResponse:
         return page("workers", "Workers")
 
-    @router.get("/assets/{name}")
+    @router.get("/spend")
+    def spend() -> HTMLResponse:
+        return page("spend", "Spend")
+
+    @router.get("/assets/{name:path}")
     def asset(name: str) -> FileResponse:
         path = assets.get(name)
         if path is None:

@@ -33,6 +33,7 @@ from .arguments import PrincipalFor
 from .control_tools import control_tools
 from .http_auth import BearerGate, principal_from_request
 from .job_tools import job_tools
+from .spend_tools import spend_tools
 
 log = logging.getLogger("tether.mcp")
 
@@ -43,8 +44,9 @@ INSTRUCTIONS = (
     "tether_cancel_job, tether_pause_job, tether_resume_job, tether_retry_job (failed), "
     "tether_requeue_job (interrupted) and tether_set_job_budget (raise limits to clear a "
     "budget_exhausted pause); tether_fork_job re-runs a job from a stage without paying "
-    "again for the stages before it. Errors start with a stable code such as job_not_found, "
-    "invalid_transition or validation_error; unknown arguments are refused."
+    "again for the stages before it; tether_spend reports where the money went. Errors start "
+    "with a stable code such as job_not_found, invalid_transition or validation_error; "
+    "unknown arguments are refused."
 )
 
 
@@ -76,7 +78,7 @@ class TetherServer(MCPServer):
 def build_server(app: Tether, principal_for: PrincipalFor) -> MCPServer:
     """An ``MCPServer`` exposing the tether tools; ``principal_for(ctx)`` names the caller."""
     tools = [*job_tools(app, principal_for), *control_tools(app, principal_for),
-             *admin_tools(app, principal_for)]
+             *admin_tools(app, principal_for), *spend_tools(app, principal_for)]
     return TetherServer(tools, name="tether", version=__version__, instructions=INSTRUCTIONS)
 
 

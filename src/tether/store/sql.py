@@ -11,6 +11,7 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 * ``calls.py``: a call reserved before it is made, settled after (``account``)
 * ``accounting.py``: accumulators, calls left open, examples, project budgets
 * ``journal.py``: reads of the journal and the ledger, the call cache
+* ``spend.py``: spend reports, the ledger grouped and summed
 * ``checkpoints.py``: stage checkpoints and blobs
 * ``control.py``: operator actions, retry promotion, pruning
 * ``forks.py``: a fork from a stage, a retry from a stage
@@ -32,9 +33,10 @@ from .leases import Leases
 from .outcomes import Outcomes
 from .ratelimits import RateLimits
 from .schedules import Schedules
+from .spend import Spend
 
 
-class SQLStore(Forks, Schedules, Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control,
-               RateLimits, Admin):
+class SQLStore(Forks, Schedules, Jobs, Leases, Outcomes, Calls, Journal, Spend, Checkpoints,
+               Control, RateLimits, Admin):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

@@ -12,8 +12,8 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 from collections.abc import Sequence
 
-TIME_PARAMS = frozenset({"now", "at", "since", "before", "cutoff", "claimed_at", "started_at",
-                         "run_after", "lease_expires_at", "finished_at", "wake_at",
+TIME_PARAMS = frozenset({"now", "at", "since", "until", "before", "cutoff", "claimed_at",
+                         "started_at", "run_after", "lease_expires_at", "finished_at", "wake_at",
                          "next_run_at", "last_run_at"})
 """Statement parameters that hold a time (unix seconds, or None)."""
 

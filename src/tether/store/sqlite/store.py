@@ -33,6 +33,7 @@ from ...wakeup import Wakeup
 from ..base import FinishSignal
 from ..migrate import discover
 from ..queries import load_queries, positional
+from .functions import install as install_functions
 from .signal import DataVersionSignal
 from ..sql import SQLStore
 from ..tx import present
@@ -160,6 +161,7 @@ class SQLiteStore(SQLStore):
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
+            install_functions(conn)
         except sqlite3.Error as exc:  # e.g. not a database: one clear error
             if conn is not None:
                 conn.close()
