@@ -65,3 +65,9 @@ def test_money_is_plain_decimal_text_and_totals_are_exact():
     assert rows[0].to_dict(("model",)) == {
         "model": "a", "calls": 1, "unconfirmed_calls": 0, "input_tokens": 3,
         "output_tokens": 0, "cost_usd": "0.1", "reserved_usd": "0"}
+
+
+def test_the_mcp_tools_default_grouping_is_the_facades():
+    from tether.core.spend import DEFAULT_BY
+    from tether.mcp.spend_tools import _DEFAULT_BY
+    assert _DEFAULT_BY == list(DEFAULT_BY)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -28,17 +28,17 @@ def spend(
         "--by", metavar="DIMS",
         help="Group by these, comma-separated, in this order: "
              + ", ".join(DIMENSIONS) + ".")] = ",".join(DEFAULT_BY),
-    since: Annotated[Optional[str], typer.Option(
+    since: Annotated[str | None, typer.Option(
         "--since", metavar="WHEN",
         help="Only calls at or after WHEN: a span back from now (7d, 24h, 1h30m) or ISO "
              "8601 (UTC unless an offset is given).")] = None,
-    until: Annotated[Optional[str], typer.Option(
+    until: Annotated[str | None, typer.Option(
         "--until", metavar="WHEN", help="Only calls before WHEN (same forms as --since).")] = None,
-    tz: Annotated[Optional[str], typer.Option(
+    tz: Annotated[str | None, typer.Option(
         "--tz", metavar="ZONE",
         help="Time zone of days, weeks and months (IANA name, e.g. Europe/Paris) "
              "[default: UTC].")] = None,
-    project: Annotated[Optional[list[str]], typer.Option(
+    project: Annotated[list[str] | None, typer.Option(
         "--project", metavar="PROJECT", help="Only this project (repeat for several).")] = None,
     as_json: Json = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV on stdout.")] = False,

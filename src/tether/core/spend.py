@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from decimal import Decimal
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from zoneinfo import available_timezones
 
@@ -34,8 +35,8 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _RELATIVE = re.compile(r"^(?:\d+[smhdw])+$")
 _PART = re.compile(r"(\d+)([smhdw])")
 _D0 = Decimal(0)
-_EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc).timestamp()
-_LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp()
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC).timestamp()
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
 
 When = datetime | float | int | str | None
 """A window edge as the facade takes it (see ``parse_time``)."""
@@ -79,7 +80,7 @@ def parse_time(value: When, *, now: float, what: str) -> float | None:
 
 def _seconds(value: When, *, now: float, what: str) -> float:
     if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
@@ -169,7 +170,7 @@ _COUNTS = tuple(f.name for f in fields(SpendRow) if f.name not in DIMENSIONS)
 
 def total(rows: Iterable[SpendRow]) -> SpendRow:
     """The sum of ``rows`` (exact: money is Decimal), with no dimension set."""
-    sums: dict[str, Any] = {name: 0 for name in _COUNTS}
+    sums: dict[str, Any] = dict.fromkeys(_COUNTS, 0)
     sums["cost_usd"] = sums["reserved_usd"] = _D0
     for row in rows:
         for name in _COUNTS:

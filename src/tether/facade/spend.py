@@ -8,7 +8,8 @@ database, with exact Decimal money. See ``core/spend.py`` for what may be asked.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..clock import Clock, utc
 from ..core import validate
@@ -23,8 +24,11 @@ from ..store.base import Store
 class SpendReports:
     """Spend reports over the cost ledger (mixed into ``Tether``)."""
 
-    store: Store
     clock: Clock
+
+    if TYPE_CHECKING:  # Tether's (a read-only property there)
+        @property
+        def store(self) -> Store: ...
 
     def spend(self, by: str | Iterable[str] = DEFAULT_BY, *, since: When = None,
               until: When = None, tz: str | None = None,

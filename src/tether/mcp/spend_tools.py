@@ -13,13 +13,14 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from ..app import Tether
-from ..core.spend import DEFAULT_BY
 from ..wire.problems import Problem
 from ..wire.spend import SpendReportOut
 from .arguments import Name, PrincipalFor
 from .strict import strict_tool
 
 Dimension = Literal["project", "provider", "model", "job_type", "stage", "day", "week", "month"]
+_DEFAULT_BY: list[Dimension] = ["project", "model", "day"]
+"""``core.spend.DEFAULT_BY``, as the tool schema's default (a test holds them equal)."""
 When = Annotated[str | None, Field(min_length=1, max_length=64, description=(
     "ISO 8601 (UTC unless an offset is given) or a span back from now: 7d, 24h, 1h30m"))]
 
@@ -30,7 +31,8 @@ def spend_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
     def spend(
         ctx: Context,
         by: Annotated[list[Dimension], Field(max_length=8, description=(
-            "group by these, in this order; [] for one grand total"))] = list(DEFAULT_BY),
+            "group by these, in this order; [] for one grand total"))
+        ] = _DEFAULT_BY,  # noqa: B006 - the schema's default, never mutated
         since: When = None,
         until: When = None,
         tz: Annotated[str | None, Field(min_length=1, max_length=64, description=(

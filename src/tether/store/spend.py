@@ -10,7 +10,7 @@ them alike whatever their collation or NULL ordering (a group without a value fi
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..core.spend import SpendQuery, SpendRow
 from .rows import as_decimal

@@ -25,7 +25,7 @@ class SpendTotals(BaseModel):
     reserved_usd: Money = Field(description="what was reserved for them before each call")
 
     @classmethod
-    def of(cls, row: SpendRow) -> "SpendTotals":
+    def of(cls, row: SpendRow) -> SpendTotals:
         return cls(**row.to_dict(()))
 
 
@@ -42,7 +42,7 @@ class SpendRowOut(SpendTotals):
     month: str | None = Field(None, description="YYYY-MM")
 
     @classmethod
-    def of(cls, row: SpendRow) -> "SpendRowOut":
+    def of(cls, row: SpendRow) -> SpendRowOut:
         return cls(**row.to_dict())
 
 
@@ -66,7 +66,7 @@ class SpendReportOut(BaseModel):
                                                         "each project in the rows")
 
     @classmethod
-    def of(cls, report: SpendReport) -> "SpendReportOut":
+    def of(cls, report: SpendReport) -> SpendReportOut:
         budgets = []
         for project, status in report.budgets.items():
             data = status.to_dict()

@@ -14,7 +14,7 @@ come back to the caller one by one.
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from decimal import Context, Decimal, localcontext
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -51,7 +51,7 @@ def _zone(name: str) -> ZoneInfo:
 def _utc_offset(ts: float | None, zone: str | None) -> float | None:
     if ts is None or zone is None:
         return None
-    offset = datetime.fromtimestamp(float(ts), timezone.utc).astimezone(_zone(zone)).utcoffset()
+    offset = datetime.fromtimestamp(float(ts), UTC).astimezone(_zone(zone)).utcoffset()
     return offset.total_seconds() if offset is not None else 0.0
 
 
