@@ -32,7 +32,7 @@ def spend_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         ctx: Context,
         by: Annotated[list[Dimension], Field(max_length=8, description=(
             "group by these, in this order; [] for one grand total"))
-        ] = _DEFAULT_BY,  # noqa: B006 - the schema's default, never mutated
+        ] = _DEFAULT_BY,
         since: When = None,
         until: When = None,
         tz: Annotated[str | None, Field(min_length=1, max_length=64, description=(
