@@ -26,7 +26,9 @@ from ..app import Tether
 from ..loader import load_app
 from ..errors import ConfigurationError
 from ..wire.waits import WaitHub
-from . import background, openapi, problems, routes_jobs, routes_queues, routes_system
+from . import (
+    background, openapi, problems, routes_jobs, routes_queues, routes_signals, routes_system,
+)
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
 from .nostore import NoStore
@@ -101,6 +103,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
 
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(known_query)])
     api.include_router(routes_jobs.router)
+    api.include_router(routes_signals.router)
     api.include_router(routes_queues.router)
     app.include_router(api)
     app.include_router(routes_system.router)
