@@ -1,13 +1,14 @@
-"""Controlling jobs over MCP: cancel, pause, resume, retry, requeue, and budget changes.
+"""Controlling jobs over MCP: cancel, pause, resume, retry, requeue, budgets and signals.
 
 The REST API's ``POST /jobs/{id}/<action>`` and ``PATCH /jobs/{id}/budget``, with the same
 scoping (another project's job is ``job_not_found``) and the same ``invalid_transition`` when
 the job's state does not allow the action. Each answers the job as it is afterwards.
+``tether_signal_job`` is ``POST /jobs/{id}/signals/{name}``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Callable
+from typing import Annotated, Any, Callable
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
@@ -15,7 +16,7 @@ from pydantic import Field
 
 from ..app import Tether
 from ..records import Job
-from ..wire.models import JobOut
+from ..wire.models import JobOut, job_detail
 from .arguments import Flag, JobId, Limits, PrincipalFor
 from .strict import strict_tool
 
@@ -48,6 +49,17 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         return JobOut.of(app.set_budget(job_id, budget.to_facade(), resume=resume,
                                         projects=principal_for(ctx).scope))
 
+    def signal_job(
+        ctx: Context, job_id: JobId,
+        name: Annotated[str, Field(min_length=1, max_length=200, description=(
+            "the signal's name, as the job waits for it (waiting_for.signal of "
+            "tether_get_job)"))],
+        value: Annotated[Any, Field(description=(
+            "any JSON value; the job's wait_for_signal returns it (absent: null)"))] = None,
+    ) -> JobOut:
+        who = principal_for(ctx)
+        return job_detail(app, app.signal(job_id, name, value, projects=who.scope), who.scope)
+
     def action(name: str) -> Callable[[Context, int], JobOut]:
         def control(ctx: Context, job_id: JobId) -> JobOut:
             method: Callable[..., Job] = getattr(app, name)
@@ -62,6 +74,11 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             destructive=True, idempotent=True),
         *[strict_tool(action(name), f"tether_{name}_job", text, idempotent=True)
           for name, text in ACTIONS.items()],
+        strict_tool(signal_job, "tether_signal_job", (
+            "Send a signal to a job, e.g. a human approval: a job waiting for it (state "
+            "waiting, waiting_for.kind signal; its prompt and schema say what it asks) runs on "
+            "with the value. A signal sent before the job waits is kept and consumed once. "
+            "A finished job answers invalid_transition.")),
         strict_tool(set_job_budget, "tether_set_job_budget", (
             "Change a job's budget limits (raise them to clear a budget_exhausted pause). A "
             "job paused because its budget ran out is resumed unless resume is false."),
