@@ -130,12 +130,16 @@ def status_extras(app: Tether, job_id: int) -> dict[str, Any]:
     summary = call_summary(app, job_id)
     if summary is not None:
         out["calls"] = summary
+    waiting = app.waiting_summary(job_id)
+    if waiting is not None:
+        out["waiting"] = waiting
     return out
 
 
 def status_json(app: Tether, job_id: int) -> dict[str, Any]:
-    """The ``job status --json`` object: the job's ``to_dict()`` plus ``attempts`` and, when the
-    facade has them, ``checkpoints`` (records) and ``calls`` (a ``CallSummary``)."""
+    """The ``job status --json`` object: the job's ``to_dict()`` plus ``attempts``,
+    ``waiting_for`` (a waiting job's open wait, else null) and, when the facade has them,
+    ``checkpoints`` (records) and ``calls`` (a ``CallSummary``)."""
     data = app.get(job_id).to_dict()
     data["attempts"] = [a.to_dict() for a in app.attempts(job_id)]
     extras = status_extras(app, job_id)
@@ -143,4 +147,5 @@ def status_json(app: Tether, job_id: int) -> dict[str, Any]:
         data["checkpoints"] = [as_dict(c) for c in extras["checkpoints"]]
     if "calls" in extras:
         data["calls"] = extras["calls"].to_dict()
+    data["waiting_for"] = extras["waiting"].to_dict() if "waiting" in extras else None
     return data
