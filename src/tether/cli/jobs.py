@@ -1,7 +1,8 @@
 """``tether job ...``: look at jobs and steer them.
 
 Reads (``list``, ``status``, ``events``) print a table or, with ``--json``, the records'
-``to_dict()``; ``status`` shows a waiting job's question, and ``signal`` answers it. Control commands print the job's new state; a transition the job's state does not
+``to_dict()``; ``status`` shows a waiting job's question, and ``signal`` answers it. Control
+commands print the job's new state; a transition the job's state does not
 allow exits 2 (``invalid_transition``) and an unknown id exits 3 (``job_not_found``).
 """
 

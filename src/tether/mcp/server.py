@@ -43,8 +43,9 @@ INSTRUCTIONS = (
     "tether_cancel_job, tether_pause_job, tether_resume_job, tether_retry_job (failed), "
     "tether_requeue_job (interrupted) and tether_set_job_budget (raise limits to clear a "
     "budget_exhausted pause). A job in state waiting may wait for an answer: tether_get_job "
-    "shows its question (waiting_for), tether_signal_job answers it. Errors start with a stable code such as job_not_found, "
-    "invalid_transition or validation_error; unknown arguments are refused."
+    "shows its question (waiting_for), tether_signal_job answers it. Errors start with a "
+    "stable code such as job_not_found, invalid_transition or validation_error; unknown "
+    "arguments are refused."
 )
 
 
