@@ -47,3 +47,21 @@ def priced(ctx, payload):
                    estimate=Estimate(input_text=prompt, max_output_tokens=32),
                    fn=lambda: sim.complete(prompt, key="only", max_tokens=32, job_id=ctx.id))
     return {"text": out["text"]}
+
+
+@app.job("ask")
+def ask(ctx, payload):
+    """Waits for the signal "approve" (a person's answer), then returns what it was sent."""
+    answer = ctx.wait_for_signal("approve", timeout=payload.get("timeout", 3600),
+                                 prompt=payload.get("prompt", "Approve?"),
+                                 schema={"type": "object",
+                                         "properties": {"approved": {"type": "boolean"}}})
+    return {"answer": answer}
+
+
+@app.job("fan_in")
+def fan_in(ctx, payload):
+    """Gathers children of type "ask": it waits until each child has its answer."""
+    kids = [ctx.enqueue("ask", {"prompt": f"child {i}"}, key=f"kid-{i}")
+            for i in range(int(payload.get("children", 2)))]
+    return {"answers": ctx.gather(kids)}

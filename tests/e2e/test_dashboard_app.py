@@ -75,3 +75,14 @@ def review(ctx, drafts):
 
 
 app.pipeline("write_report", [outline, draft, review])
+
+
+@app.job("approval")
+def approval(ctx, payload):
+    """Plans, then waits for a person: the dashboard shows the prompt with Approve / Reject."""
+    plan = ctx.stage("plan", lambda: {"cost": payload.get("cost", "42.00")})
+    answer = ctx.wait_for_signal("approve", timeout=3600,
+                                 prompt=f"Approve plan for ${plan['cost']}?",
+                                 schema={"type": "object",
+                                         "properties": {"approved": {"type": "boolean"}}})
+    return {"answer": answer}

@@ -14,13 +14,14 @@ TOOLS = {
     "tether_submit_job", "tether_get_job", "tether_list_jobs", "tether_get_events",
     "tether_get_attempts", "tether_get_ledger", "tether_get_checkpoints",
     "tether_cancel_job", "tether_pause_job", "tether_resume_job", "tether_retry_job",
-    "tether_requeue_job", "tether_set_job_budget", "tether_fork_job",
+    "tether_requeue_job", "tether_set_job_budget", "tether_fork_job", "tether_signal_job",
+    "tether_get_waits",
     "tether_list_queues", "tether_pause_queue", "tether_resume_queue", "tether_list_workers",
     "tether_spend",
 }
 JOB_TOOLS = ["tether_get_job", "tether_get_events", "tether_get_attempts", "tether_get_ledger",
              "tether_get_checkpoints", "tether_cancel_job", "tether_pause_job",
-             "tether_resume_job", "tether_retry_job", "tether_requeue_job"]
+             "tether_resume_job", "tether_retry_job", "tether_requeue_job", "tether_get_waits"]
 BIG = 2**63
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from contextlib import nullcontext
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any
 from collections.abc import Callable
+from enum import Enum
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -26,13 +27,21 @@ from ..wire.problems import Problem
 from ..wire.models import (
     INT63, AttemptList, AttemptOut, BudgetChange, CancelRequest, CheckpointList, CheckpointOut,
     EventOut, EventPage, ForkRequest, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
-    RetryRequest,
+    RetryRequest, job_detail,
 )
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
 MAX_WAIT_S = 300.0
 JobId = Annotated[int, Path(ge=1, le=INT63, description="job id")]
+
+
+class WaitKind(str, Enum):
+    """What a waiting job waits for (``core.waits.KINDS``)."""
+
+    signal = "signal"
+    timer = "timer"
+    children = "children"
 
 
 def tether(request: Request) -> Tether:
@@ -110,12 +119,20 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=100,
                                         description="next_cursor of the previous page")] = None,
+    waiting_for: Annotated[WaitKind | None, Query(description=(
+        "only waiting jobs blocked on this kind of wait; `signal`: the jobs waiting for an "
+        "answer (the dashboard's \"Waiting for me\")"))] = None,
 ) -> JobPage:
     before = pagination.decode(cursor)
     if project is not None and not who.allows(project):
         raise Problem(403, "forbidden", f"this token may not read project {project!r}")
-    page = app.list(project=project, projects=who.scope, state=state, type=type, queue=queue,
-                    search=search, before_id=before, limit=limit + 1)
+    if waiting_for is not None:
+        page = [] if state not in (None, JobState.WAITING) else app.list_waiting(
+            waiting_for.value, project=project, projects=who.scope, type=type, queue=queue,
+            search=search, before_id=before, limit=limit + 1)
+    else:
+        page = app.list(project=project, projects=who.scope, state=state, type=type,
+                        queue=queue, search=search, before_id=before, limit=limit + 1)
     more = len(page) > limit
     page = page[:limit]
     return JobPage(items=[JobOut.of(j) for j in page],
@@ -125,7 +142,7 @@ def list_jobs(
 @router.get("/{job_id}", response_model=JobOut, summary="Get a job", responses=_errors(404))
 def get_job(job_id: JobId, who: Principal = Depends(principal),
             app: Tether = Depends(tether)) -> JobOut:
-    return JobOut.of(app.get(job_id, projects=who.scope))
+    return job_detail(app, app.get(job_id, projects=who.scope), who.scope)
 
 
 @router.get("/{job_id}/events", response_model=EventPage, responses=_errors(404),

@@ -28,8 +28,8 @@ from ..loader import load_app
 from ..errors import ConfigurationError
 from ..wire.waits import WaitHub
 from . import (
-    background, openapi, problems, routes_jobs, routes_queues, routes_schedules, routes_spend,
-    routes_system,
+    background, openapi, problems, routes_jobs, routes_queues, routes_schedules, routes_signals,
+    routes_spend, routes_system,
 )
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
@@ -105,6 +105,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
 
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(known_query)])
     api.include_router(routes_jobs.router)
+    api.include_router(routes_signals.router)
     api.include_router(routes_queues.router)
     api.include_router(routes_schedules.router)
     api.include_router(routes_spend.router)

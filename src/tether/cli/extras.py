@@ -144,6 +144,9 @@ def status_extras(app: Tether, job_id: int) -> dict[str, Any]:
     forked = forked_from(app, job_id)
     if forked is not None:
         out["forked_from"] = forked
+    waiting = app.waiting_summary(job_id)
+    if waiting is not None:
+        out["waiting"] = waiting
     return out
 
 
@@ -155,8 +158,9 @@ def forked_from(app: Tether, job_id: int) -> dict[str, Any] | None:
 
 
 def status_json(app: Tether, job_id: int) -> dict[str, Any]:
-    """The ``job status --json`` object: the job's ``to_dict()`` plus ``attempts`` and, when the
-    facade has them, ``checkpoints`` (records) and ``calls`` (a ``CallSummary``)."""
+    """The ``job status --json`` object: the job's ``to_dict()`` plus ``attempts``,
+    ``waiting_for`` (a waiting job's open wait, else null) and, when the facade has them,
+    ``checkpoints`` (records) and ``calls`` (a ``CallSummary``)."""
     data = app.get(job_id).to_dict()
     data["attempts"] = [a.to_dict() for a in app.attempts(job_id)]
     extras = status_extras(app, job_id)
@@ -166,4 +170,5 @@ def status_json(app: Tether, job_id: int) -> dict[str, Any]:
         data["calls"] = extras["calls"].to_dict()
     if "forked_from" in extras:
         data["forked_from"] = extras["forked_from"]
+    data["waiting_for"] = extras["waiting"].to_dict() if "waiting" in extras else None
     return data

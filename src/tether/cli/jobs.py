@@ -1,7 +1,8 @@
 """``tether job ...``: look at jobs and steer them.
 
 Reads (``list``, ``status``, ``events``) print a table or, with ``--json``, the records'
-``to_dict()``. Control commands print the job's new state; a transition the job's state does not
+``to_dict()``; ``status`` shows a waiting job's question, and ``signal`` answers it. Control
+commands print the job's new state; a transition the job's state does not
 allow exits 2 (``invalid_transition``) and an unknown id exits 3 (``job_not_found``).
 """
 
@@ -14,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from ..core.states import TERMINAL, JobState
+from ..core.waits import KINDS
 from ..app import Tether
 from ..records import Event, Job
 from . import extras, views
@@ -22,7 +24,7 @@ from .options import (
     MaxOutputTokens, Payload, PayloadFile, open_app, show_help_if_bare,
 )
 from .output import CliError, emit_json, emit_json_line, out, show, state_text, usd
-from .parse import budget_limits, read_payload
+from .parse import budget_limits, parse_json, read_payload
 
 job_app = typer.Typer(help="Inspect, follow and steer jobs.")
 
@@ -44,6 +46,9 @@ def list_jobs(
                                        help="At most this many jobs.")] = 50,
     before_id: Annotated[int | None, typer.Option(
         "--before-id", help="Page back: only jobs with a smaller id.")] = None,
+    waiting_for: Annotated[Optional[str], typer.Option(
+        "--waiting-for", metavar="KIND", help="Only waiting jobs blocked on a wait of this "
+        "kind: signal (an answer; send it with `job signal`), timer or children.")] = None,
     as_json: Json = False,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -54,9 +59,17 @@ def list_jobs(
     if state is not None and state.lower() not in {s.value for s in JobState}:
         raise CliError(f"--state: unknown state {state!r}; use one of "
                        + ", ".join(s.value for s in JobState))
+    if waiting_for is not None and waiting_for not in KINDS:
+        raise CliError(f"--waiting-for: unknown kind {waiting_for!r}; use one of "
+                       + ", ".join(KINDS))
     app = open_app(database_url)
-    jobs = app.list(project=project, state=state.lower() if state else None, type=type_,
-                    queue=queue, before_id=before_id, limit=limit)
+    if waiting_for is not None:
+        jobs = [] if state not in (None, "waiting") else app.list_waiting(
+            waiting_for, project=project, type=type_, queue=queue, before_id=before_id,
+            limit=limit)
+    else:
+        jobs = app.list(project=project, state=state.lower() if state else None, type=type_,
+                        queue=queue, before_id=before_id, limit=limit)
     if as_json:
         emit_json(jobs)
     elif not jobs:
@@ -235,6 +248,35 @@ def fork(
 def requeue(job_id: JobId, as_json: Json = False, database_url: DatabaseUrl = None) -> None:
     """Queue an interrupted job again; it resumes from its checkpoints."""
     _control("requeue", job_id, database_url, as_json)
+
+
+@job_app.command("signal")
+def signal(
+    job_id: JobId,
+    name: Annotated[str, typer.Argument(help="The signal's name, as the job waits for it.",
+                                        metavar="NAME", show_default=False)],
+    value: Annotated[Optional[str], typer.Option(
+        "--value", metavar="JSON", help="The signal's value as JSON [default: null].")] = None,
+    as_json: Json = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Send a signal to a job, e.g. a human approval.
+
+    A job waiting for it (`job status` shows its question) is queued at once and its
+    wait_for_signal returns the value; a job not waiting yet keeps the signal and takes it
+    when it waits (each signal once). A finished job takes no signals (exit 2).
+
+    Example: tether job signal 42 approve --value '{"approved": true}'
+    """
+    parsed = parse_json(value, what="--value") if value is not None else None
+    app = open_app(database_url)
+    before = str(app.get(job_id).state)
+    job = app.signal(job_id, name, parsed)
+    if as_json:
+        emit_json(job)
+        return
+    moved = f"{state_text(before)} → " if before != str(job.state) else ""
+    out().print(f"job {job.id}: signal {escape(name)!r} sent; {moved}{state_text(job.state)}")
 
 
 @job_app.command("budget")

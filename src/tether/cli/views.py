@@ -124,14 +124,39 @@ def _grid() -> Table:
     return grid
 
 
+def waiting_rows(job: Job, waiting: Any) -> list[tuple[str, str]]:
+    """What a waiting job waits for (a ``facade.workflows.WaitingFor``), as status rows: a
+    signal's name, question, schema and deadline, and how to answer; a timer's wake time; a
+    gather's children done."""
+    if waiting.kind == "signal":
+        rows = [("waits for", f"signal [bold]{escape(str(waiting.signal))}[/]")]
+        if waiting.prompt:
+            rows.append(("question", escape(waiting.prompt)))
+        if waiting.schema is not None:
+            rows.append(("schema", escape(_short(json.dumps(waiting.schema, default=str), 200))))
+        rows.append(("deadline", when(waiting.wake_at) + " (then signal_timeout)"
+                     if waiting.wake_at else "none"))
+        rows.append(("answer", escape(f"tether job signal {job.id} {waiting.signal} "
+                                      "--value JSON")))
+        return rows
+    if waiting.kind == "timer":
+        return [("waits for", f"timer, wakes at {when(waiting.wake_at)}")]
+    return [("waits for", f"children, {waiting.children_done}/{waiting.children} done")]
+
+
 def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
-                calls: Any = None, forked_from: dict[str, Any] | None = None) -> Table:
-    """The ``job status`` block: identity, state, stage, checkpoints, spend vs budget, error.
-    ``calls`` is an ``extras.CallSummary`` when the facade has a ledger or journal;
-    ``forked_from`` the data of the job's ``forked_from`` event, for a fork."""
+                calls: Any = None, forked_from: dict[str, Any] | None = None,
+                waiting: Any = None) -> Table:
+    """The ``job status`` block: identity, state, stage, what a waiting job waits for,
+    checkpoints, spend vs budget, error. ``calls`` is an ``extras.CallSummary`` when the
+    facade has a ledger or journal; ``forked_from`` the data of the job's ``forked_from``
+    event, for a fork; ``waiting`` a ``WaitingFor``."""
     reused = getattr(calls, "reused", None)
     grid = _grid()
     grid.add_row("job", f"{job.id}  [bold]{escape(job.type)}[/]  {state_text(job.state)}")
+    if waiting is not None:
+        for label, text in waiting_rows(job, waiting):
+            grid.add_row(label, text)
     grid.add_row("project", f"{escape(job.project)}   queue {escape(job.queue)}   "
                  f"priority {job.priority}")
     grid.add_row("stage", _cell(job.stage) or "-")

@@ -5,17 +5,45 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from ..core import validate
 from ..core.serialize import dumps, loads
+from ..core.waits import KINDS
+from ..errors import InvalidArgument
 from ..records import Job, Wait
 from ..store.base import Store
 
 
+@dataclass(frozen=True)
+class WaitingFor:
+    """What a waiting job is blocked on, as every interface shows it: a signal's name,
+    prompt, schema and deadline (``wake_at``); a timer's wake time; a gather's children and
+    how many of them have finished (read when asked, so it is as fresh as the read)."""
+
+    kind: str
+    key: str
+    signal: str | None = None
+    prompt: str | None = None
+    schema: Any = None
+    wake_at: datetime | None = None
+    children: int | None = None
+    children_done: int | None = None
+    since: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "signal": self.signal,
+                "prompt": self.prompt, "schema": self.schema,
+                "wake_at": self.wake_at.isoformat() if self.wake_at else None,
+                "children": self.children, "children_done": self.children_done,
+                "since": self.since.isoformat() if self.since else None}
+
+
 class Workflows:
-    """``signal`` and ``waits``."""
+    """``signal``, ``waits``, ``waiting_for``, ``waiting_summary`` and ``list_waiting``."""
 
     if TYPE_CHECKING:
         @property
@@ -44,3 +72,36 @@ class Workflows:
             return None
         return max(open_waits, key=lambda w: (w.attempt, w.created_at))
 
+    def waiting_summary(self, job_id: int, *,
+                        projects: Iterable[str] | None = None) -> WaitingFor | None:
+        """``waiting_for`` as the interfaces show it, with a gather's finished children
+        counted (one read however many children). None unless the job is waiting."""
+        wait = self.waiting_for(job_id, projects=projects)
+        if wait is None:
+            return None
+        job = self.store.get_job(validate.job_id(job_id))
+        if job is None or job.state != "waiting":
+            return None
+        children = done = None
+        if wait.kind == "children":
+            children = len(wait.children)
+            done = len(self.store.finished_among(list(wait.children)))
+        return WaitingFor(kind=wait.kind, key=wait.key, signal=wait.signal, prompt=wait.prompt,
+                          schema=wait.schema, wake_at=wait.wake_at, children=children,
+                          children_done=done, since=wait.created_at)
+
+    def list_waiting(self, kind: str = "signal", *, project: str | None = None,
+                     projects: Iterable[str] | None = None, type: str | None = None,
+                     queue: str | None = None, search: str | None = None,
+                     before_id: int | None = None, limit: int = 50) -> list[Job]:
+        """Waiting jobs blocked on a wait of ``kind``, newest first. ``"signal"`` is the
+        dashboard's "Waiting for me": jobs that wait for a person's (or a program's) answer."""
+        if kind not in KINDS:
+            raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}, got {kind!r}",
+                                  argument="kind")
+        validate.texts(project=project, type=type, queue=queue, search=search)
+        scope = None if projects is None else set(projects)
+        if project is not None:
+            scope = {project} if scope is None else scope & {project}
+        return self.store.list_waiting(kind, projects=scope, type=type, queue=queue,
+                                       search=search, before_id=before_id, limit=limit)

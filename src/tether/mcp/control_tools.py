@@ -1,9 +1,10 @@
-"""Controlling jobs over MCP: cancel, pause, resume, retry, requeue, budget changes, fork.
+"""Controlling jobs over MCP: cancel, pause, resume, retry, requeue, budgets, fork, signals.
 
 The REST API's ``POST /jobs/{id}/<action>``, ``PATCH /jobs/{id}/budget`` and
 ``POST /jobs/{id}/fork``, with the same
 scoping (another project's job is ``job_not_found``) and the same ``invalid_transition`` when
 the job's state does not allow the action. Each answers the job as it is afterwards.
+``tether_signal_job`` is ``POST /jobs/{id}/signals/{name}``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import Field
 
 from ..app import Tether
 from ..records import Job
-from ..wire.models import JobOut
+from ..wire.models import JobOut, job_detail
 from .arguments import Flag, JobId, Limits, Name, PrincipalFor
 from .strict import strict_tool
 
@@ -70,6 +71,16 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         return JobOut.of(app.fork(job_id, from_stage=from_stage, payload=payload,
                                   budget=budget.to_facade() if budget is not None else None,
                                   projects=principal_for(ctx).scope))
+    def signal_job(
+        ctx: Context, job_id: JobId,
+        name: Annotated[str, Field(min_length=1, max_length=200, description=(
+            "the signal's name, as the job waits for it (waiting_for.signal of "
+            "tether_get_job)"))],
+        value: Annotated[Any, Field(description=(
+            "any JSON value; the job's wait_for_signal returns it (absent: null)"))] = None,
+    ) -> JobOut:
+        who = principal_for(ctx)
+        return job_detail(app, app.signal(job_id, name, value, projects=who.scope), who.scope)
 
     def action(name: str) -> Callable[[Context, int], JobOut]:
         def control(ctx: Context, job_id: JobId) -> JobOut:
@@ -93,6 +104,11 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             "from_stage and their calls are reused (the fork's ledger lists them at cost 0 "
             "with reused_from), so they are not paid again. Returns the new job; "
             "invalid_argument for a stage the source does not have or never reached.")),
+        strict_tool(signal_job, "tether_signal_job", (
+            "Send a signal to a job, e.g. a human approval: a job waiting for it (state "
+            "waiting, waiting_for.kind signal; its prompt and schema say what it asks) runs on "
+            "with the value. A signal sent before the job waits is kept and consumed once. "
+            "A finished job answers invalid_transition.")),
         strict_tool(set_job_budget, "tether_set_job_budget", (
             "Change a job's budget limits (raise them to clear a budget_exhausted pause). A "
             "job paused because its budget ran out is resumed unless resume is false."),

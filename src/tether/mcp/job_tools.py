@@ -8,7 +8,7 @@ shapes (``JobOut``, ``EventPage``, ...) as structured content.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
@@ -19,8 +19,9 @@ from ..core.states import JobState
 from ..wire import idempotency, pagination
 from ..wire.models import (
     INT32, INT63, AttemptList, AttemptOut, CheckpointList, CheckpointOut,
-    EventOut, EventPage, JobOut, JobPage, LedgerEntryOut, LedgerList,
+    EventOut, EventPage, JobOut, JobPage, LedgerEntryOut, LedgerList, job_detail,
 )
+from ..wire.signals import WaitList, WaitOut
 from ..wire.problems import Problem
 from .arguments import JobId, Limits, Name, PrincipalFor
 from .strict import strict_tool
@@ -83,7 +84,8 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         return Submitted(created=created, job=JobOut.of(job))
 
     def get_job(ctx: Context, job_id: JobId) -> JobOut:
-        return JobOut.of(app.get(job_id, projects=principal_for(ctx).scope))
+        scope = principal_for(ctx).scope
+        return job_detail(app, app.get(job_id, projects=scope), scope)
 
     def list_jobs(
         ctx: Context,
@@ -96,13 +98,21 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         limit: Annotated[int, Field(ge=1, le=MAX_LIST, description="page size")] = 20,
         cursor: Annotated[str | None, Field(max_length=100, description=(
             "next_cursor of the previous page"))] = None,
+        waiting_for: Annotated[Literal["signal", "timer", "children"] | None, Field(
+            description="only waiting jobs blocked on this kind of wait; signal: the jobs "
+                        "waiting for an answer (send it with tether_signal_job)")] = None,
     ) -> JobPage:
         who = principal_for(ctx)
         before = pagination.decode(cursor)
         if project is not None and not who.allows(project):
             raise Problem(403, "forbidden", f"this token may not read project {project!r}")
-        page = app.list(project=project, projects=who.scope, state=state, type=type,
-                        queue=queue, search=search, before_id=before, limit=limit + 1)
+        if waiting_for is not None:
+            page = [] if state not in (None, JobState.WAITING) else app.list_waiting(
+                waiting_for, project=project, projects=who.scope, type=type, queue=queue,
+                search=search, before_id=before, limit=limit + 1)
+        else:
+            page = app.list(project=project, projects=who.scope, state=state, type=type,
+                            queue=queue, search=search, before_id=before, limit=limit + 1)
         more = len(page) > limit
         page = page[:limit]
         return JobPage(items=[JobOut.of(j) for j in page],
@@ -129,6 +139,10 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         rows = app.ledger(job_id, projects=principal_for(ctx).scope)
         return LedgerList(items=[LedgerEntryOut(**r.to_dict()) for r in rows])
 
+    def get_waits(ctx: Context, job_id: JobId) -> WaitList:
+        rows = app.waits(job_id, projects=principal_for(ctx).scope)
+        return WaitList(items=[WaitOut.of(w) for w in rows])
+
     def get_checkpoints(ctx: Context, job_id: JobId) -> CheckpointList:
         rows = app.checkpoints(job_id, projects=principal_for(ctx).scope)
         return CheckpointList(items=[CheckpointOut(**r.to_dict()) for r in rows])
@@ -138,7 +152,9 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             "Submit a job. Returns {created, job}; created is false when idempotency_key "
             "already named a job with the same configuration (that job is returned).")),
         strict_tool(get_job, "tether_get_job", (
-            "A job: state, stage, attempts, cost and budget, error, result, lease."),
+            "A job: state, stage, attempts, cost and budget, error, result, lease; a waiting "
+            "job also what it waits for (waiting_for: a signal's prompt and schema, a timer, "
+            "children done)."),
             read_only=True),
         strict_tool(list_jobs, "tether_list_jobs", (
             "Jobs newest first; pass next_cursor back as cursor for the next page."),
@@ -153,4 +169,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             "prices and cost (USD as decimal strings)."), read_only=True),
         strict_tool(get_checkpoints, "tether_get_checkpoints", (
             "The job's finished stages; a resumed job skips them."), read_only=True),
+        strict_tool(get_waits, "tether_get_waits", (
+            "The job's waits, oldest first: signal waits (name, prompt, schema), timers and "
+            "gathers, open or done with their outcome and value."), read_only=True),
     ]

@@ -44,9 +44,10 @@ INSTRUCTIONS = (
     "tether_cancel_job, tether_pause_job, tether_resume_job, tether_retry_job (failed), "
     "tether_requeue_job (interrupted) and tether_set_job_budget (raise limits to clear a "
     "budget_exhausted pause); tether_fork_job re-runs a job from a stage without paying "
-    "again for the stages before it; tether_spend reports where the money went. Errors start "
-    "with a stable code such as job_not_found, invalid_transition or validation_error; "
-    "unknown arguments are refused."
+    "again for the stages before it; tether_spend reports where the money went. A job in "
+    "state waiting may wait for an answer: tether_get_job shows its question (waiting_for), "
+    "tether_signal_job answers it. Errors start with a stable code such as job_not_found, "
+    "invalid_transition or validation_error; unknown arguments are refused."
 )
 
 

@@ -26,7 +26,8 @@ from .tx import Row, Tx, present
 
 
 class Waits(Transitions):
-    """``begin_wait``, ``get_wait``, ``waits``, ``send_signal``, ``wake_due`` and the wake hooks."""
+    """``begin_wait``, ``get_wait``, ``waits``, ``list_waiting``, ``send_signal``,
+    ``wake_due`` and the wake hooks."""
 
     def get_wait(self, job_id: int, key: str) -> Wait | None:
         with self._read() as tx:
@@ -38,6 +39,18 @@ class Waits(Transitions):
         with self._read() as tx:
             self._visible(tx, job_id, projects)
             return [to_wait(r) for r in tx.all("waits_of", job_id=job_id)]
+
+    def list_waiting(self, kind: str, *, projects: Iterable[str] | None = None,
+                     type: str | None = None, queue: str | None = None,
+                     search: str | None = None, before_id: int | None = None,
+                     limit: int = 50) -> list[Job]:
+        """Waiting jobs blocked on an open wait of ``kind`` (``"signal"``: the jobs waiting
+        for somebody's answer), newest first; filters and paging as ``list_jobs``."""
+        with self._read() as tx:
+            rows = tx.all("list_waiting_jobs", kind=kind, projects=self._list_param(projects),
+                          type=type, queue=queue, search=search, before_id=before_id,
+                          limit=limit)
+        return [to_job(r) for r in rows]
 
     def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
                    now: float | None = None) -> Wait:

@@ -12,12 +12,14 @@ import re
 from datetime import datetime
 from decimal import Decimal
 from decimal import InvalidOperation
-from typing import Annotated, Any
+from typing import Annotated, Any, Iterable
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, WithJsonSchema
 
 from ..core.states import JobState
+from ..facade.workflows import WaitingFor, Workflows
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
+from .signals import WaitingForOut
 
 INT32 = 2**31 - 1
 INT63 = 2**63 - 1
@@ -206,9 +208,12 @@ class JobOut(BaseModel):
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
+    waiting_for: WaitingForOut | None = Field(None, description=(
+        "a waiting job's open wait (a signal's question, a timer, children); given where "
+        "one job is read, null in job lists"))
 
     @classmethod
-    def of(cls, job: Job) -> JobOut:
+    def of(cls, job: Job, waiting: WaitingFor | None = None) -> JobOut:
         budget = job.budget.to_dict()
         used = BudgetUsed(**{k: v for k, v in budget["used"].items()
                              if k in BudgetUsed.model_fields})
@@ -226,7 +231,16 @@ class JobOut(BaseModel):
             lease_owner=job.lease_owner, lease_expires_at=job.lease_expires_at,
             safe_to_retry=job.safe_to_retry, parent_id=job.parent_id,
             price_profile=job.price_profile, created_at=job.created_at,
-            updated_at=job.updated_at, finished_at=job.finished_at)
+            updated_at=job.updated_at, finished_at=job.finished_at,
+            waiting_for=WaitingForOut.of(waiting) if waiting is not None else None)
+
+
+def job_detail(app: Workflows, job: Job, projects: Iterable[str] | None = None) -> JobOut:
+    """One job as ``GET /jobs/{id}`` and ``tether_get_job`` show it: a waiting job with what
+    it waits for (one more read, only for a waiting job)."""
+    waiting = (app.waiting_summary(job.id, projects=projects)
+               if job.state == JobState.WAITING else None)
+    return JobOut.of(job, waiting)
 
 
 class JobPage(BaseModel):

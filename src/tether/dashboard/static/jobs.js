@@ -4,7 +4,7 @@
 (function () {
   const T = window.tether;
   const $ = (id) => document.getElementById(id);
-  const FILTERS = ["search", "project", "state", "type", "queue"];
+  const FILTERS = ["search", "project", "state", "type", "queue", "waiting_for"];
   const BULK_PAGE = 200;
   const BULK_MAX = 10000;
   const BULK_PARALLEL = 4;
@@ -136,6 +136,7 @@
     if (f.project) parts.push("in project “" + f.project + "”");
     if (f.queue) parts.push((f.project ? "and" : "in") + " queue “" + f.queue + "”");
     if (f.search) parts.push("matching “" + f.search + "”");
+    if (f.waiting_for === "signal") parts.push("waiting for an answer");
     return parts.join(" ");
   }
 

@@ -628,6 +628,23 @@ ORDER BY run_after LIMIT %(limit)s FOR UPDATE SKIP LOCKED;
 -- name: set_run_after
 UPDATE jobs SET run_after = %(run_after)s WHERE id = %(id)s;
 
+-- name: list_waiting_jobs
+-- ``list_jobs`` narrowed to waiting jobs whose open wait is of kind %(kind)s ("waiting for
+-- me": a signal). job_waits' primary key (job_id, key) serves the EXISTS.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
+WHERE j.state = 'waiting'
+  AND EXISTS (SELECT 1 FROM job_waits w
+              WHERE w.job_id = j.id AND w.status = 'open' AND w.kind = %(kind)s::text)
+  AND (%(projects)s::text[] IS NULL OR j.project = ANY (%(projects)s::text[]))
+  AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
+  AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(before_id)s::bigint IS NULL OR j.id < %(before_id)s::bigint)
+  AND (%(search)s::text IS NULL OR j.idempotency_key = %(search)s::text
+       OR j.id::text = %(search)s::text)
+ORDER BY j.id DESC LIMIT %(limit)s;
+
 -- name: signal_insert
 INSERT INTO job_signals (job_id, name, value, sent_at)
 VALUES (%(job_id)s, %(name)s, %(value)s::jsonb, %(now)s);

@@ -528,6 +528,22 @@ SELECT * FROM jobs WHERE state = 'waiting' AND run_after <= :now ORDER BY run_af
 -- name: set_run_after
 UPDATE jobs SET run_after = :run_after WHERE id = :id;
 
+-- name: list_waiting_jobs
+-- ``list_jobs`` narrowed to waiting jobs whose open wait is of kind :kind ("waiting for me":
+-- a signal). job_waits' primary key (job_id, key) serves the EXISTS.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
+WHERE j.state = 'waiting'
+  AND EXISTS (SELECT 1 FROM job_waits w
+              WHERE w.job_id = j.id AND w.status = 'open' AND w.kind = :kind)
+  AND (:projects IS NULL OR j.project IN (SELECT value FROM json_each(:projects)))
+  AND (:type IS NULL OR j.type = :type)
+  AND (:queue IS NULL OR j.queue = :queue)
+  AND (:before_id IS NULL OR j.id < :before_id)
+  AND (:search IS NULL OR j.idempotency_key = :search OR CAST(j.id AS TEXT) = :search)
+ORDER BY j.id DESC LIMIT :limit;
+
 -- name: signal_insert
 INSERT INTO job_signals (job_id, name, value, sent_at) VALUES (:job_id, :name, :value, :now);
 
