@@ -10,7 +10,7 @@ from contextlib import nullcontext
 from datetime import datetime
 from decimal import Decimal
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
@@ -36,7 +36,7 @@ MAX_WAIT_S = 300.0
 JobId = Annotated[int, Path(ge=1, le=INT63, description="job id")]
 
 
-class WaitKind(str, Enum):
+class WaitKind(StrEnum):
     """What a waiting job waits for (``core.waits.KINDS``)."""
 
     signal = "signal"

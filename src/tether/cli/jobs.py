@@ -46,7 +46,7 @@ def list_jobs(
                                        help="At most this many jobs.")] = 50,
     before_id: Annotated[int | None, typer.Option(
         "--before-id", help="Page back: only jobs with a smaller id.")] = None,
-    waiting_for: Annotated[Optional[str], typer.Option(
+    waiting_for: Annotated[str | None, typer.Option(
         "--waiting-for", metavar="KIND", help="Only waiting jobs blocked on a wait of this "
         "kind: signal (an answer; send it with `job signal`), timer or children.")] = None,
     as_json: Json = False,
@@ -255,7 +255,7 @@ def signal(
     job_id: JobId,
     name: Annotated[str, typer.Argument(help="The signal's name, as the job waits for it.",
                                         metavar="NAME", show_default=False)],
-    value: Annotated[Optional[str], typer.Option(
+    value: Annotated[str | None, typer.Option(
         "--value", metavar="JSON", help="The signal's value as JSON [default: null].")] = None,
     as_json: Json = False,
     database_url: DatabaseUrl = None,

@@ -12,7 +12,8 @@ import re
 from datetime import datetime
 from decimal import Decimal
 from decimal import InvalidOperation
-from typing import Annotated, Any, Iterable
+from typing import Annotated, Any
+from collections.abc import Iterable
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, WithJsonSchema
 

@@ -51,7 +51,7 @@ class WaitingForOut(BaseModel):
     since: datetime | None = Field(None, description="when the job began this wait")
 
     @classmethod
-    def of(cls, waiting: WaitingFor) -> "WaitingForOut":
+    def of(cls, waiting: WaitingFor) -> WaitingForOut:
         return cls(kind=waiting.kind, key=waiting.key, signal=waiting.signal,
                    prompt=waiting.prompt, schema_=waiting.schema, wake_at=waiting.wake_at,
                    children=waiting.children, children_done=waiting.children_done,
@@ -82,7 +82,7 @@ class WaitOut(BaseModel):
     done_at: datetime | None = None
 
     @classmethod
-    def of(cls, wait: Wait) -> "WaitOut":
+    def of(cls, wait: Wait) -> WaitOut:
         return cls(job_id=wait.job_id, key=wait.key, kind=wait.kind, status=wait.status,
                    attempt=wait.attempt, created_at=wait.created_at, wake_at=wait.wake_at,
                    children=list(wait.children), fail_mode=wait.fail_mode, signal=wait.signal,
