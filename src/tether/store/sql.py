@@ -12,6 +12,7 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 * ``journal.py``: reads of the journal and the ledger, the call cache
 * ``checkpoints.py``: stage checkpoints and blobs
 * ``control.py``: operator actions, retry promotion, pruning
+* ``feed.py``: the live streams' reads (every project's events after a position)
 * ``ratelimits.py``, ``admin.py``, ``profiles.py``: rate limits; workers, queues, tokens;
   price profiles
 """
@@ -22,6 +23,7 @@ from .admin import Admin
 from .calls import Calls
 from .checkpoints import Checkpoints
 from .control import Control
+from .feed import Feed
 from .jobs import Jobs
 from .journal import Journal
 from .leases import Leases
@@ -29,6 +31,7 @@ from .outcomes import Outcomes
 from .ratelimits import RateLimits
 
 
-class SQLStore(Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control, RateLimits, Admin):
+class SQLStore(Jobs, Leases, Outcomes, Calls, Journal, Checkpoints, Control, RateLimits, Admin,
+               Feed):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

@@ -39,7 +39,8 @@ from ..base import CallerConnection, Claim, FinishSignal, NewJob, Outcome
 from ..migrate import discover
 from ..rows import to_job
 from ..sql import SQLStore
-from .notify import FinishListener, Listener
+from ..feed import FEED_MAX_LAG_S
+from .notify import ActivityListener, FinishListener, Listener
 from .retry import TransientStoreError, retry_transient, translate
 from .tx import QUERIES, PgTx, connect_error, conninfo_from_url, json_as_text
 
@@ -263,6 +264,18 @@ class PostgresStore(SQLStore):
     def finish_signal(self) -> FinishSignal:
         """NOTIFY on ``tether.done:<schema>`` (migration 0007), on a connection of its own."""
         return FinishListener(self.conninfo)
+
+    def event_signal(self) -> FinishSignal:
+        """LISTEN for jobs queued and jobs finished; the other events have no NOTIFY."""
+        return ActivityListener(self.conninfo)
+
+    def _feed_bounds(self, tx: Any) -> dict[str, Any]:
+        if self.clock is not None:  # events are stamped by the injected clock: no horizon
+            return {"horizon_us": None}
+        return {"horizon_us": tx.one("event_horizon", max_lag_s=FEED_MAX_LAG_S)["horizon_us"]}
+
+    def _feed_at(self, text: str) -> dict[str, Any]:
+        return {"at_us": int(text)}
 
     @property
     def listener(self) -> Listener | None:

@@ -402,3 +402,19 @@ WHERE jobs.id = json_extract(i.value, '$[0]') AND jobs.lease_token = json_extrac
   AND NOT EXISTS (SELECT 1 FROM call_journal c
                   WHERE c.job_id = jobs.id AND c.status = 'reserved')
 RETURNING jobs.id, jobs.event_seq;
+
+-- name: event_seqs
+-- The last event seq of each of these jobs (the live streams' change check: one read for all).
+SELECT id, event_seq FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: event_feed
+-- Events of every project (or of :projects) after the cursor (:at, :job_id, :seq), in that
+-- order; job_events_feed (0013) makes it a range scan from the cursor. A write takes the
+-- database's one write lock before it reads its clock, so events commit in `at` order.
+SELECT e.*, j.project, e.at AS feed_at FROM job_events e JOIN jobs j ON j.id = e.job_id
+WHERE e.at >= :at AND (e.at > :at OR e.job_id > :job_id OR (e.job_id = :job_id AND e.seq > :seq))
+  AND (:projects IS NULL OR j.project IN (SELECT value FROM json_each(:projects)))
+ORDER BY e.at, e.job_id, e.seq LIMIT :limit;
+
+-- name: event_feed_head
+SELECT at AS feed_at, job_id, seq FROM job_events ORDER BY at DESC, job_id DESC, seq DESC LIMIT 1;

@@ -1,0 +1,2 @@
+-- placeholder; replaced on merge
+SELECT 1;
