@@ -41,7 +41,7 @@ EXPECTED = {
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
 EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "jobs_leases",
                     "jobs_lease_owner", "call_journal_open", "call_journal_cache",
-                    "rate_limit_events_scope"}
+                    "rate_limit_events_scope", "job_events_feed"}
 
 
 def _schema(store, backend):
@@ -70,7 +70,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == EXPECTED
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 8
+    assert store.schema_version() == 13
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -131,7 +131,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 8
+        assert new.store.schema_version() == 13
         (row,) = new.ledger(job.id)
         assert (row.input_tokens, row.cached_input_tokens, row.cost_usd) == (100, 20,
                                                                              Decimal("0.000132"))

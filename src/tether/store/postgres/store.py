@@ -275,7 +275,10 @@ class PostgresStore(SQLStore):
         return {"horizon_us": tx.one("event_horizon", max_lag_s=FEED_MAX_LAG_S)["horizon_us"]}
 
     def _feed_at(self, text: str) -> dict[str, Any]:
-        return {"at_us": int(text)}
+        try:
+            return {"at_us": int(text)}
+        except ValueError:  # not one of this backend's positions: the nearest microsecond
+            return {"at_us": int(float(text))}
 
     @property
     def listener(self) -> Listener | None:
