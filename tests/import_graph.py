@@ -36,7 +36,7 @@ _PLACES: dict[str, str] = {
     "store": "store", "blobs": "store",
     "job": "job", "context": "job", "checkpoint": "job",  # the last two: before tether/job
     "worker": "worker",
-    "app": "app", "submission": "app", "loader": "app",
+    "app": "app", "submission": "app", "loader": "app", "facade": "app",
     "wire": "interfaces",  # what the interfaces share: below each of them, above the facade
     "api": "interfaces", "cli": "interfaces", "mcp": "interfaces", "dashboard": "interfaces",
     "demo": "interfaces", "examples": "interfaces", "testing": "interfaces", "worker.__main__": "interfaces",

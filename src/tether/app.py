@@ -18,6 +18,7 @@ from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
 from .errors import ConfigurationError, JobNotFound, JobStateError, QueueNotFound
+from .facade.streams import EventStreams
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
@@ -30,7 +31,7 @@ from .worker import Worker
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether:
+class Tether(EventStreams):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
