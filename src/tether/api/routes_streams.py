@@ -18,6 +18,7 @@ from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
 from ..app import Tether
+from ..core import validate
 from ..store.feed import parse_position
 from ..wire.problems import Problem
 from ..wire.streams import HEADERS, MEDIA_TYPE, StreamHub
@@ -90,6 +91,7 @@ async def event_stream(
     after: Annotated[str | None, Query(min_length=1, max_length=200,
                                        description="a position (`id:`) to start after")] = None,
 ) -> StreamingResponse:
+    validate.texts(project=project)
     name, position = ("Last-Event-ID", last_event_id) if last_event_id is not None else (
         "after", after)
     if position is not None:
