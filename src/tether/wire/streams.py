@@ -164,9 +164,8 @@ class StreamHub:
                 job = await asyncio.to_thread(store.get_job, job_id)
                 events = await asyncio.to_thread(store.events, job_id, after=last, limit=BATCH)
                 for event in events:
+                    last = sub.seq = event.seq
                     yield sse(event, str(event.seq))
-                    last = event.seq
-                sub.seq = last
                 if len(events) == BATCH:
                     continue
                 if job is None or job.terminal:

@@ -405,7 +405,7 @@
 
   /** Keep a page current from a live stream, polling only when no stream can be had.
    *  `refresh` redraws the page (it may return T.STOP); `spec()` names the stream to follow
-   *  ({path, query, lastEventId}) or null when there is nothing to follow; `onEvent` sees
+   *  ({path, query, lastEventId}) or null when there is nothing (more) to follow; `onEvent` sees
    *  each event. Every event is followed by one refresh (never two at once; events arriving
    *  meanwhile share the next one), and there is no timer while the stream is open. A
    *  stream that fails three times in a row (or is refused) hands over to T.poll for good. */
@@ -439,24 +439,23 @@
     const connect = async () => {
       if (stopped || stream || poller) return;
       const want = spec();
-      if (!want) return;
+      if (!want) return setLive(false, "Finished · not updating");
       const current = (stream = T.stream(want.path, {
         query: want.query, lastEventId: want.lastEventId,
         onOpen: () => { failures = 0; if (onOpen) onOpen(); setLive(true, "Live · streaming"); },
         onEvent: (msg) => { onEvent(msg); run(); },
       }));
-      try {
-        await current.done;
-        stream = null;
-        await run();  // the stream ended: the job is terminal; one last look
-        setLive(false, "Finished · not updating");
-      } catch (err) {
-        stream = null;
-        if (stopped || (err && err.name === "AbortError")) return;
-        failures++;
-        if (failures >= 3 || (err && [403, 404, 405, 429].includes(err.status))) return fallBack();
-        setTimeout(connect, 500 * 2 ** failures);
+      let error = null;
+      try { await current.done; } catch (err) { error = err || new Error("stream failed"); }
+      stream = null;
+      if (stopped || (error && error.name === "AbortError")) return;
+      if (!error) {
+        await run();  // the server ended the stream: one last look decides what comes next
+        if (!spec()) return setLive(false, "Finished · not updating");
       }
+      failures++;
+      if (failures >= 3 || (error && [403, 404, 405, 429].includes(error.status))) return fallBack();
+      setTimeout(connect, 500 * 2 ** failures);
     };
     run().then(connect);
     return {

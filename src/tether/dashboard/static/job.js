@@ -410,7 +410,8 @@
   }
 
   const poller = T.live(refresh, {
-    spec: () => (view.job ? { path: base + "/events/stream", lastEventId: view.lastSeq } : null),
+    spec: () => (view.job && !T.config.terminal.includes(view.job.state)
+      ? { path: base + "/events/stream", lastEventId: view.lastSeq } : null),
     onOpen: () => { view.streaming = true; },
     onEvent: streamed,
     onFail: () => { view.streaming = false; },
