@@ -9,6 +9,7 @@ import pytest
 
 from tether import Tether
 from tether.store.feed import FEED_START, parse_position
+from tests.procs import wait_until
 
 
 def _drain(store, after=None, projects=None, limit=2):
@@ -62,7 +63,10 @@ def test_postgres_feed_stops_before_an_event_still_being_written(pg_url):
     try:
         store = app.store
         a, b = app.submit("t", {}), app.submit("t", {})
-        start = store.feed_head()
+        # the horizon also waits for other transactions of the database (other schemas too)
+        start = wait_until(lambda: next((f.position for f in _drain(store, limit=100)
+                                         if f.event.job_id == b.id), None),
+                           what="both submissions below the horizon")
         with psycopg.connect(pg_url) as slow:  # opens a transaction, writes, does not commit
             slow.execute("INSERT INTO job_events (job_id, seq, at, kind, data) "
                          "VALUES (%s, 99, now(), 'slow', '{}')", (a.id,))
@@ -70,7 +74,11 @@ def test_postgres_feed_stops_before_an_event_still_being_written(pg_url):
             seen = store.feed(after=start)
             assert [f.event.kind for f in seen] == []
             slow.commit()
-        after = _drain(store, after=start)
+        def both():
+            got = _drain(store, after=start)
+            return got if len(got) >= 2 else None
+
+        after = wait_until(both, what="both events to be final")
         assert [(f.event.job_id, f.event.kind) for f in after] == [(a.id, "slow"),
                                                                     (b.id, "fast")]
     finally:

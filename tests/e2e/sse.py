@@ -57,7 +57,7 @@ class Stream:
         """The first block (``retry:``): the server has subscribed once it arrives."""
         return next(self._it)
 
-    def next_event(self, timeout: float = 30.0) -> Message | None:
+    def next_event(self, timeout: float = 60.0) -> Message | None:
         """The next event, or None when the server ended the stream."""
         deadline = time.monotonic() + timeout
         for msg in self._it:

@@ -78,7 +78,7 @@ def test_every_asset_a_page_references_is_served_with_its_type(client):
     seen = set()
     for path in PAGES:
         seen.update(_parse(client.get(path).text).assets)
-    assert {"/assets/dashboard.css", "/assets/common.js", "/assets/jobs.js",
+    assert {"/assets/dashboard.css", "/assets/common.js", "/assets/live.js", "/assets/jobs.js",
             "/assets/job.js", "/assets/queues.js", "/assets/workers.js",
             "/assets/login.js"} <= seen
     for asset in seen:

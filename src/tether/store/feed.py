@@ -36,8 +36,8 @@ class Feed(Transitions):
     # --- what a backend may change ------------------------------------------------------------
 
     def _feed_bounds(self, tx: Tx) -> Row:
-        """Extra parameters of ``event_feed``/``event_feed_head`` (PostgreSQL: the horizon)."""
-        return {}
+        """The horizon ``event_feed``/``event_feed_head`` stop at (None: no horizon)."""
+        return {"horizon_us": tx.one("event_horizon", max_lag_s=FEED_MAX_LAG_S)["horizon_us"]}
 
     def _feed_at(self, text: str) -> Row:
         """The cursor's time, as ``event_feed`` binds it (SQLite: unix seconds, exactly)."""

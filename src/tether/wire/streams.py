@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterable
+from typing import AsyncIterator, Iterable
 
 from ..app import Tether
 from ..records import Event

@@ -39,7 +39,6 @@ from ..base import CallerConnection, Claim, FinishSignal, NewJob, Outcome
 from ..migrate import discover
 from ..rows import to_job
 from ..sql import SQLStore
-from ..feed import FEED_MAX_LAG_S
 from .notify import ActivityListener, FinishListener, Listener
 from .retry import TransientStoreError, retry_transient, translate
 from .tx import QUERIES, PgTx, connect_error, conninfo_from_url, json_as_text
@@ -272,7 +271,7 @@ class PostgresStore(SQLStore):
     def _feed_bounds(self, tx: Any) -> dict[str, Any]:
         if self.clock is not None:  # events are stamped by the injected clock: no horizon
             return {"horizon_us": None}
-        return {"horizon_us": tx.one("event_horizon", max_lag_s=FEED_MAX_LAG_S)["horizon_us"]}
+        return super()._feed_bounds(tx)
 
     def _feed_at(self, text: str) -> dict[str, Any]:
         try:
