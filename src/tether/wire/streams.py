@@ -166,7 +166,7 @@ class StreamHub:
                 for event in events:
                     last = sub.seq = event.seq
                     yield sse(event, str(event.seq))
-                if len(events) == BATCH:
+                if events:  # the job was read before them: look again before waiting
                     continue
                 if job is None or job.terminal:
                     return
