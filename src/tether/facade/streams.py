@@ -45,13 +45,12 @@ class EventStreams:
         try:
             while True:
                 job = store.get_job(job_id)  # read first: the events read next are as new
-                while True:
-                    events = store.events(job_id, after=last, limit=_PAGE)
-                    for event in events:
-                        last = event.seq
-                        yield event
-                    if len(events) < _PAGE:
-                        break
+                events = store.events(job_id, after=last, limit=_PAGE)
+                for event in events:
+                    last = event.seq
+                    yield event
+                if events:  # the job was read before them: look again before waiting
+                    continue
                 if job is None or job.terminal:
                     return
                 signal.wait(poll_s)
