@@ -23,6 +23,7 @@ from .errors import ConfigurationError, JobNotFound, JobStateError, QueueNotFoun
 from .facade.forks import ForkMixin
 from .facade.schedules import ScheduleFacade
 from .facade.spend import SpendReports
+from .facade.streams import EventStreams
 from .facade.workflows import Workflows
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from .records import WorkerInfo
@@ -38,7 +39,7 @@ from .worker import Worker
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports):
+class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store

@@ -54,3 +54,16 @@ def flaky(ctx, payload):
 def not_safe(ctx, payload):
     time.sleep(payload.get("seconds", 30))
     return {}
+
+
+@app.job("ticker")
+def ticker(ctx, payload):
+    """Appends ``ticks`` events; after ``gate_after`` of them it waits (at safe boundaries) for
+    the file ``gate`` to exist, so a test can act while the job is provably mid-way."""
+    for i in range(1, payload.get("ticks", 10) + 1):
+        ctx.event("tick", n=i)
+        if i == payload.get("gate_after"):
+            while not os.path.exists(payload["gate"]):
+                ctx.check()
+                time.sleep(0.02)
+    return {"ticks": payload.get("ticks", 10)}

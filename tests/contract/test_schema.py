@@ -51,7 +51,7 @@ EXPECTED = {
 EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "jobs_leases",
                     "jobs_lease_owner", "call_journal_open", "call_journal_cache",
                     "rate_limit_events_scope", "jobs_waiting_due", "jobs_parent",
-                    "job_signals_mailbox", "schedules_due"}
+                    "job_signals_mailbox", "schedules_due", "job_events_feed"}
 
 
 def _schema(store, backend):
@@ -80,7 +80,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == EXPECTED
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 11
+    assert store.schema_version() == 12
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -149,7 +149,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 11
+        assert new.store.schema_version() == 12
         assert new.get(job.id).state == "queued"
         with new.store._write() as tx:  # 0009 widened the state check of existing tables
             tx.conn.execute(f"UPDATE jobs SET state = 'waiting' WHERE id = {mark}", (job.id,))

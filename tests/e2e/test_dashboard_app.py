@@ -86,3 +86,14 @@ def approval(ctx, payload):
                                  schema={"type": "object",
                                          "properties": {"approved": {"type": "boolean"}}})
     return {"answer": answer}
+@app.job("stepped")
+def stepped(ctx, payload):
+    """Appends ``tick`` event n once the file ``<dir>/tick-<n>`` exists, for n = 1..ticks: a
+    test decides when each event happens."""
+    folder = Path(payload["dir"])
+    for n in range(1, payload.get("ticks", 3) + 1):
+        while not (folder / f"tick-{n}").exists():
+            ctx.check()
+            time.sleep(0.01)
+        ctx.event("tick", n=n)
+    return {"ticks": payload.get("ticks", 3)}

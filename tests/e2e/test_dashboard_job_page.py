@@ -59,7 +59,12 @@ addEventListener("DOMContentLoaded", () => {
 """
 
 
-def test_after_a_pause_the_header_and_the_events_tell_the_same_state(context, site, tmp_path):
+@pytest.mark.parametrize("live", ["stream", "polling"])
+def test_after_a_pause_the_header_and_the_events_tell_the_same_state(context, site, tmp_path,
+                                                                     live):
+    """Streaming, the job read after the pause request lands after the job paused while its
+    ``paused`` event is still on its way; polling (the stream refused), the first events read
+    after it lands after the job row was read. Either way the header waits for the log."""
     gate = tmp_path / "gate"
     job_id = site.app.submit("gated_loop", {"gate": str(gate)}, project="alpha").id
     wait_for(lambda: site.job(job_id)["state"] == "running", "the gated job to run")
@@ -72,16 +77,19 @@ def test_after_a_pause_the_header_and_the_events_tell_the_same_state(context, si
         requested.append(response.status)
         route.fulfill(response=response)
 
-    def events(route):
-        # The first event read after the pause request lands after the job row was read:
-        # let the job reach its boundary and pause in between, as a slow network would.
+    def slow(route):
+        # let the job reach its boundary and pause in between, as a slow network would
         if requested and not gate.exists():
             gate.touch()
             wait_for(lambda: site.job(job_id)["state"] == "paused", "the job to pause")
         route.continue_()
 
     page.route(f"**/api/v1/jobs/{job_id}/pause", pause)
-    page.route(f"**/api/v1/jobs/{job_id}/events*", events)
+    if live == "stream":
+        page.route(f"**/api/v1/jobs/{job_id}", slow)
+    else:
+        page.route(f"**/api/v1/jobs/{job_id}/events*", slow)
+        page.route("**/events/stream*", lambda route: route.abort())
     page.goto(f"/jobs/{job_id}")
     expect(page.locator("#job-state")).to_have_attribute("data-state", "running")
 

@@ -79,7 +79,7 @@ def test_every_asset_a_page_references_is_served_with_its_type(client):
     seen = set()
     for path in PAGES:
         seen.update(_parse(client.get(path).text).assets)
-    assert {"/assets/dashboard.css", "/assets/common.js", "/assets/jobs.js",
+    assert {"/assets/dashboard.css", "/assets/common.js", "/assets/live.js", "/assets/jobs.js",
             "/assets/job.js", "/assets/queues.js", "/assets/schedules.js", "/assets/workers.js",
             "/assets/login.js", "/assets/spend.js", "/assets/vendor/uplot/uPlot.iife.min.js",
             "/assets/vendor/uplot/uPlot.min.css"} <= seen

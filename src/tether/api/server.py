@@ -26,10 +26,11 @@ from .. import __version__
 from ..app import Tether
 from ..loader import load_app
 from ..errors import ConfigurationError
+from ..wire.streams import StreamHub
 from ..wire.waits import WaitHub
 from . import (
     background, openapi, problems, routes_jobs, routes_queues, routes_schedules, routes_signals,
-    routes_spend, routes_system,
+    routes_spend, routes_streams, routes_system,
 )
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
@@ -57,7 +58,9 @@ def create_app(tether_app: Tether, *, auth: bool = True,
                extra_routers: Iterable[APIRouter] = (), dashboard: bool = True,
                run_worker: bool = False, worker_options: dict[str, Any] | None = None,
                close_on_shutdown: bool = False, max_waits_per_token: int | None = None,
-               wait_fallback_s: float | None = None) -> FastAPI:
+               wait_fallback_s: float | None = None, max_streams_per_token: int | None = None,
+               stream_poll_s: float | None = None,
+               stream_keepalive_s: float | None = None) -> FastAPI:
     """The ASGI app serving ``tether_app``.
 
     ``auth=False`` makes every caller an unrestricted admin (logged loudly). ``public_metrics``
@@ -66,6 +69,10 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     ``max_waits_per_token`` (default ``TETHER_MAX_WAITS_PER_TOKEN`` or 100) caps the
     ``?wait=`` requests one token may hold open; ``wait_fallback_s`` (default
     ``TETHER_WAIT_FALLBACK_S`` or 5) is how often waited jobs are re-read without a wake-up.
+    ``max_streams_per_token`` (``TETHER_MAX_STREAMS_PER_TOKEN`` or 20) caps the live event
+    streams a token holds open; ``stream_poll_s`` (``TETHER_STREAM_POLL_S`` or 1) is how often
+    they re-read without a wake-up, ``stream_keepalive_s`` (``TETHER_STREAM_KEEPALIVE_S`` or
+    15) how often an idle stream sends a keep-alive comment.
     """
     if not auth:
         log.warning(INSECURE_WARNING)
@@ -82,6 +89,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
             yield
         finally:
             hub.close()
+            stream_hub.close()
             if runner is not None:
                 runner.stop()
             if close_on_shutdown:
@@ -96,6 +104,9 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     app.state.tether = tether_app
     hub = WaitHub(tether_app, max_per_token=max_waits_per_token, fallback_s=wait_fallback_s)
     app.state.waits = hub
+    stream_hub = StreamHub(tether_app, max_per_token=max_streams_per_token,
+                           poll_s=stream_poll_s, keepalive_s=stream_keepalive_s)
+    app.state.streams = stream_hub
     app.state.auth = auth
     app.state.public_metrics = (_truthy("TETHER_PUBLIC_METRICS") if public_metrics is None
                                 else public_metrics)
@@ -104,6 +115,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     problems.install(app)
 
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(known_query)])
+    api.include_router(routes_streams.router)
     api.include_router(routes_jobs.router)
     api.include_router(routes_signals.router)
     api.include_router(routes_queues.router)

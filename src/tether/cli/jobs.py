@@ -96,14 +96,15 @@ def events(
         "--follow", "-F", help="Keep printing new events until the job ends.")] = False,
     after: Annotated[int, typer.Option("--after", min=0, metavar="SEQ",
                                        help="Only events after this sequence number.")] = 0,
-    interval: Annotated[float, typer.Option("--interval", min=0.05, hidden=True)] = 0.25,
+    interval: Annotated[float, typer.Option("--interval", min=0.05, hidden=True)] = 1.0,
     as_json: Json = False,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Show a job's event log, oldest first.
 
     With --follow, new events print as they happen and the command ends once the job reaches a
-    terminal state (succeeded, failed, cancelled); with --json they are JSON Lines.
+    terminal state (succeeded, failed, cancelled); with --json they are JSON Lines. Following
+    waits on the store's wake-up (SQLite: any commit; PostgreSQL: LISTEN/NOTIFY), not a loop.
     """
     app = open_app(database_url)
     app.get(job_id)
@@ -117,18 +118,11 @@ def events(
             show(views.events_table, log)
         return
     console = out()
-    last = after
-    while True:
-        done = app.get(job_id).state in TERMINAL
-        for event in _all_events(app, job_id, last):
-            last = event.seq
-            if as_json:
-                emit_json_line(event)
-            else:
-                console.print(views.event_line(event), soft_wrap=True)
-        if done:
-            return
-        time.sleep(interval)
+    for event in app.follow(job_id, after=after, poll_s=interval):
+        if as_json:
+            emit_json_line(event)
+        else:
+            console.print(views.event_line(event), soft_wrap=True)
 
 
 def _all_events(app: Tether, job_id: int, after: int) -> list[Event]:

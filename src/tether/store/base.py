@@ -162,6 +162,16 @@ class CallerConnection(Protocol):
     def rollback(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class FeedEvent:
+    """One event of the live feed (``Store.feed``): its job's project, the event, and its
+    ``position``, which ``feed(after=...)`` resumes exactly after."""
+
+    project: str
+    event: Event
+    position: str
+
+
 class FinishSignal(Protocol):
     """Wakes a waiter when jobs may have reached a terminal state (``POST /jobs?wait=``)."""
 
@@ -190,6 +200,11 @@ class Store(Protocol):
     def wait_for_work(self, timeout: float,
                       wake: threading.Event | Wakeup | None = None) -> bool: ...
     def finish_signal(self) -> FinishSignal: ...
+    def event_signal(self) -> FinishSignal:
+        """Wakes a reader of events when some may have been written (always ``None``: re-read).
+        SQLite: any other connection's commit; PostgreSQL: a job queued or finished (NOTIFY),
+        so other events are found by the reader's own interval."""
+        ...
 
     # --- submission and reads
     def submit(self, jobs: Sequence[NewJob], *, conn: CallerConnection | None = None,
@@ -201,6 +216,10 @@ class Store(Protocol):
                   before_id: int | None = None, limit: int = 50) -> list[Job]: ...
     def events(self, job_id: int, *, after: int = 0, limit: int = 1000) -> list[Event]: ...
     def attempts(self, job_id: int) -> list[Attempt]: ...
+    def event_seqs(self, ids: Sequence[int]) -> dict[int, int]: ...
+    def feed(self, *, after: str | None = None, projects: Iterable[str] | None = None,
+             limit: int = 500) -> list[FeedEvent]: ...
+    def feed_head(self) -> str: ...
 
     # --- workers and leases
     def register_worker(self, worker: WorkerInfo) -> None: ...

@@ -15,6 +15,7 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 * ``checkpoints.py``: stage checkpoints and blobs
 * ``control.py``: operator actions, retry promotion, pruning
 * ``forks.py``: a fork from a stage, a retry from a stage
+* ``feed.py``: the live streams' reads (every project's events after a position)
 * ``ratelimits.py``, ``admin.py``, ``profiles.py``: rate limits; workers, queues, tokens;
   price profiles
 * ``schedules.py``: schedules and the scheduler step (due ticks become jobs)
@@ -26,6 +27,7 @@ from .admin import Admin
 from .calls import Calls
 from .checkpoints import Checkpoints
 from .control import Control
+from .feed import Feed
 from .forks import Forks
 from .jobs import Jobs
 from .journal import Journal
@@ -37,6 +39,6 @@ from .spend import Spend
 
 
 class SQLStore(Forks, Schedules, Jobs, Leases, Outcomes, Calls, Journal, Spend, Checkpoints,
-               Control, RateLimits, Admin):
+               Control, RateLimits, Admin, Feed):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

@@ -46,6 +46,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "unsupported_media_type": 415,
     "validation_error": 422,
     "too_many_waits": 429,
+    "too_many_streams": 429,
     "internal_error": 500,
 }
 """The one table: the HTTP status of every problem code (docs/errors.md lists the same).

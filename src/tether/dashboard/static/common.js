@@ -316,6 +316,8 @@
     document.getElementById("live-text").textContent = text;
   }
 
+  T.setLive = setLive;
+
   /** Returned by a poll tick when the page has nothing left to watch: polling ends for good. */
   T.STOP = Symbol("stop polling");
 

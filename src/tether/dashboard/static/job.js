@@ -1,4 +1,5 @@
-/* Job page: one job's state, stages, budget, history and controls, kept live by polling. */
+/* Job page: one job's state, stages, budget, history and controls, kept live by the job's
+ * event stream (polling only when the stream cannot be had). */
 "use strict";
 
 (function () {
@@ -9,7 +10,7 @@
   const ACTIVE = ["leased", "running", "pausing", "cancelling"];
   const MAX_EVENTS_SHOWN = 1000;
 
-  const view = { job: null, events: [], unshown: [], lastSeq: 0, signature: "", waitKey: null, optional: { ledger: true, checkpoints: true } };
+  const view = { job: null, events: [], unshown: [], lastSeq: 0, signature: "", waitKey: null, streaming: false, optional: { ledger: true, checkpoints: true } };
 
   const back = sessionStorage.getItem("tether.jobs.url");
   if (back && back.startsWith("/jobs")) $("back-to-jobs").href = back;
@@ -422,6 +423,12 @@
   async function fetchAgreeing() {
     let job = await fetchJob();
     if (job === null) return null;
+    if (view.streaming) {
+      // The stream brings the events. A job read newer than the last one streamed waits for
+      // it (it is on its way, and brings its own refresh), so the header never runs ahead.
+      const logged = loggedState();
+      return logged && logged !== job.state ? BEHIND : job;
+    }
     await fetchEvents();
     for (let round = 0; round < 3 && loggedState() && loggedState() !== job.state; round++) {
       job = await fetchJob();
@@ -431,9 +438,12 @@
     return job;
   }
 
+  const BEHIND = Symbol("the log is behind the job");
+
   async function refresh() {
     const job = await fetchAgreeing();
     if (job === null) return showNotFound();
+    if (job === BEHIND) return;
     view.job = job;
     renderHeader(job);
     showEvents();
@@ -461,6 +471,21 @@
     view.signature = signature;
   }
 
-  const poller = T.poll(refresh);
+  /** An event from the stream: kept aside like a fetched one, drawn by the refresh it starts. */
+  function streamed(msg) {
+    const ev = msg.data;
+    if (!ev || ev.seq <= view.lastSeq) return;
+    view.events.push(ev);
+    view.unshown.push(ev);
+    view.lastSeq = ev.seq;
+  }
+
+  const poller = T.live(refresh, {
+    spec: () => (view.job && !T.config.terminal.includes(view.job.state)
+      ? { path: base + "/events/stream", lastEventId: view.lastSeq } : null),
+    onOpen: () => { view.streaming = true; },
+    onEvent: streamed,
+    onFail: () => { view.streaming = false; },
+  });
   T.jobPage = { view, refresh: () => poller.now() };
 })();

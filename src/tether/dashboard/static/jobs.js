@@ -1,4 +1,5 @@
-/* Jobs page: a live, filtered, paged table of jobs, and bulk actions over the filter. */
+/* Jobs page: a live, filtered, paged table of jobs, and bulk actions over the filter. It redraws
+ * when the event stream of the token's projects reports a change (polling only without one). */
 "use strict";
 
 (function () {
@@ -11,7 +12,7 @@
   const VERBS = { retry: "Retry", cancel: "Cancel", pause: "Pause", resume: "Resume", requeue: "Requeue" };
   const DONE = { retry: "Retried", cancel: "Cancelled", pause: "Paused", resume: "Resumed", requeue: "Requeued" };
 
-  const view = { filters: {}, limit: 50, cursors: [null], next: null };
+  const view = { filters: {}, limit: 50, cursors: [null], next: null, position: null };
   const seen = { project: new Set(), type: new Set(), queue: new Set() };
 
   /* ---- filters <-> URL --------------------------------------------------------------- */
@@ -262,5 +263,8 @@
 
   readUrl();
   writeUrl();
-  const poller = T.poll(refresh);
+  const poller = T.live(refresh, {
+    spec: () => ({ path: "/events/stream", lastEventId: view.position }),
+    onEvent: (msg) => { view.position = msg.id; },
+  });
 })();

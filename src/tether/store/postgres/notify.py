@@ -177,3 +177,30 @@ class FinishListener:
 
     def close(self) -> None:
         self._listener.close()
+
+
+class ActivityListener:
+    """Wakes a reader of events when a job was queued (``tether:<schema>``) or finished
+    (``tether.done:<schema>``): the two notifications the schema already sends. ``wait``
+    always returns ``None`` (re-read); events in between (claims, stages, a job's own events)
+    carry no NOTIFY, so the reader also re-reads on its own interval."""
+
+    def __init__(self, conninfo: str) -> None:
+        self._heard = threading.Event()
+        self._listeners = [Listener(conninfo, on_notify=self._note),
+                           Listener(conninfo, prefix=FINISHED, on_notify=self._note)]
+        for listener in self._listeners:
+            listener.wait(0)  # starts listening
+
+    def _note(self, payload: str) -> None:
+        self._heard.set()
+
+    def wait(self, timeout: float) -> set[int] | None:
+        self._heard.wait(timeout)
+        self._heard.clear()
+        return None
+
+    def close(self) -> None:
+        for listener in self._listeners:
+            listener.close()
+        self._heard.set()

@@ -41,7 +41,7 @@ from ..migrate import discover
 from ..rows import to_job
 from ..sql import SQLStore
 from ..tx import present
-from .notify import FinishListener, Listener
+from .notify import ActivityListener, FinishListener, Listener
 from .retry import TransientStoreError, retry_transient, translate
 from .tx import QUERIES, PgTx, connect_error, conninfo_from_url, json_as_text
 
@@ -266,6 +266,21 @@ class PostgresStore(SQLStore):
     def finish_signal(self) -> FinishSignal:
         """NOTIFY on ``tether.done:<schema>`` (migration 0007), on a connection of its own."""
         return FinishListener(self.conninfo)
+
+    def event_signal(self) -> FinishSignal:
+        """LISTEN for jobs queued and jobs finished; the other events have no NOTIFY."""
+        return ActivityListener(self.conninfo)
+
+    def _feed_bounds(self, tx: Any) -> dict[str, Any]:
+        if self.clock is not None:  # events are stamped by the injected clock: no horizon
+            return {"horizon_us": None}
+        return super()._feed_bounds(tx)
+
+    def _feed_at(self, text: str) -> dict[str, Any]:
+        try:
+            return {"at_us": int(text)}
+        except ValueError:  # not one of this backend's positions: the nearest microsecond
+            return {"at_us": int(float(text))}
 
     @property
     def listener(self) -> Listener | None:

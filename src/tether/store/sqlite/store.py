@@ -332,6 +332,10 @@ class SQLiteStore(SQLStore):
         """SQLite has no NOTIFY: any commit of another connection may have finished a job."""
         return DataVersionSignal(self)
 
+    def event_signal(self) -> FinishSignal:
+        """Any commit of another connection may have written events."""
+        return DataVersionSignal(self)
+
     def _now(self, tx: Any, now: float | None) -> float:
         return self.clock.time() if now is None else now
 
