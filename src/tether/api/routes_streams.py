@@ -10,7 +10,7 @@ answers 404 before any byte is streamed, and a token over its cap of open stream
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -28,8 +28,9 @@ from .routes_jobs import JobId, tether
 
 router = APIRouter(tags=["streams"])
 
-_STREAM = {200: {"description": "a Server-Sent Events stream",
-                 "content": {MEDIA_TYPE: {"schema": {"type": "string"}}}}}
+_STREAM: dict[int | str, dict[str, Any]] = {
+    200: {"description": "a Server-Sent Events stream",
+          "content": {MEDIA_TYPE: {"schema": {"type": "string"}}}}}
 LastEventId = Annotated[str | None, Header(
     alias="Last-Event-ID", max_length=200,
     description="resume after this event (the last `id:` received); wins over ?after")]

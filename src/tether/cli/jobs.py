@@ -8,13 +8,12 @@ allow exits 2 (``invalid_transition``) and an unknown id exits 3 (``job_not_foun
 
 from __future__ import annotations
 
-import time
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from ..core.states import TERMINAL, JobState
+from ..core.states import JobState
 from ..core.waits import KINDS
 from ..app import Tether
 from ..records import Event, Job

@@ -9,7 +9,8 @@ busy-polls, and it stops once the job is terminal and every event it had then wa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
 
 from ..core import validate
 from ..records import Event

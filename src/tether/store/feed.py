@@ -17,12 +17,13 @@ is final:
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from .base import FeedEvent
 from .rows import to_event
 from .transitions import Transitions
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 FEED_START = "0_0_0"
 """The position before every event."""
@@ -37,7 +38,8 @@ class Feed(Transitions):
 
     def _feed_bounds(self, tx: Tx) -> Row:
         """The horizon ``event_feed``/``event_feed_head`` stop at (None: no horizon)."""
-        return {"horizon_us": tx.one("event_horizon", max_lag_s=FEED_MAX_LAG_S)["horizon_us"]}
+        row = present(tx.one("event_horizon", max_lag_s=FEED_MAX_LAG_S))
+        return {"horizon_us": row["horizon_us"]}
 
     def _feed_at(self, text: str) -> Row:
         """The cursor's time, as ``event_feed`` binds it (SQLite: unix seconds, exactly)."""

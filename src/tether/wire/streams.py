@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable
 
 from ..app import Tether
 from ..records import Event
@@ -84,7 +84,7 @@ class _Sub:
 class Lease:
     """One of a token's streams, held until ``release`` (idempotent)."""
 
-    hub: "StreamHub"
+    hub: StreamHub
     token: str
     released: bool = field(default=False)
 
@@ -210,7 +210,7 @@ class StreamHub:
         try:
             await asyncio.wait_for(sub.wake.wait(), self.keepalive_s)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     def _subscribe(self, sub: _Sub) -> _Sub:
