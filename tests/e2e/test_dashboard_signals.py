@@ -57,7 +57,8 @@ def test_reject_with_text_sends_approved_false(context, site):
 def test_a_finished_job_refuses_a_late_answer_in_the_dialog(context, site):
     job_id = waiting(site)
     page = signed_in(context, site, "alpha")
-    page.clock.install()
+    page.clock.install()  # no polling, and the stream is refused: the page cannot learn of
+    page.route("**/events/stream*", lambda route: route.abort())  # the cancel below
     page.goto(f"/jobs/{job_id}")
     expect(page.locator("#waiting-prompt")).to_be_visible()
     site.app.cancel(job_id)
