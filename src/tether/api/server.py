@@ -25,6 +25,7 @@ from .. import __version__
 from ..app import Tether
 from ..loader import load_app
 from ..errors import ConfigurationError
+from ..tracing import TraceContextMiddleware
 from ..wire.waits import WaitHub
 from . import background, openapi, problems, routes_jobs, routes_queues, routes_system
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
@@ -121,6 +122,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     app.openapi = custom_openapi  # type: ignore[method-assign]
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
     app.add_middleware(NoStore)
+    app.add_middleware(TraceContextMiddleware)  # a caller's traceparent parents its jobs
     return app
 
 

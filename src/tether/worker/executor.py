@@ -25,6 +25,7 @@ from ..job import JobContext, JobStore, Lease
 from ..records import Job
 from ..registry import JobType
 from ..store.base import Outcome
+from .. import tracing
 from .host import WorkerHost
 
 log = logging.getLogger("tether.worker")
@@ -88,6 +89,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
     outcome: Outcome | None
     if lease.pending is not None:  # stopped while it waited for a slot: run no job code
         return _report(store, job, lease, outcome_for_signal(lease.pending), complete)
+    ctx.trace = trace = tracing.attempt(job, lease.token)
     try:
         job_type = app.registry.get(job.type)
         result = run_job(job_type, ctx)
@@ -104,6 +106,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
         outcome = Outcome(JobState.FAILED, error_code="invalid_result", error_summary=exc.message)
     except BaseException as exc:  # noqa: BLE001 - every failure is classified and recorded
         if not isinstance(exc, Exception):
+            trace.end(None)
             raise
         if lease.raised is not None:
             outcome = outcome_for_signal(lease.raised)
@@ -117,6 +120,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
                               error_summary=decision.error_summary, delay_s=decision.delay_s)
             if not isinstance(exc, TetherError):
                 log.warning("job %s (%s) raised %s", job.id, job.type, summarize(exc))
+    trace.end(outcome and str(outcome.state), outcome and outcome.error_code)
     if outcome is not None and ctx.stats:
         outcome = replace(outcome, data={**outcome.data, "stats": dict(ctx.stats)})
     return _report(store, job, lease, outcome, complete)
