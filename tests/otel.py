@@ -2,8 +2,9 @@
 and a file of finished spans (one JSON object a line) in worker processes.
 
 A process has one global tracer provider, set once. ``in_memory`` installs the test process's
-provider on first use and hands out its exporter with recording switched on; spans ended
-while no test records (the suite's other tests, once tracing is on) are dropped.
+on first use: it hands out the SDK's tracers only while a test records
+(``exporter.recording = True``), and no-op tracers otherwise, so the suite's other tests,
+run after a tracing test in the same process, make no span and store no trace context.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ from typing import Any, Iterable
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter, SpanExportResult,
-)
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 SPANS_FILE_ENV = "TETHER_TEST_SPANS"
@@ -29,10 +28,19 @@ class _Gated(InMemorySpanExporter):
         super().__init__()
         self.recording = False
 
-    def export(self, spans: Any) -> SpanExportResult:
-        if not self.recording:
-            return SpanExportResult.SUCCESS
-        return super().export(spans)
+
+class _Switch(trace.TracerProvider):
+    """The SDK's tracers while the exporter records, no-op tracers otherwise."""
+
+    def __init__(self, exporter: _Gated) -> None:
+        self.exporter = exporter
+        self.sdk = TracerProvider()
+        self.sdk.add_span_processor(SimpleSpanProcessor(exporter))
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        if self.exporter.recording:
+            return self.sdk.get_tracer(*args, **kwargs)
+        return trace.NoOpTracer()
 
 
 _exporter = _Gated()
@@ -42,10 +50,8 @@ _installed = threading.Lock()
 def in_memory() -> _Gated:
     """The test process's exporter (the global provider installed on first use), cleared."""
     with _installed:
-        if not isinstance(trace.get_tracer_provider(), TracerProvider):
-            provider = TracerProvider()
-            provider.add_span_processor(SimpleSpanProcessor(_exporter))
-            trace.set_tracer_provider(provider)
+        if not isinstance(trace.get_tracer_provider(), _Switch):
+            trace.set_tracer_provider(_Switch(_exporter))
     _exporter.clear()
     return _exporter
 

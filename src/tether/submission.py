@@ -64,7 +64,8 @@ class Resolver:
 
     def trace_context(self, type: str) -> str | None:
         """The trace context this submission's jobs carry (``tracing.py``): the span current
-        when it is made, read once per submission."""
+        when it is made, read once per submission (outside any span, with tracing on, a batch
+        shares one root ``tether.submit`` span)."""
         if self._trace is False:
             self._trace = submit_context(type)
         return self._trace  # type: ignore[return-value]
