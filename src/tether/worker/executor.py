@@ -25,7 +25,7 @@ from ..job import JobContext, JobStore, Lease
 from ..records import Job
 from ..registry import JobType
 from ..store.base import Outcome
-from .. import tracing
+from ..tracing import attempt as trace_attempt
 from .host import WorkerHost
 
 log = logging.getLogger("tether.worker")
@@ -89,7 +89,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
     outcome: Outcome | None
     if lease.pending is not None:  # stopped while it waited for a slot: run no job code
         return _report(store, job, lease, outcome_for_signal(lease.pending), complete)
-    ctx.trace = trace = tracing.attempt(job, lease.token)
+    ctx.trace = trace = trace_attempt(job, lease.token)
     try:
         job_type = app.registry.get(job.type)
         result = run_job(job_type, ctx)
