@@ -173,8 +173,9 @@ NO_CALL = _NoCall()
 
 
 class AttemptTrace:
-    """An attempt's spans when tracing is off: nothing is made. With a stored trace context,
-    the jobs it submits still inherit that context (``submit_context``)."""
+    """An attempt's spans when tracing is off (and the interface of ``_LiveAttempt``, when
+    it is on): nothing is made. With a stored trace context, the jobs the attempt submits
+    still inherit that context (``submit_context``)."""
 
     def __init__(self, inherited: str | None = None) -> None:
         self._inherited = _INHERITED.set(inherited) if inherited is not None else None
@@ -225,7 +226,6 @@ class _LiveAttempt(AttemptTrace):
         from opentelemetry import context
         self._api, self._context = api, context
         self._tracer = _tracer(api)
-        self.job_id = job.id
         self.span = self._tracer.start_span(
             f"tether.attempt {job.type}", context=decode(job.trace_context),
             kind=api.SpanKind.CONSUMER,
