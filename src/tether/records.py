@@ -41,6 +41,9 @@ class Job:
     price_profile: str | None = None
     estimated_cost_usd: Decimal | None = None
     parent_id: int | None = None
+    trace_context: str | None = None
+    """The submitter's W3C trace context, which the job's attempt spans are parented under
+    (``tracing.py``); None when it was submitted outside any trace."""
 
     @property
     def terminal(self) -> bool:

@@ -28,6 +28,7 @@ from .core.serialize import MAX_PAYLOAD_BYTES, config_hash, dumps
 from .errors import InvalidPayload
 from .registry import JobType, Registry
 from .store.base import NewJob
+from .tracing import submit_context
 
 DEFAULT_PROJECT = "default"
 DEFAULT_QUEUE = "default"
@@ -70,6 +71,15 @@ class Resolver:
         self._names: set[str] = set()
         self._texts: dict[Any, str] = {}
         self._last_budget: tuple[Budget, str] = (_NO_LIMITS, "{}")
+        self._trace: str | None | bool = False
+
+    def trace_context(self, type: str) -> str | None:
+        """The trace context this submission's jobs carry (``tracing.py``): the span current
+        when it is made, read once per submission (outside any span, with tracing on, a batch
+        shares one root ``tether.submit`` span)."""
+        if self._trace is False:
+            self._trace = submit_context(type)
+        return self._trace  # type: ignore[return-value]
 
     def many(self, items: Iterable[Mapping[str, Any]]) -> list[NewJob]:
         """``submit_many``'s items: mappings of ``submit``'s arguments."""
@@ -117,7 +127,7 @@ class Resolver:
                       idempotency_key=idempotency_key, input_config_hash=digest,
                       budget=limits, parent_id=parent_id, detached=bool(detached),
                       price_profile=self.profile.id,
-                      estimated_cost_usd=estimated)
+                      estimated_cost_usd=estimated, trace_context=self.trace_context(type))
 
     def _name(self, value: Any, what: str) -> str:
         if value.__class__ is str and value in self._names:

@@ -26,6 +26,7 @@ from .. import __version__
 from ..app import Tether
 from ..loader import load_app
 from ..errors import ConfigurationError
+from ..tracing import TraceContextMiddleware
 from ..wire.streams import StreamHub
 from ..wire.waits import WaitHub
 from . import (
@@ -140,6 +141,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     app.openapi = custom_openapi  # type: ignore[method-assign]
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
     app.add_middleware(NoStore)
+    app.add_middleware(TraceContextMiddleware)  # a caller's traceparent parents its jobs
     return app
 
 

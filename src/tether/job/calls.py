@@ -90,8 +90,8 @@ class Calls:
 
     def call(self, *, key: str, provider: str, model: str, estimate: Estimate,
              fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
-        with self._batcher.calling():
-            return self._call(key, provider, model, estimate, fn, request, cache)
+        with self._batcher.calling(), self._span(key, provider, model, estimate) as span:
+            return self._call(key, provider, model, estimate, fn, request, cache, span)
 
     async def acall(self, *, key: str, provider: str, model: str, estimate: Estimate,
                     fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
@@ -99,24 +99,35 @@ class Calls:
         on the store — the reservation and the settlement are queued with the job's other
         calls (``asubmit``) and written on a thread; the rarer store work (the cache, rate
         limits, a release) runs in a thread."""
-        with self._batcher.calling():
-            return await self._acall(key, provider, model, estimate, fn, request, cache)
+        with self._batcher.calling(), self._span(key, provider, model, estimate) as span:
+            return await self._acall(key, provider, model, estimate, fn, request, cache, span)
+
+    def _span(self, key: str, provider: str, model: str, estimate: Estimate) -> Any:
+        """The call's span (``tracing.py``; a shared no-op when tracing is off)."""
+        ctx = self._ctx
+        return ctx.trace.call(ctx.id, ctx.job_stage, key, provider, model,
+                              getattr(estimate, "max_output_tokens", None))
 
     def _call(self, key: str, provider: str, model: str, estimate: Estimate,
-              fn: Callable[[], Any], request: Any, cache: bool) -> Any:
+              fn: Callable[[], Any], request: Any, cache: bool, span: Any) -> Any:
         ctx = self._ctx
         self._boundary(cache)
         c = _Call(ctx, key, provider, model, estimate, fn, request, cache)
         if cache:
             hit, value = self._reused(key)
-            if not hit:
-                hit, value = self._from_cache(c)
             if hit:
+                span.hit()
+                return value
+            hit, value = self._from_cache(c)
+            if hit:
+                span.cached()
                 return value
         entry = self._reserve(c)
         if entry is not None:
             ctx.stats["calls_reused"] += 1
+            span.hit()
             return entry.result
+        span.reserved(c.reservation.cost_usd)
         limited = False
         try:
             limited = self._wait_for_rate(key, ctx.app.rate_limits_for(provider, model),
@@ -129,12 +140,13 @@ class Calls:
             self._raise_classified(exc)
         op, result, refusal = self._settle_op(c, raw)
         self._batcher.submit(op)
+        span.settled(op)
         if limited:
             self._settle_rate(op)
         return self._settled(op, result, refusal)
 
     async def _acall(self, key: str, provider: str, model: str, estimate: Estimate,
-                     fn: Callable[[], Any], request: Any, cache: bool) -> Any:
+                     fn: Callable[[], Any], request: Any, cache: bool, span: Any) -> Any:
         ctx = self._ctx
         if cache:
             await asyncio.to_thread(self._boundary, cache)
@@ -143,14 +155,19 @@ class Calls:
         c = _Call(ctx, key, provider, model, estimate, fn, request, cache)
         if cache:
             hit, value = await asyncio.to_thread(self._reused, key)
-            if not hit:
-                hit, value = await asyncio.to_thread(self._from_cache, c)
             if hit:
+                span.hit()
+                return value
+            hit, value = await asyncio.to_thread(self._from_cache, c)
+            if hit:
+                span.cached()
                 return value
         entry = await self._areserve(c)
         if entry is not None:
             ctx.stats["calls_reused"] += 1
+            span.hit()
             return entry.result
+        span.reserved(c.reservation.cost_usd)
         limited = False
         try:
             limits = ctx.app.rate_limits_for(provider, model)
@@ -164,6 +181,7 @@ class Calls:
             self._raise_classified(exc)
         op, result, refusal = self._settle_op(c, raw)
         await self._batcher.asubmit(op)
+        span.settled(op)
         if limited:
             await asyncio.to_thread(self._settle_rate, op)
         return self._settled(op, result, refusal)

@@ -10,6 +10,7 @@ context's own parts; the worker's executor builds one context per attempt.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections import Counter
@@ -21,6 +22,7 @@ from ..core.states import JobState
 from ..core.waits import WaitCounters
 from ..errors import ControlSignal, JobCancelled, JobPaused, LeaseLost, WorkerShutdown
 from ..records import Job
+from ..tracing import NO_TRACE, AttemptTrace
 from .calls import Calls
 from .host import JobHost
 from .lease import Lease
@@ -48,6 +50,8 @@ class JobContext:
         self._positions = 0
         self._lock = threading.Lock()
         self._calls: Calls | None = None
+        self.trace: AttemptTrace = NO_TRACE
+        """The attempt's spans (``tracing.py``); the executor sets it when tracing is on."""
 
     @property
     def log(self) -> logging.Logger:
@@ -212,7 +216,10 @@ class JobContext:
                     errors[i] = exc
                     failed.set()
 
-        threads = [threading.Thread(target=work, name=f"tether-map-{self.id}-{k}", daemon=True)
+        # each thread runs in a copy of this one's context: the current span (a call's
+        # parent) and whatever context job code set carry into ``fn``
+        threads = [threading.Thread(target=contextvars.copy_context().run, args=(work,),
+                                    name=f"tether-map-{self.id}-{k}", daemon=True)
                    for k in range(max(1, min(concurrency, len(items))))]
         for t in threads:
             t.start()

@@ -17,6 +17,7 @@ from ..core.pricing import PriceProfile
 from ..core.waits import WaitCounters
 from ..records import Job
 from ..store.ratelimits import RateLimit
+from ..tracing import AttemptTrace
 from .lease import Lease
 from .store import JobStore
 
@@ -54,6 +55,7 @@ class RunningJob(Protocol):
     job_stage: str | None
     stats: Counter[str]
     waits: WaitCounters
+    trace: AttemptTrace
 
     @property
     def id(self) -> int: ...

@@ -52,6 +52,8 @@ class NewJob:
     parent_id: int | None = None
     detached: bool = False
     """A child that outlives its parent: a cancel of the parent does not cancel it."""
+    trace_context: str | None = None
+    """The submitter's W3C trace context (``tracing.py``), or None outside any trace."""
 
 
 @dataclass(frozen=True)

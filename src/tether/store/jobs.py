@@ -73,7 +73,7 @@ class Jobs(Profiles):
             "input_config_hash": j.input_config_hash, "payload": j.payload_json,
             "budget": budgets[id(j.budget)], "price_profile": j.price_profile,
             "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id,
-            "detached": j.detached}
+            "detached": j.detached, "trace_context": j.trace_context}
             for i, j in enumerate(jobs)]), now=now)
         keyed = {(r["project"], r["idempotency_key"]): r for r in rows
                  if r["idempotency_key"] is not None}

@@ -119,7 +119,7 @@ def to_job(row: Row) -> Job:
         lease_token=row.get("lease_token"), finished_at=as_datetime(row.get("finished_at")),
         price_profile=row.get("price_profile"),
         estimated_cost_usd=Decimal(str(est)) if est is not None else None,
-        parent_id=row.get("parent_id"),
+        parent_id=row.get("parent_id"), trace_context=row.get("trace_context"),
     )
 
 
@@ -145,7 +145,7 @@ def new_job(spec: NewJob, id: int, created_at: datetime, run_after: datetime,
         safe_to_retry=bool(spec.safe_to_retry), lease_token=None, finished_at=None,
         price_profile=spec.price_profile,
         estimated_cost_usd=Decimal(est) if est is not None else None,
-        parent_id=spec.parent_id)
+        parent_id=spec.parent_id, trace_context=spec.trace_context)
 
 
 def to_event(row: Row) -> Event:

@@ -26,6 +26,7 @@ from ..job import JobContext, JobStore, Lease
 from ..records import Job
 from ..registry import JobType
 from ..store.base import Outcome
+from ..tracing import attempt as trace_attempt
 from .host import WorkerHost
 
 log = logging.getLogger("tether.worker")
@@ -92,6 +93,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
     outcome: Outcome | None
     if lease.pending is not None:  # stopped while it waited for a slot: run no job code
         return _report(store, job, lease, outcome_for_signal(lease.pending), complete)
+    ctx.trace = trace = trace_attempt(job, lease.token)
     try:
         job_type = app.registry.get(job.type)
         result = run_job(job_type, ctx)
@@ -108,6 +110,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
         outcome = Outcome(JobState.FAILED, error_code="invalid_result", error_summary=exc.message)
     except BaseException as exc:  # every failure is classified and recorded
         if not isinstance(exc, Exception):
+            trace.end(None)
             raise
         if lease.raised is not None:
             outcome = outcome_for_signal(lease.raised)
@@ -121,6 +124,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
                               error_summary=decision.error_summary, delay_s=decision.delay_s)
             if not isinstance(exc, TetherError):
                 log.warning("job %s (%s) raised %s", job.id, job.type, summarize(exc))
+    trace.end(outcome and str(outcome.state), outcome and outcome.error_code)
     if outcome is not None and ctx.stats:
         outcome = replace(outcome, data={**outcome.data, "stats": dict(ctx.stats)})
     return _report(store, job, lease, outcome, complete)

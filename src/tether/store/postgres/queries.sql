@@ -14,17 +14,18 @@ WITH clock AS (
         type text, project text, queue text, priority integer, run_after double precision,
         max_attempts integer, safe_to_retry boolean, idempotency_key text,
         input_config_hash text, payload text, budget text, price_profile text,
-        estimated_cost_usd text, parent_id bigint, detached boolean, ord bigint)
+        estimated_cost_usd text, parent_id bigint, detached boolean, trace_context text,
+        ord bigint)
 ), inserted AS (
     INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
                       safe_to_retry, idempotency_key, input_config_hash, payload, budget,
-                      price_profile, estimated_cost_usd, parent_id, detached, event_seq,
-                      created_at, updated_at)
+                      price_profile, estimated_cost_usd, parent_id, detached, trace_context,
+                      event_seq, created_at, updated_at)
     SELECT type, project, queue, 'queued', priority,
            coalesce(to_timestamp(run_after), clock.now), max_attempts, safe_to_retry,
            idempotency_key, input_config_hash, payload::jsonb, budget::jsonb, price_profile,
-           estimated_cost_usd::numeric, parent_id, coalesce(detached, false), 1, clock.now,
-           clock.now
+           estimated_cost_usd::numeric, parent_id, coalesce(detached, false), trace_context, 1,
+           clock.now, clock.now
     FROM input, clock ORDER BY ord
     ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload

@@ -7,7 +7,8 @@
 -- Returns only what the database chose; the caller has the rest.
 INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
                   idempotency_key, input_config_hash, payload, budget, price_profile,
-                  estimated_cost_usd, parent_id, detached, event_seq, created_at, updated_at)
+                  estimated_cost_usd, parent_id, detached, trace_context, event_seq, created_at,
+                  updated_at)
 SELECT json_extract(j.value, '$.type'), json_extract(j.value, '$.project'),
        json_extract(j.value, '$.queue'), 'queued', json_extract(j.value, '$.priority'),
        coalesce(json_extract(j.value, '$.run_after'), :now),
@@ -16,7 +17,7 @@ SELECT json_extract(j.value, '$.type'), json_extract(j.value, '$.project'),
        json_extract(j.value, '$.payload'), json_extract(j.value, '$.budget'),
        json_extract(j.value, '$.price_profile'), json_extract(j.value, '$.estimated_cost_usd'),
        json_extract(j.value, '$.parent_id'), coalesce(json_extract(j.value, '$.detached'), 0),
-       1, :now, :now
+       json_extract(j.value, '$.trace_context'), 1, :now, :now
 FROM json_each(:jobs) AS j WHERE true ORDER BY j.key
 ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, project, idempotency_key, created_at, run_after, payload;
