@@ -71,7 +71,7 @@ class Resolver:
         self._names: set[str] = set()
         self._texts: dict[Any, str] = {}
         self._last_budget: tuple[Budget, str] = (_NO_LIMITS, "{}")
-        self._trace: str | None | bool = False
+        self._trace: str | bool | None = False
 
     def trace_context(self, type: str) -> str | None:
         """The trace context this submission's jobs carry (``tracing.py``): the span current

@@ -37,7 +37,8 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
-from typing import Any, Iterator, Mapping
+from typing import Any
+from collections.abc import Iterator, Mapping
 
 TRACER_NAME = "tether"
 """The instrumentation scope of every span tether makes."""
@@ -150,7 +151,7 @@ class _NoCall:
 
     __slots__ = ()
 
-    def __enter__(self) -> "_NoCall":
+    def __enter__(self) -> _NoCall:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -185,7 +186,7 @@ class AttemptTrace:
         return NO_CALL
 
     @contextmanager
-    def stage(self, job_id: int, name: str) -> Iterator["_StageHandle"]:
+    def stage(self, job_id: int, name: str) -> Iterator[_StageHandle]:
         yield _NO_STAGE
 
     def end(self, state: str | None, error_code: str | None = None) -> None:
@@ -215,7 +216,9 @@ def attempt(job: Any, token: int) -> AttemptTrace:
     or none (a new trace) when it has none."""
     if not enabled():
         return AttemptTrace(job.trace_context) if job.trace_context else NO_TRACE
-    return _LiveAttempt(_api(), job, token)
+    api = _api()
+    assert api is not None  # enabled() saw it
+    return _LiveAttempt(api, job, token)
 
 
 class _LiveAttempt(AttemptTrace):
@@ -243,7 +246,7 @@ class _LiveAttempt(AttemptTrace):
         return self._inner
 
     def call(self, job_id: int, stage: str | None, key: str, provider: str, model: str,
-             max_output_tokens: Any) -> "_LiveCall":
+             max_output_tokens: Any) -> _LiveCall:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": GEN_AI_OPERATION, "gen_ai.provider.name": provider,
             "gen_ai.system": provider, "gen_ai.request.model": model,
@@ -296,7 +299,7 @@ class _LiveCall:
     def __init__(self, api: ModuleType, context: ModuleType, span: Any) -> None:
         self._api, self._context, self.span = api, context, span
 
-    def __enter__(self) -> "_LiveCall":
+    def __enter__(self) -> _LiveCall:
         self._token = self._context.attach(self._api.set_span_in_context(self.span))
         return self
 

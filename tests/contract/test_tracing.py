@@ -197,7 +197,7 @@ def test_a_job_submitted_outside_any_span_gets_a_root_submit_span(app, spans):
     def plain(ctx, payload):
         return 1
 
-    job = app.submit("plain", {})
+    app.submit("plain", {})
     claim_and_run(app)
     got = {s["name"]: s for s in finished(spans)}
     root = got["tether.submit"]

@@ -24,10 +24,10 @@ from ..wire.waits import WaitHub
 from .auth import Principal, principal
 from .openapi import problem_responses as _errors
 from ..wire.problems import Problem
+from ..wire.forks import ForkRequest, RetryRequest
 from ..wire.models import (
     INT63, AttemptList, AttemptOut, BudgetChange, CancelRequest, CheckpointList, CheckpointOut,
-    EventOut, EventPage, ForkRequest, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
-    RetryRequest, job_detail,
+    EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList, job_detail,
 )
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])

@@ -124,7 +124,8 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
                               error_summary=decision.error_summary, delay_s=decision.delay_s)
             if not isinstance(exc, TetherError):
                 log.warning("job %s (%s) raised %s", job.id, job.type, summarize(exc))
-    trace.end(outcome and str(outcome.state), outcome and outcome.error_code)
+    trace.end(str(outcome.state) if outcome is not None else None,
+              outcome.error_code if outcome is not None else None)
     if outcome is not None and ctx.stats:
         outcome = replace(outcome, data={**outcome.data, "stats": dict(ctx.stats)})
     return _report(store, job, lease, outcome, complete)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import os
 import random
-import re
 import sqlite3
 import threading
 import time
@@ -31,12 +30,12 @@ from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ConfigurationError, StorageFull, StoreCorrupt, StoreError
 from ...wakeup import Wakeup
 from ..base import FinishSignal
-from ..migrate import discover
 from ..queries import load_queries, positional
-from .functions import install as install_functions
-from .signal import DataVersionSignal
 from ..sql import SQLStore
 from ..tx import present
+from .functions import install as install_functions
+from .schema import apply_migrations
+from .signal import DataVersionSignal
 
 HERE = Path(__file__).parent
 QUERIES = load_queries(HERE / "queries.sql")
@@ -350,26 +349,7 @@ class SQLiteStore(SQLStore):
             return self._migrate(self._writer_conn())
 
     def _migrate(self, c: sqlite3.Connection) -> list[int]:
-        with self._immediate(c):
-            c.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
-                      "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
-        applied = []
-        for m in discover(HERE / "migrations"):
-            with self._immediate(c):
-                if c.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
-                             (m.version,)).fetchone():
-                    continue
-                for statement in _split_sql(m.sql):
-                    if _WRITABLE_SCHEMA_OFF.match(statement):
-                        # A definition edited in place is reloaded by every connection
-                        # (this one too) only once the schema cookie changes.
-                        version = c.execute("PRAGMA schema_version").fetchone()[0]
-                        c.execute(f"PRAGMA schema_version = {int(version) + 1}")
-                    c.execute(statement)
-                c.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                          (m.version, m.name, time.time()))
-                applied.append(m.version)
-        return applied
+        return apply_migrations(c, HERE / "migrations", self._immediate)
 
     def schema_version(self) -> int:
         row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
@@ -396,15 +376,6 @@ class SQLiteStore(SQLStore):
                 pass
         self._local = threading.local()
         self._writer = None
-
-
-_WRITABLE_SCHEMA_OFF = re.compile(r"(?i)^PRAGMA\s+writable_schema\s*=\s*(OFF|0|false)$")
-
-
-def _split_sql(sql: str) -> list[str]:
-    """Statements of a migration file (no triggers with inner semicolons are used)."""
-    lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
 def is_disk_full(exc: BaseException) -> bool:
