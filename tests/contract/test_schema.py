@@ -118,7 +118,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     """A database written by the previous release (schema 4) migrates to the current one and
     its ledger rows read back whole: the new cache-write columns take their defaults."""
     import tether.store.postgres.store as pg_store
-    import tether.store.sqlite.store as sqlite_store
+    import tether.store.sqlite.schema as sqlite_store
     from tether import Tether
     from tether.store.migrate import discover
 
