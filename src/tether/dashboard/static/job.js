@@ -10,7 +10,7 @@
   const ACTIVE = ["leased", "running", "pausing", "cancelling"];
   const MAX_EVENTS_SHOWN = 1000;
 
-  const view = { job: null, events: [], unshown: [], lastSeq: 0, signature: "", waitKey: null, streaming: false, optional: { ledger: true, checkpoints: true } };
+  const view = { job: null, events: [], unshown: [], lastSeq: 0, signature: "", streaming: false, optional: { ledger: true, checkpoints: true } };
 
   const back = sessionStorage.getItem("tether.jobs.url");
   if (back && back.startsWith("/jobs")) $("back-to-jobs").href = back;
@@ -62,72 +62,6 @@
     facts.push(fact("Safe to retry", job.safe_to_retry === false ? "no (an operator requeues it)" : "yes"));
     T.fill($("job-facts"), facts.flat());
   }
-
-  /* ---- what a waiting job waits for, and answering it ------------------------------- */
-  const KIND_TITLE = { signal: "Waiting for an answer", timer: "Waiting for a timer", children: "Waiting for its children" };
-
-  function renderWaiting(job) {
-    const w = job.state === "waiting" ? job.waiting_for : null;
-    $("waiting-card").hidden = !w;
-    if (!w) { view.waitKey = null; return; }
-    $("waiting-card").dataset.kind = w.kind;
-    $("waiting-title").textContent = KIND_TITLE[w.kind] || "Waiting";
-    const facts = [];
-    if (w.kind === "signal") {
-      facts.push(fact("Signal", T.el("span", { class: "mono", id: "waiting-signal" }, w.signal)));
-      facts.push(fact("Deadline", w.wake_at ? T.fmt.time(w.wake_at) + " (" + T.fmt.until(w.wake_at) + "), then signal_timeout" : "none"));
-    } else if (w.kind === "timer") {
-      facts.push(fact("Wakes", T.fmt.time(w.wake_at) + " (" + T.fmt.until(w.wake_at) + ")"));
-    } else {
-      facts.push(fact("Children", T.el("span", { id: "waiting-children" }, w.children_done + " of " + w.children + " done")));
-    }
-    if (w.since) facts.push(fact("Since", T.fmt.time(w.since)));
-    T.fill($("waiting-facts"), facts.flat());
-    const prompt = w.kind === "signal" ? w.prompt : null;
-    $("waiting-prompt").hidden = !prompt;
-    $("waiting-prompt").textContent = prompt || "";
-    const hasSchema = w.kind === "signal" && w.schema !== null && w.schema !== undefined;
-    $("waiting-schema").hidden = !hasSchema;
-    $("waiting-schema").textContent = hasSchema ? "Expected value: " + JSON.stringify(w.schema, null, 2) : "";
-    $("answer-form").hidden = w.kind !== "signal";
-    const key = job.id + "|" + w.key;
-    if (view.waitKey !== key) {
-      view.waitKey = key;
-      $("answer-value").value = "";
-    }
-  }
-
-  /** The value field: empty is null, JSON is parsed, anything else is sent as text. */
-  function answerValue() {
-    const raw = $("answer-value").value.trim();
-    if (!raw) return null;
-    try { return JSON.parse(raw); } catch (err) { return raw; }
-  }
-
-  async function answer(approved) {
-    const job = view.job;
-    const w = job && job.waiting_for;
-    if (!w || w.kind !== "signal") return;
-    const value = answerValue();
-    const verb = approved ? "Approve" : "Reject";
-    const done = await T.confirm({
-      title: verb + " job #" + job.id + "?",
-      text: T.el("div", {},
-        w.prompt ? T.el("p", {}, T.el("strong", {}, w.prompt)) : null,
-        T.el("p", {}, "Sends the signal ", T.el("span", { class: "mono" }, w.signal), " with ",
-          T.el("span", { class: "mono" }, JSON.stringify({ approved, value })), "; the job runs on with it.")),
-      okLabel: verb, danger: !approved,
-      run: () => T.api("POST", base + "/signals/" + encodeURIComponent(w.signal), { body: { value: { approved, value } } }),
-    });
-    if (done) {
-      T.flash((approved ? "Approved" : "Rejected") + " job #" + job.id + ".");
-      $("answer-value").value = "";
-      poller.now();
-    }
-  }
-  $("answer-approve").addEventListener("click", () => answer(true));
-  $("answer-reject").addEventListener("click", () => answer(false));
-  $("answer-form").addEventListener("submit", (ev) => ev.preventDefault());
 
   /* ---- budget ------------------------------------------------------------------------ */
   function renderBudget(job) {
@@ -448,7 +382,7 @@
     renderHeader(job);
     showEvents();
     renderFacts(job);
-    renderWaiting(job);
+    T.renderWaiting(job);
     renderBudget(job);
     renderButtons(job);
     $("job-payload").textContent = T.fmt.json(job.payload);
