@@ -98,10 +98,10 @@ class WaitCounters:
         return f"signal:{name}:{n}"
 
 
-def gather_key(child_ids: Sequence[int]) -> str:
+def gather_key(ids: Sequence[int]) -> str:
     """A gather's key: the same children always name the same wait, in any attempt."""
-    digest = hashlib.sha256(",".join(str(i) for i in child_ids).encode()).hexdigest()[:16]
-    return f"gather:{len(child_ids)}:{digest}"
+    digest = hashlib.sha256(",".join(str(i) for i in ids).encode()).hexdigest()[:16]
+    return f"gather:{len(ids)}:{digest}"
 
 
 def child_outcome(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -136,7 +136,7 @@ def decide(wait: Mapping[str, Any], *, now: float,
         if wake_at is not None and now >= wake_at:
             return Wake("timeout")
         return None
-    ids = [int(i) for i in _ids(wait.get("children"))]
+    ids = child_ids(wait.get("children"))
     by_id = {int(r["id"]): r for r in children}
     rows = [by_id.get(i) for i in ids]
     if any(r is None for r in rows):  # a child was pruned: it finished long ago
@@ -160,7 +160,8 @@ def recheck_at(wait: Mapping[str, Any], now: float) -> float:
     return float(wake_at) if wake_at is not None else now + RECHECK_S
 
 
-def _ids(value: Any) -> list[int]:
+def child_ids(value: Any) -> list[int]:
+    """A gather's children as stored (a JSON list, or a list)."""
     if value is None:
         return []
     if isinstance(value, (str, bytes)):

@@ -67,10 +67,7 @@ class Workflows:
     def waiting_for(self, job_id: int, *,
                     projects: Iterable[str] | None = None) -> Wait | None:
         """The open wait a waiting job is blocked on, if any."""
-        open_waits = [w for w in self.waits(job_id, projects=projects) if not w.done]
-        if not open_waits:
-            return None
-        return max(open_waits, key=lambda w: (w.attempt, w.created_at))
+        return self.store.current_wait(validate.job_id(job_id), projects=projects)
 
     def waiting_summary(self, job_id: int, *,
                         projects: Iterable[str] | None = None) -> WaitingFor | None:

@@ -15,7 +15,7 @@ from typing import Any
 from collections.abc import Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
-from ..core.periods import window
+from ..core.periods import Window, window
 from ..core.pricing import ModelPrice
 from ..core.usage import Usage
 from ..errors import BudgetExhausted
@@ -51,19 +51,20 @@ class Accounting(Profiles):
             rows = tx.all(lock, **params)
         project = next((r for r in rows if r["scope"] == "project"), None)
         if project is not None:
-            period_row = self._period_row(tx, project, limits_of(project["limits"]), now)
-            if period_row is not None:
-                rows = [*rows, period_row]
+            period = self._period(tx, project, limits_of(project["limits"]), now)
+            if period is not None:
+                rows = [*rows, period[0]]
         return rows
 
-    def _period_row(self, tx: Tx, project: Row, limits: Budget, now: float) -> Row | None:
+    def _period(self, tx: Tx, project: Row, limits: Budget,
+                now: float) -> tuple[Row, Window] | None:
         """For a periodic project budget, the current period's accumulator, locked (after the
-        project's row: the lock order is scope, then key). It counts what settles in the
-        period; calls in flight are counted by the project's row."""
+        project's row: the lock order is scope, then key), and the period. It counts what
+        settles in the period; calls in flight are counted by the project's row."""
         if limits.period is None:
             return None
         w = window(now, limits.period, limits.timezone)
-        return self._budget(tx, PERIOD_SCOPE, f"{project['key']}@{w.label}", now)
+        return self._budget(tx, PERIOD_SCOPE, f"{project['key']}@{w.label}", now), w
 
     def _adjust(self, tx: Tx, job: Row, now: float,
                 rows: list[Row] | None = None, **delta: Any) -> None:

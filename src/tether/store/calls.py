@@ -20,7 +20,6 @@ from typing import Any
 from collections.abc import Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, Counters, Reservation, exceeded_limit
-from ..core.periods import window
 from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
@@ -172,11 +171,10 @@ class _Book:
                            *[limits_of(r.get("owner_budget")) for r in ancestors],
                            limits_of(project["limits"])]
             self.window = None
-            period_row = store._period_row(tx, project, self.limits[-1], now)
-            if period_row is not None:
-                self.window = window(now, present(self.limits[-1].period),
-                                     self.limits[-1].timezone)
-                ordered.append(period_row)
+            period = store._period(tx, project, self.limits[-1], now)
+            if period is not None:
+                ordered.append(period[0])
+                self.window = period[1]
             self.keys = [(r["scope"], r["key"]) for r in ordered]
             """Every accumulator a call counts in: the job's, its ancestors', its project's
             and, for a periodic project budget, its project's current period's."""

@@ -11,12 +11,11 @@ job, all in that one transaction: a crash leaves either everything or nothing.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from collections.abc import Iterable
 
 from ..core.states import TERMINAL, JobState
-from ..core.waits import Wake, WaitSpec, decide, recheck_at
+from ..core.waits import Wake, WaitSpec, child_ids, decide, recheck_at
 from ..errors import JobNotFound, JobStateError
 from ..records import Job, Wait
 from .base import Outcome
@@ -39,6 +38,14 @@ class Waits(Transitions):
         with self._read() as tx:
             self._visible(tx, job_id, projects)
             return [to_wait(r) for r in tx.all("waits_of", job_id=job_id)]
+
+    def current_wait(self, job_id: int, *,
+                     projects: Iterable[str] | None = None) -> Wait | None:
+        """The open wait the job is blocked on (the one its latest attempt began), if any."""
+        with self._read() as tx:
+            self._visible(tx, job_id, projects)
+            row = tx.one("wait_current", job_id=job_id)
+        return None if row is None else to_wait(row)
 
     def list_waiting(self, kind: str, *, projects: Iterable[str] | None = None,
                      type: str | None = None, queue: str | None = None,
@@ -134,46 +141,46 @@ class Waits(Transitions):
         wait is satisfied, or straight back to ``queued`` if it already is. Either way the
         attempt does not use up the job's retries (``max_attempts`` grows by one)."""
         allowance = max(int(row["max_attempts"]), int(row["attempt_count"])) + 1
-        wait = tx.one("wait_current", job_id=row["id"])
-        wake = None if wait is None else self._decide(tx, wait, now)
-        data = dict(outcome.data)
-        if wait is not None:
-            data["key"] = wait["key"]
+        wait, wake = self._current(tx, row["id"], now)
         if wait is not None and wake is None:
-            data["wait"] = wait["kind"]
-            self._transition(tx, row, JobState.WAITING, now=now, kind="waiting", data=data,
+            self._transition(tx, row, JobState.WAITING, now=now, kind="waiting",
+                             data={**outcome.data, "key": wait["key"], "wait": wait["kind"]},
                              run_after=recheck_at(_seconds(wait), now), max_attempts=allowance)
             return JobState.WAITING
-        if wait is not None and wake is not None:
-            self._close_wait(tx, wait, wake, now)
-            data["outcome"] = wake.outcome
-        self._transition(tx, row, JobState.QUEUED, now=now, kind="woken", data=data,
-                         run_after=now, max_attempts=allowance)
+        self._requeue(tx, row, wait, wake, now, dict(outcome.data), max_attempts=allowance)
         return JobState.QUEUED
 
     # --- deciding and closing ------------------------------------------------------------------
 
     def _wake_if_ready(self, tx: Tx, row: Row, now: float) -> bool:
-        wait = tx.one("wait_current", job_id=row["id"])
-        wake = None if wait is None else self._decide(tx, wait, now)
+        wait, wake = self._current(tx, row["id"], now)
         if wait is not None and wake is None:
             due = recheck_at(_seconds(wait), now)
             if as_seconds(row["run_after"]) != due:
                 tx.run("set_run_after", id=row["id"], run_after=due)
             return False
-        data: dict[str, Any] = {}
+        self._requeue(tx, row, wait, wake, now, {})
+        return True
+
+    def _current(self, tx: Tx, job_id: int, now: float) -> tuple[Row | None, Wake | None]:
+        """The wait the job is blocked on (None: none open) and, if satisfied, its wake."""
+        wait = tx.one("wait_current", job_id=job_id)
+        return wait, None if wait is None else self._decide(tx, wait, now)
+
+    def _requeue(self, tx: Tx, row: Row, wait: Row | None, wake: Wake | None, now: float,
+                 data: dict[str, Any], **changes: Any) -> None:
+        """Queue the job (``woken``), closing its satisfied wait in the same transaction."""
         if wait is not None and wake is not None:
             self._close_wait(tx, wait, wake, now)
-            data = {"key": wait["key"], "outcome": wake.outcome}
+            data = {**data, "key": wait["key"], "outcome": wake.outcome}
         self._transition(tx, row, JobState.QUEUED, now=now, kind="woken", data=data,
-                         run_after=now)
-        return True
+                         run_after=now, **changes)
 
     def _decide(self, tx: Tx, wait: Row, now: float) -> Wake | None:
         children: list[Row] = []
         signal = None
         if wait["kind"] == "children":
-            ids = _children_of(wait)
+            ids = child_ids(wait.get("children"))
             if ids:
                 children = tx.all("wait_children", ids=self._id_list_param(ids))
         elif wait["kind"] == "signal":
@@ -194,10 +201,3 @@ class Waits(Transitions):
 
 def _seconds(wait: Row) -> Row:
     return dict(wait, wake_at=as_seconds(wait.get("wake_at")))
-
-
-def _children_of(wait: Row) -> list[int]:
-    value = wait.get("children")
-    if isinstance(value, (str, bytes)):
-        value = json.loads(value)
-    return [int(i) for i in value or ()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Literal
 
@@ -53,8 +54,7 @@ class ScheduleOut(BaseModel):
 
     @classmethod
     def of(cls, s: Schedule) -> ScheduleOut:
-        return cls(**{**s.to_dict(), "next_run_at": s.next_run_at, "last_run_at": s.last_run_at,
-                      "created_at": s.created_at, "updated_at": s.updated_at})
+        return cls(**asdict(s))
 
 
 class ScheduleList(BaseModel):
