@@ -516,12 +516,12 @@ class StoreModel(RuleBasedStateMachine):
         j.run_after = self.now
 
     def ended(self, child: MJob) -> None:
-        """A child reached a terminal state: its waiting parent wakes if all it gathers are done."""
+        """A child reached a terminal state: its waiting parent's current wait is decided in
+        that transaction (all it gathers done, or any other wait already satisfied)."""
         if child.state not in TERMINAL or child.parent is None:
             return
         parent = self.jobs[child.parent]
-        if parent.state == S.WAITING and parent.wait and parent.wait["kind"] == "children" \
-                and self.satisfied(parent, parent.wait):
+        if parent.state == S.WAITING and parent.wait and self.satisfied(parent, parent.wait):
             self.wake(parent)
 
     @precondition(lambda self: len(self.jobs) < MAX_JOBS
@@ -594,7 +594,9 @@ class StoreModel(RuleBasedStateMachine):
             return
         self.store.send_signal(j.id, "go", {"n": 1})
         j.mailbox += 1
-        if j.state == S.WAITING and j.wait and j.wait["kind"] == "signal":
+        # The signal's transaction decides the job's current wait, whatever it waits for: a
+        # timer that is already due wakes here as well as in the sweep.
+        if j.state == S.WAITING and j.wait and self.satisfied(j, j.wait):
             self.wake(j)
 
     @precondition(lambda self: any(j.state == S.WAITING for j in self.jobs.values()))
