@@ -172,3 +172,16 @@ def test_a_batch_reads_its_journal_rows_with_a_fresh_plan_every_time(pg_url):
         assert len(app.ledger(job.id)) == 32
     finally:
         app.close()
+
+
+def test_the_pool_size_comes_from_the_environment(pg_url, monkeypatch):
+    from tether.errors import ConfigurationError
+    monkeypatch.setenv("TETHER_PG_POOL_MAX", "3")
+    for store, size in ((PostgresStore(pg_url), 3), (PostgresStore(pg_url, max_size=5), 5)):
+        try:
+            assert store._pool.max_size == size
+        finally:
+            store.close()
+    monkeypatch.setenv("TETHER_PG_POOL_MAX", "lots")
+    with pytest.raises(ConfigurationError, match="TETHER_PG_POOL_MAX"):
+        PostgresStore(pg_url)

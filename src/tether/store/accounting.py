@@ -5,7 +5,13 @@ by an ended attempt (spent in full, unconfirmed), ledger rows, examples and proj
 Each write is ONE transaction that touches the job's and the project's accumulators, the call
 journal and the cost ledger together, so concurrent calls in one job and concurrent workers
 across jobs can never overshoot a limit between a check and a write. Lock order is always job
-row, then job budget, then project budget.
+row, then job budget, then the other accumulators in (scope, key) order.
+
+A shared accumulator (a project's, a parent's) is locked only by a write that checks a limit
+against it. Where writers run at once (PostgreSQL, ``_budget_deltas``) call batches add their
+differences to the rows they did not lock, so the calls of a project without limits never
+queue on its row; every other write locks the rows it reads and writes their values, which
+waits for those additions to commit and so cannot lose one.
 """
 
 from __future__ import annotations
@@ -24,12 +30,18 @@ from .rows import as_decimal, counters_of, limits_of
 from .tx import Row, Tx, present
 
 _D0 = Decimal(0)
+_NO_LIMITS = Budget()
 PERIOD_SCOPE = "project_period"
 """Accumulators of a periodic project budget, one per period (key ``project@day:2026-12-03``)."""
 
 
 class Accounting(Profiles):
     """Accumulators, open calls of ended attempts, ledger rows; examples and project budgets."""
+
+    _budget_deltas = False
+    """Call batches write accumulators as differences and lock only the shared rows whose
+    limits they check. Off where one writer runs at a time (SQLite): every row it reads is
+    current, so it writes values."""
 
     # --- accumulators --------------------------------------------------------------------
 
@@ -89,6 +101,35 @@ class Accounting(Profiles):
             dict({name: self._money_param(v) if name.endswith("_usd") else v
                   for name, v in values.items()}, scope=scope, key=key, now=now)
             for (scope, key), values in zip(keys, counters, strict=True)])
+
+    def _write_accumulators(self, tx: Tx, keys: Sequence[tuple[str, str]],
+                            values: Sequence[dict[str, Any]], deltas: Sequence[dict[str, Any]],
+                            now: float) -> None:
+        """A call batch's accumulator writes: ``deltas`` added (``_budget_deltas``), or
+        ``values`` written (rows read in this transaction and current)."""
+        if not self._budget_deltas:
+            self._write_budget_rows(tx, keys, values, now)
+            return
+        tx.many("add_budget_row", [
+            dict({name: self._money_param(v) if name.endswith("_usd") else v
+                  for name, v in delta.items()}, scope=scope, key=key, now=now)
+            for (scope, key), delta in zip(keys, deltas, strict=True)])
+
+    def _lock_checked(self, tx: Tx, rows: list[Row], own_key: str) -> list[Row]:
+        """Lock the shared accumulators among ``rows`` (read unlocked by ``lock_calls``) that
+        have limits to check, and read their values again under the lock."""
+        wanted = [(r["scope"], r["key"]) for r in rows
+                  if not (r["scope"] == "job" and r["key"] == own_key)
+                  and limits_of(r["limits"] if r["scope"] == "project"
+                                else r.get("owner_budget")) != _NO_LIMITS]
+        if not wanted:
+            return rows
+        fresh = {(r["scope"], r["key"]): r for r in tx.all(
+            "lock_budget_keys", scopes=self._list_param([s for s, _ in wanted]),
+            keys=self._list_param([k for _, k in wanted]))}
+        return [dict(r, **{name: fresh[(r["scope"], r["key"])][name]
+                           for name in (*COUNTER_FIELDS, "limits")})
+                if (r["scope"], r["key"]) in fresh else r for r in rows]
 
     def _call_budgets_ready(self) -> dict[int, bool]:
         """Jobs whose accumulator rows this store has created or seen, and whether each is a

@@ -51,7 +51,7 @@ class Calls(Accounting):
             at = self._now(tx, now)
             book = self._open_book(tx, job_id, ops, at)
             outcomes = [book.apply(op, token) for op in ops]
-            self._write_book(tx, book, at)
+            self._write_book(tx, book, at, last=not read_back)
             back = (tx.one("ledger_last", job_id=job_id, key=ops[0].key)
                     if read_back and outcomes[0][1] is None else None)
         return outcomes, back
@@ -126,6 +126,8 @@ class Calls(Accounting):
                 if len(ready) > 10_000:
                     ready.clear()
                 ready[job_id] = tree
+        if self._budget_deltas and len(rows) >= 2:
+            rows = self._lock_checked(tx, rows, str(job_id))
         journal: dict[str, Row] = {}
         if len(rows) >= 2:
             keys = list({op.key: None for op in ops})
@@ -133,13 +135,11 @@ class Calls(Accounting):
                 journal[row["key"]] = row
         return _Book(self, tx, job_id, rows, journal, now)
 
-    def _write_book(self, tx: Tx, book: _Book, now: float) -> None:
+    def _write_book(self, tx: Tx, book: _Book, now: float, last: bool = False) -> None:
         """Every write of the book, sent together where the backend can (``tx.batch()``:
-        one round trip on PostgreSQL instead of one per statement). The accumulator rows are
-        locked by ``lock_calls`` in this transaction, so their update cannot miss."""
-        with tx.batch():
-            if book.changed:
-                self._write_budget_rows(tx, book.keys, book.acc, now)
+        one round trip on PostgreSQL instead of one per statement); ``last``: nothing else
+        follows in this transaction, so the batch may carry its COMMIT."""
+        with tx.batch(commit=last and not book.events):
             for finishes, reserves in book.journal_writes:
                 if finishes:
                     tx.many("journal_finish", finishes)
@@ -147,6 +147,8 @@ class Calls(Accounting):
                     tx.many("journal_reserve", reserves)
             if book.ledger:
                 tx.many("insert_ledger", book.ledger)
+            if book.changed:  # last: a shared row it adds to stays locked only until COMMIT
+                self._write_accumulators(tx, book.keys, book.acc, book.deltas, now)
         for data in book.events:  # rare (usage above the estimate); each reads its seq
             self._note(tx, book.job_id, "estimate_overrun", now, data["attempt"], data["event"])
 
@@ -179,6 +181,7 @@ class _Book:
             """Every accumulator a call counts in: the job's, its ancestors', its project's
             and, for a periodic project budget, its project's current period's."""
             self.acc = [_accumulator(r) for r in ordered]
+            self.deltas: list[dict[str, Any]] = [_zero() for _ in ordered]
         self.journal = journal
         self.changed = False
         self.journal_writes: list[tuple[list[Row], list[Row]]] = []
@@ -343,10 +346,11 @@ class _Book:
         self.journal_writes[n][kind].append(params)
 
     def _add(self, **delta: Any) -> None:
-        for (scope, _), acc in zip(self.keys, self.acc, strict=True):
+        for (scope, _), acc, diff in zip(self.keys, self.acc, self.deltas, strict=True):
             for name, value in delta.items():
                 if scope != PERIOD_SCOPE or not name.startswith("reserved_"):
                     acc[name] += value
+                    diff[name] += value
         self.changed = True
 
 
@@ -355,6 +359,10 @@ def _accumulator(row: Row) -> Row:
     for name in _COUNTS:
         acc[name] = int(row[name] or 0)
     return acc
+
+
+def _zero() -> dict[str, Any]:
+    return {name: Decimal(0) if name in _USD else 0 for name in COUNTER_FIELDS}
 
 
 def _counters(acc: dict[str, Any]) -> Counters:

@@ -37,6 +37,8 @@ class Tx(Protocol):
     def run(self, _q: str, **params: Any) -> int: ...
     def many(self, _q: str, rows: Sequence[Row]) -> None: ...
 
-    def batch(self) -> AbstractContextManager[None]:
-        """Statements inside may be sent together; their errors surface when it ends."""
+    def batch(self, *, commit: bool = False) -> AbstractContextManager[None]:
+        """Statements inside may be sent together; their errors surface when it ends.
+        ``commit=True``: they are the transaction's last, and the backend may send its COMMIT
+        with them (no round trip to the client while their row locks are held)."""
         ...

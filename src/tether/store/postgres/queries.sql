@@ -318,23 +318,36 @@ VALUES (%(job_id)s, %(project)s, %(stage)s, %(key)s, %(attempt)s, %(provider)s, 
 -- ---- calls: reserve and settle, many at once (store/calls.py) --------------------------------
 
 -- What a batch of one job's calls reads first: the job's lease and limits, and the job's and the
--- project's accumulators (one row each), all locked: the job row FOR NO KEY UPDATE (a batch may
--- append an event, which writes it; inserts that reference it are not blocked), then the two
--- budget rows FOR UPDATE in scope order ('job' < 'project'): the locking happens above the
--- sort, and the CTE (the job row) is read before the sort emits a row, so the lock order is
--- always job row, job budget, project budget. One job's calls are serialised by its worker's
+-- project's accumulators (one row each). The job row is locked FOR NO KEY UPDATE (a batch may
+-- append an event, which writes it; inserts that reference it are not blocked), then the job's
+-- own accumulator FOR UPDATE (the CTE reads after the job row). The project's row is only read:
+-- a batch adds its differences to it (add_budget_row), and locks it first (lock_budget_keys)
+-- only when the project has limits to check. One job's calls are serialised by its worker's
 -- CallBatcher anyway, so a weaker lock on the job row would let nothing more run at once.
 -- Fewer than two rows: the job or a budget row is missing.
 -- name: lock_calls
 WITH j AS MATERIALIZED (
     SELECT id, project, state, lease_token, budget, price_profile FROM jobs
-    WHERE id = %(job_id)s FOR NO KEY UPDATE)
+    WHERE id = %(job_id)s FOR NO KEY UPDATE
+), own AS MATERIALIZED (
+    SELECT b.* FROM j JOIN budgets b ON b.scope = 'job' AND b.key = %(job_key)s
+    FOR UPDATE OF b
+)
 SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
        j.budget AS budget, j.price_profile AS price_profile, b.*
-FROM j JOIN budgets b ON (b.scope = 'job' AND b.key = %(job_key)s)
-                      OR (b.scope = 'project' AND b.key = j.project)
-ORDER BY b.scope
-FOR UPDATE OF b;
+FROM j, LATERAL (SELECT * FROM own
+                 UNION ALL
+                 SELECT * FROM budgets p WHERE p.scope = 'project' AND p.key = j.project) b
+ORDER BY b.scope;
+
+-- The shared accumulators (an ancestor's, the project's) whose limits a call is checked
+-- against, locked in (scope, key) order after ``lock_calls``: only those are, so calls of
+-- projects without limits never queue on their project's row.
+-- name: lock_budget_keys
+SELECT * FROM budgets
+WHERE (scope, key) IN (SELECT * FROM unnest(%(scopes)s::text[], %(keys)s::text[]))
+ORDER BY scope, key
+FOR UPDATE;
 
 -- The journal rows of a batch's keys: what a reserve or a settle needs (read under the job
 -- row's lock: no other write of this job's journal can interleave).
@@ -371,6 +384,9 @@ SELECT parent_id FROM jobs WHERE id = %(job_id)s;
 WITH RECURSIVE j AS MATERIALIZED (
     SELECT id, project, state, lease_token, budget, price_profile, parent_id FROM jobs
     WHERE id = %(job_id)s FOR NO KEY UPDATE
+), own AS MATERIALIZED (
+    SELECT b.* FROM j JOIN budgets b ON b.scope = 'job' AND b.key = %(job_key)s
+    FOR UPDATE OF b
 ), up(id, parent_id, budget, depth) AS (
     SELECT p.id, p.parent_id, p.budget, 1 FROM j JOIN jobs p ON p.id = j.parent_id
     UNION ALL
@@ -380,12 +396,12 @@ WITH RECURSIVE j AS MATERIALIZED (
 SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
        j.budget AS budget, j.price_profile AS price_profile, chain.budget AS owner_budget,
        (SELECT count(*) FROM chain) AS ancestors, b.*
-FROM j JOIN budgets b ON (b.scope = 'job' AND b.key = %(job_key)s)
-                      OR (b.scope = 'project' AND b.key = j.project)
-                      OR (b.scope = 'job' AND b.key IN (SELECT key FROM chain))
+FROM j, LATERAL (SELECT * FROM own
+                 UNION ALL
+                 SELECT * FROM budgets p WHERE (p.scope = 'project' AND p.key = j.project)
+                                            OR (p.scope = 'job' AND p.key IN (SELECT key FROM chain))) b
 LEFT JOIN chain ON b.scope = 'job' AND b.key = chain.key
-ORDER BY b.scope, b.key
-FOR UPDATE OF b;
+ORDER BY b.scope, b.key;
 
 -- name: ensure_call_budgets_tree
 WITH RECURSIVE chain(id, parent_id, depth) AS (
@@ -422,6 +438,20 @@ SET spent_usd = %(spent_usd)s::numeric, reserved_usd = %(reserved_usd)s::numeric
     output_tokens = %(output_tokens)s, reserved_input_tokens = %(reserved_input_tokens)s,
     reserved_output_tokens = %(reserved_output_tokens)s, examples = %(examples)s,
     updated_at = %(now)s
+WHERE scope = %(scope)s AND key = %(key)s;
+
+-- A call's change to an accumulator, as a difference: concurrent calls of other jobs add to
+-- the same project or parent row without reading it first.
+-- name: add_budget_row
+UPDATE budgets
+SET spent_usd = spent_usd + %(spent_usd)s::numeric,
+    reserved_usd = reserved_usd + %(reserved_usd)s::numeric,
+    calls = calls + %(calls)s, reserved_calls = reserved_calls + %(reserved_calls)s,
+    input_tokens = input_tokens + %(input_tokens)s,
+    output_tokens = output_tokens + %(output_tokens)s,
+    reserved_input_tokens = reserved_input_tokens + %(reserved_input_tokens)s,
+    reserved_output_tokens = reserved_output_tokens + %(reserved_output_tokens)s,
+    examples = examples + %(examples)s, updated_at = %(now)s
 WHERE scope = %(scope)s AND key = %(key)s;
 
 -- name: list_ledger

@@ -19,6 +19,7 @@ The storage rules live in ``store/sql.py``; this module decides how they meet Po
 
 from __future__ import annotations
 
+import os
 import threading
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -51,6 +52,20 @@ HERE = Path(__file__).parent
 _MIGRATE_LOCK = "hashtextextended('tether.migrate:' || current_schema(), 0)"
 
 
+def pool_max_from_env() -> int:
+    """The pool's size when the code does not choose one: ``TETHER_PG_POOL_MAX`` (default 10).
+    A worker's threads queue for a connection beyond it; every process holds at most this many
+    plus one for LISTEN, so the fleet's total is the operator's to bound (PgBouncer beyond)."""
+    raw = os.environ.get("TETHER_PG_POOL_MAX", "10")
+    try:
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise ConfigurationError(f"TETHER_PG_POOL_MAX must be a positive integer, got {raw!r}")
+    return size
+
+
 def _outcome_unknown(exc: BaseException) -> bool:
     """Whether an autocommit statement that failed with ``exc`` may have committed: only when
     the connection dropped with no word from the server. A server that ended the session
@@ -69,16 +84,19 @@ def _outcome_unknown(exc: BaseException) -> bool:
                 "put_blob"),
     never=("close", "migrate", "heartbeat", "wait_for_work", "transaction"))
 class PostgresStore(SQLStore):
-    """``postgresql://user@host:5432/db``. Options: ``min_size``/``max_size`` (pool),
+    """``postgresql://user@host:5432/db``. Options: ``min_size``/``max_size`` (pool;
+    ``max_size`` defaults to ``TETHER_PG_POOL_MAX`` or 10),
     ``connect_timeout`` (s, waiting for a pooled connection), ``retry_timeout`` (s, how long
     transient failures are retried), ``clock`` (tests only: replaces the database clock)."""
 
     _submit_writes_events = True
     group_commit = False
     """Concurrent commits already share a WAL flush here; see ``transaction``."""
+    _budget_deltas = True
+    """Many writers at once: call batches add to shared accumulators (``accounting.py``)."""
 
     def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
-                 min_size: int = 1, max_size: int = 10, connect_timeout: float = 5.0,
+                 min_size: int = 1, max_size: int | None = None, connect_timeout: float = 5.0,
                  retry_timeout: float = 15.0) -> None:
         self.url = url
         self.clock = clock
@@ -88,6 +106,8 @@ class PostgresStore(SQLStore):
         self._listener: Listener | None = None
         self._lock = threading.Lock()
         self._recovering = threading.Lock()
+        if max_size is None:
+            max_size = pool_max_from_env()
         self._pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
             self.conninfo, min_size=min_size, max_size=max_size, open=False,
             timeout=connect_timeout, name="tether",
@@ -135,6 +155,8 @@ class PostgresStore(SQLStore):
             except psycopg.Error as exc:
                 raise translate(exc, conn=c) from exc
             yield tx  # an exception here leaves the pool to roll back
+            if tx.committed:
+                return
             try:
                 c.execute("COMMIT")
             except psycopg.Error as exc:

@@ -82,13 +82,14 @@ def json_as_text(adapters: AdaptersMap) -> None:
 class PgTx:
     """Runs named statements on one connection; psycopg errors become tether errors."""
 
-    __slots__ = ("conn", "caller", "started_at")
+    __slots__ = ("caller", "committed", "conn", "started_at")
 
     def __init__(self, conn: psycopg.Connection[Any], *, caller: bool = False,
                  started_at: float | None = None) -> None:
         self.conn = conn
         self.caller = caller
         self.started_at = started_at  # now() of the open transaction, when already read
+        self.committed = False  # by a batch(commit=True)
 
     def _execute(self, sql: str, params: Any,
                  prepare: bool | None = None) -> psycopg.Cursor[dict[str, Any]]:
@@ -120,14 +121,19 @@ class PgTx:
             raise translate(exc, conn=self.conn) from exc
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, *, commit: bool = False) -> Iterator[None]:
         """Statements inside are sent together (psycopg pipeline mode) and their errors
-        raised when the block ends: for writes whose results nobody reads."""
+        raised when the block ends: for writes whose results nobody reads. ``commit=True``
+        sends the store's COMMIT with them (not in a caller's transaction)."""
+        commit = commit and not self.caller
         try:
             with self.conn.pipeline():
                 yield
+                if commit:
+                    self.conn.execute("COMMIT")
         except psycopg.Error as exc:
-            raise translate(exc, conn=self.conn) from exc
+            raise translate(exc, conn=self.conn, during_commit=commit) from exc
+        self.committed = commit
 
     def db_now(self) -> float:
         if self.started_at is None:

@@ -100,7 +100,7 @@ class _Tx:
         sql, bind = _BOUND[_q]
         self.conn.executemany(sql, map(bind, rows))
 
-    def batch(self) -> AbstractContextManager[None]:
+    def batch(self, *, commit: bool = False) -> AbstractContextManager[None]:
         """(PostgreSQL sends the writes inside together; here each runs as it comes.)"""
         return nullcontext()
 
