@@ -1,8 +1,9 @@
 """``POST /jobs?wait=``: waiters wake on the store's notification, and a token's waits are capped.
 
-The server re-reads waited jobs on its own only every 60 s here (``TETHER_WAIT_FALLBACK_S``),
-so a waiter that returns within a second or two of its job finishing was woken by the
-notification (LISTEN/NOTIFY on PostgreSQL, ``data_version`` on SQLite), not by polling.
+The server's stream hub, which ``?wait=`` rides, re-checks on its own only every 60 s here
+(``TETHER_STREAM_POLL_S``, ``TETHER_STREAM_KEEPALIVE_S``), so a waiter that returns within a
+second or two of its job finishing was woken by the store's signal (LISTEN/NOTIFY on
+PostgreSQL, ``data_version`` on SQLite), not by polling.
 No worker runs: jobs stay queued until the test cancels them, which finishes them at once.
 One server per backend; each test uses tokens of its own (the cap, 2 waits, is per token).
 """
@@ -17,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from tether import Tether
+from tether.wire.streams import StreamHub
 from tether.wire.waits import WaitHub
 from tests.e2e.api_harness import BACKENDS, backend_url, run_server
 
@@ -28,7 +30,8 @@ def api(request, tmp_path_factory):
     d = tmp_path_factory.mktemp(f"api-waits-{request.param}")
     url = backend_url(request.param, d)
     local = Tether(url)
-    env = {"TETHER_WAIT_FALLBACK_S": "60", "TETHER_MAX_WAITS_PER_TOKEN": str(CAP)}
+    env = {"TETHER_STREAM_POLL_S": "60", "TETHER_STREAM_KEEPALIVE_S": "60",
+           "TETHER_MAX_WAITS_PER_TOKEN": str(CAP)}
     with run_server(url, d, env=env) as srv:
         yield SimpleNamespace(srv=srv, local=local)
     local.close()
@@ -143,12 +146,13 @@ def test_parked_waiters_read_nothing_until_a_job_finishes(database_url):
     ``?wait`` read every job every 50 ms); one finish wakes exactly its waiter."""
     app = Tether(database_url)
     jobs = [app.submit("t", {"i": i}) for i in range(20)]
-    hub = WaitHub(app, fallback_s=60)
+    streams = StreamHub(app, poll_s=60, keepalive_s=60)
+    hub = WaitHub(app, streams=streams)
 
     async def scenario():
         tasks = [asyncio.create_task(hub.wait(job, 30)) for job in jobs]
         await asyncio.sleep(1.0)
-        quiet = hub.wakes
+        quiet = streams.checks
         await asyncio.to_thread(app.cancel, jobs[0].id)
         first = await asyncio.wait_for(tasks[0], 5)
         others_pending = sum(not t.done() for t in tasks[1:])
@@ -160,7 +164,7 @@ def test_parked_waiters_read_nothing_until_a_job_finishes(database_url):
     try:
         quiet, first, others_pending, rest = asyncio.run(scenario())
     finally:
-        hub.close()
+        streams.close()
         app.close()
     assert quiet <= 1, "only the check when the watcher starts"
     assert first.id == jobs[0].id and first.state == "cancelled"

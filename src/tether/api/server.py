@@ -59,7 +59,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
                extra_routers: Iterable[APIRouter] = (), dashboard: bool = True,
                run_worker: bool = False, worker_options: dict[str, Any] | None = None,
                close_on_shutdown: bool = False, max_waits_per_token: int | None = None,
-               wait_fallback_s: float | None = None, max_streams_per_token: int | None = None,
+               max_streams_per_token: int | None = None,
                stream_poll_s: float | None = None,
                stream_keepalive_s: float | None = None) -> FastAPI:
     """The ASGI app serving ``tether_app``.
@@ -68,12 +68,12 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     (default ``TETHER_PUBLIC_METRICS``) serves ``/metrics`` without a token. ``run_worker``
     runs a worker for ``tether_app`` in a background thread for the app's lifetime.
     ``max_waits_per_token`` (default ``TETHER_MAX_WAITS_PER_TOKEN`` or 100) caps the
-    ``?wait=`` requests one token may hold open; ``wait_fallback_s`` (default
-    ``TETHER_WAIT_FALLBACK_S`` or 5) is how often waited jobs are re-read without a wake-up.
+    ``?wait=`` requests one token may hold open; they wait on the live streams' hub.
     ``max_streams_per_token`` (``TETHER_MAX_STREAMS_PER_TOKEN`` or 20) caps the live event
     streams a token holds open; ``stream_poll_s`` (``TETHER_STREAM_POLL_S`` or 1) is how often
-    they re-read without a wake-up, ``stream_keepalive_s`` (``TETHER_STREAM_KEEPALIVE_S`` or
-    15) how often an idle stream sends a keep-alive comment.
+    streams and waits re-check without a wake-up, ``stream_keepalive_s``
+    (``TETHER_STREAM_KEEPALIVE_S`` or 15) how often an idle stream sends a keep-alive comment
+    (and a waiter re-reads its job).
     """
     if not auth:
         log.warning(INSECURE_WARNING)
@@ -103,10 +103,10 @@ def create_app(tether_app: Tether, *, auth: bool = True,
                   description="A durable job engine: submit, watch and control jobs. Errors are "
                               "RFC 9457 problem documents; authenticate with a bearer token.")
     app.state.tether = tether_app
-    hub = WaitHub(tether_app, max_per_token=max_waits_per_token, fallback_s=wait_fallback_s)
-    app.state.waits = hub
     stream_hub = StreamHub(tether_app, max_per_token=max_streams_per_token,
                            poll_s=stream_poll_s, keepalive_s=stream_keepalive_s)
+    hub = WaitHub(tether_app, streams=stream_hub, max_per_token=max_waits_per_token)
+    app.state.waits = hub
     app.state.streams = stream_hub
     app.state.auth = auth
     app.state.public_metrics = (_truthy("TETHER_PUBLIC_METRICS") if public_metrics is None

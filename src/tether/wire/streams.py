@@ -9,13 +9,16 @@ Two streams, shared by every remote interface (the routes are ``api/routes_strea
 * every event of some projects (``feed_stream``): in ``(at, job_id, seq)`` order, each SSE
   ``id`` a feed position (``Store.feed``) that resumes exactly after it.
 
-Either resumes from the ``Last-Event-ID`` a client sends back. One thread per hub, started by
-the first stream, waits on the store's ``event_signal()`` (SQLite: ``PRAGMA data_version``, any
-commit of another connection; PostgreSQL: LISTEN for jobs queued and finished) or ``poll_s``,
-whichever comes first, and then makes two reads whatever the number of streams: the event seq
-of every followed job, and the feed after its own position. Only the streams with something
-new are woken, and each reads its own events. A stream also re-reads after each keep-alive, so
-a wake-up lost with its thread costs at most ``keepalive_s``.
+Either resumes from the ``Last-Event-ID`` a client sends back. ``?wait=`` waits on the same
+hub (``until_terminal``): a waiter is a job stream that sends nothing.
+
+One thread per hub, started by the first stream, waits on the store's ``event_signal()``
+(SQLite: ``PRAGMA data_version``, any commit of another connection; PostgreSQL: LISTEN for jobs
+queued and finished) or ``poll_s``, whichever comes first, and then makes two reads whatever
+the number of streams: the event seq of every followed job, and the feed after its own
+position. Only the streams with something new are woken, and each reads its own events. A
+stream also re-reads after each keep-alive, so a wake-up lost with its thread costs at most
+``keepalive_s``.
 
 A token holds at most ``max_per_token`` streams (``TETHER_MAX_STREAMS_PER_TOKEN``, default
 20); past it a stream is refused with ``too_many_streams`` (429, ``Retry-After``) before any
@@ -29,12 +32,14 @@ import json
 import logging
 import os
 import threading
+import sys
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from collections.abc import AsyncIterator, Iterable
 
 from ..app import Tether
-from ..records import Event
+from ..records import Event, Job
 from ..store.base import FinishSignal
 from .models import EventOut
 from .problems import Problem
@@ -60,6 +65,7 @@ def sse(event: Event, event_id: str) -> str:
     return f"id: {event_id}\nevent: {event.kind}\ndata: {data}\n\n"
 
 
+_NEVER = sys.maxsize  # a seq no job reaches: a waiter is not woken before it has read one
 KEEPALIVE = ": keep-alive\n\n"
 RETRY = "retry: 2000\n\n"
 
@@ -204,6 +210,32 @@ class StreamHub:
             self._unsubscribe(sub)
             if lease is not None:
                 lease.release()
+
+    async def until_terminal(self, job: Job, seconds: float) -> Job:
+        """``job`` once terminal, or as it stands after ``seconds`` (``?wait=``). Woken by the
+        job's next event, as its stream would be; re-read at least every ``keepalive_s``."""
+        if job.terminal or seconds <= 0:
+            return job
+        store = self.app.store
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        # registered first, read second: an event after the seq read wakes it
+        sub = self._subscribe(_Sub(loop, asyncio.Event(), job_id=job.id, seq=_NEVER))
+        try:
+            while True:
+                sub.wake.clear()
+                seqs = await asyncio.to_thread(store.event_seqs, [job.id])
+                sub.seq = seqs.get(job.id, 0)
+                current = await asyncio.to_thread(store.get_job, job.id)
+                if current is None or current.terminal:
+                    return current or job
+                left = deadline - loop.time()
+                if left <= 0:
+                    return current
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(sub.wake.wait(), min(left, self.keepalive_s))
+        finally:
+            self._unsubscribe(sub)
 
     async def _wait(self, sub: _Sub) -> bool:
         """True when woken; False after ``keepalive_s`` (the caller sends a keep-alive)."""
