@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
+from typing import get_args
 
 import anyio
 import pytest
 
+from tether.core.periods import PERIODS
 from tether.store.accounting import in_period
+from tether.wire.budgets import Period
 from tests.e2e.mcp_harness import data, failure, stdio
 from tests.e2e.period_site import CALLS, period_site  # noqa: F401 - fixture
 
@@ -183,3 +186,7 @@ def test_mcp_tools_read_and_set_a_project_budget(period_site):
     assert made["limits"]["timezone"] == "America/New_York"
     assert failure(bad)[1]["code"] == "validation_error"
     assert site.app.project_budget("mcp-made").limits.timezone == "America/New_York"
+
+
+def test_the_wire_periods_are_the_engines():
+    assert get_args(Period) == PERIODS

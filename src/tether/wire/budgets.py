@@ -18,6 +18,7 @@ from ..store.accounting import in_period
 from .models import BudgetLimits, BudgetLimitsOut, BudgetUsed
 
 Period = Literal["day", "week", "month"]
+"""``core.periods.PERIODS``, as the schema's enum (a test holds them equal)."""
 
 
 class ProjectLimitsIn(BudgetLimits):
