@@ -285,10 +285,13 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams):
         return self.store.project_budget(checked_name(project, "project"))
 
     def set_project_budget(self, project: str, budget: Budget | Mapping[str, Any] | None = None,
-                           *, resume: bool = True, **limits: Any) -> BudgetStatus:
-        """Set a project's shared limits; jobs of the project paused by its budget resume."""
+                           *, resume: bool = True, replace: bool = False,
+                           **limits: Any) -> BudgetStatus:
+        """Set a project's shared limits: those named (``replace``: exactly these, any other
+        unlimited); jobs of the project paused by its budget resume."""
         changes = as_budget(budget).merged(limits) if limits else as_budget(budget)
-        status = self.store.set_project_budget(checked_name(project, "project"), changes)
+        status = self.store.set_project_budget(checked_name(project, "project"), changes,
+                                               replace=replace)
         if resume:
             for job in self.list(project=project, state="paused", limit=10_000):
                 if job.error_code in ("budget_exhausted", "period_budget_exhausted"):

@@ -95,3 +95,26 @@ def test_windows_follow_the_wall_clock_of_their_zone():
     assert datetime.fromtimestamp(week.start, UTC) == datetime(2026, 11, 30, tzinfo=UTC)
     month = window(datetime(2026, 12, 31, 23, 59, tzinfo=UTC).timestamp(), "month")
     assert datetime.fromtimestamp(month.end, UTC) == datetime(2027, 1, 1, tzinfo=UTC)
+
+
+def test_replacing_a_project_budget_drops_the_limits_it_leaves_out(app, clock):
+    clock.set(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
+    app.set_project_budget("r", max_calls=4, max_cost_usd="2", period="week",
+                           timezone="Asia/Tokyo")
+    kept = app.set_project_budget("r", max_calls=5)
+    assert kept.limits.max_cost_usd == 2 and kept.limits.period == "week"
+    replaced = app.set_project_budget("r", max_calls=6, replace=True)
+    assert replaced.limits.max_calls == 6 and replaced.limits.max_cost_usd is None
+    assert replaced.limits.period is None and replaced.period_used is None
+    assert app.project_budget("r") == replaced
+
+
+def test_a_period_pause_says_when_it_ends_in_the_budget_zone(app, clock):
+    _steady(app, [])
+    clock.set(datetime(2026, 7, 1, 12, 0, tzinfo=UTC))
+    app.set_project_budget("z", max_calls=1, period="month", timezone="America/New_York")
+    app.submit("steady", {"calls": 2}, project="z")
+    paused = run_next(app)
+    assert paused.error_code == "period_budget_exhausted"
+    assert paused.error_summary.endswith("the month ends 2026-08-01 00:00 America/New_York")
+    assert paused.run_after == datetime(2026, 8, 1, 4, 0, tzinfo=UTC)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tether import Tether
+from tether import Estimate, Metered, Tether, Usage
+from tether.cli.output import when
+from tests.contract.test_waits import run_next
 from tests.e2e.clitools import APP, one_error_line, run_main
 
 
@@ -203,3 +205,18 @@ def test_command_database_url_overrides_root_and_env(capsys, db, tmp_path, monke
 def test_version(capsys, db):
     r = cli(capsys, db, "--version")
     assert r.code == 0 and r.out.startswith("tether ")
+
+
+def test_status_of_a_job_paused_by_a_period_limit_says_when_it_resumes(capsys, db, facade):
+    facade.register("two", lambda ctx, p: [ctx.call(
+        key=f"k{i}", provider="simulated", model="sim-small",
+        estimate=Estimate(input_tokens=10, max_output_tokens=10),
+        fn=lambda: Metered("x", Usage(10, 10))) for i in range(2)])
+    facade.set_project_budget("p", max_calls=1, period="week", timezone="Asia/Tokyo")
+    facade.submit("two", {}, project="p")
+    job = run_next(facade)
+    assert job.error_code == "period_budget_exhausted"
+    r = cli(capsys, db, "job", "status", str(job.id))
+    assert r.code == 0
+    assert f"{when(job.run_after)}, when the project's budget period ends" in r.out
+    assert "the week ends" in r.out and "Asia/Tokyo" in r.out

@@ -17,7 +17,7 @@ TOOLS = {
     "tether_requeue_job", "tether_set_job_budget", "tether_fork_job", "tether_signal_job",
     "tether_get_waits",
     "tether_list_queues", "tether_pause_queue", "tether_resume_queue", "tether_list_workers",
-    "tether_spend",
+    "tether_spend", "tether_get_project_budget", "tether_set_project_budget",
 }
 JOB_TOOLS = ["tether_get_job", "tether_get_events", "tether_get_attempts", "tether_get_ledger",
              "tether_get_checkpoints", "tether_cancel_job", "tether_pause_job",

@@ -6,7 +6,17 @@ Always present:
   tether_workers                           workers that have not stopped
   tether_worker_leases                     leases those workers hold
   tether_budget_paused_jobs                jobs paused with error_code budget_exhausted
+  tether_period_budget_paused_jobs         jobs paused by a period limit until it resets
   tether_scrape_errors_total               scrapes that could not read the store
+
+Per project whose jobs have spent (the projects of the cost ledger), from its budget:
+  tether_project_spent_usd{project}        spent to date (settled and unconfirmed calls)
+  tether_project_reserved_usd{project}     reserved for the project's calls in flight
+  tether_project_budget_limit_usd{project} all-time cost limit (a budget without a period)
+  tether_project_period_used_usd{project,period}       what the period's cost limit is
+                                           checked against: settled in it plus in flight
+  tether_project_period_limit_usd{project,period}      the period's cost limit
+  tether_project_period_end_timestamp_seconds{project,period}  when the period resets
 
 When the facade offers them (the budgets/ledger work adds these):
   app.spend_totals() -> tether_provider_calls_total, tether_provider_tokens_total{direction},
@@ -29,6 +39,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from ..app import Tether
+from ..store.accounting import in_period
 
 log = logging.getLogger("tether.api")
 
@@ -45,7 +56,7 @@ class TetherCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         try:
             metrics = list(self._jobs()) + list(self._workers()) + list(self._budget_paused())
-            metrics += list(self._spend()) + list(self._engine())
+            metrics += list(self._spend()) + list(self._engine()) + list(self._budgets())
         except Exception:  # a scrape must answer even when the store is down
             log.exception("metrics scrape failed")
             self.errors += 1
@@ -75,17 +86,52 @@ class TetherCollector(Collector):
         return [count, leases]
 
     def _budget_paused(self) -> Iterable[Metric]:
-        n, before = 0, None
+        n, period, before = 0, 0, None
         for _ in range(PAUSED_SCAN_LIMIT // 500):
             page = self.app.list(state="paused", before_id=before, limit=500)
             n += sum(1 for job in page if job.error_code == "budget_exhausted")
+            period += sum(1 for job in page if job.error_code == "period_budget_exhausted")
             if len(page) < 500:
                 break
             before = page[-1].id
         gauge = GaugeMetricFamily("tether_budget_paused_jobs",
                                   "Jobs paused because a budget limit was reached")
         gauge.add_metric([], n)
-        return [gauge]
+        periodic = GaugeMetricFamily("tether_period_budget_paused_jobs", "Jobs paused by a "
+                                     "project's period limit until the period resets")
+        periodic.add_metric([], period)
+        return [gauge, periodic]
+
+    def _budgets(self) -> Iterable[Metric]:
+        def gauge(name: str, doc: str, *labels: str) -> GaugeMetricFamily:
+            return GaugeMetricFamily(name, doc, labels=["project", *labels])
+
+        spent = gauge("tether_project_spent_usd", "USD a project's calls spent to date")
+        reserved = gauge("tether_project_reserved_usd", "USD reserved for a project's calls "
+                         "in flight")
+        limit = gauge("tether_project_budget_limit_usd", "A project's all-time cost limit")
+        p_used = gauge("tether_project_period_used_usd", "What a project's cost limit for the "
+                       "current period is checked against: settled in it plus in flight",
+                       "period")
+        p_limit = gauge("tether_project_period_limit_usd", "A project's cost limit per period",
+                        "period")
+        p_end = gauge("tether_project_period_end_timestamp_seconds", "When a project's "
+                      "current budget period ends (unix time)", "period")
+        for project, status in self.app.spend(("project",)).budgets.items():
+            spent.add_metric([project], float(status.used.spent_usd))
+            reserved.add_metric([project], float(status.used.reserved_usd))
+            cap = status.limits.max_cost_usd
+            if status.period_used is None:
+                if cap is not None:
+                    limit.add_metric([project], float(cap))
+                continue
+            key = [project, str(status.limits.period)]
+            checked = in_period(status.used, status.period_used)
+            p_used.add_metric(key, float(checked.spent_usd + checked.reserved_usd))
+            if cap is not None:
+                p_limit.add_metric(key, float(cap))
+            p_end.add_metric(key, float(status.period_end or 0))
+        return [spent, reserved, limit, p_used, p_limit, p_end]
 
     def _spend(self) -> Iterable[Metric]:
         if not hasattr(self.app, "spend_totals"):

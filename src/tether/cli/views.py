@@ -190,6 +190,8 @@ def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
     if job.error_code:
         grid.add_row("last error", f"[red]{escape(job.error_code)}[/]: "
                      f"{escape(job.error_summary or '')}")
+    if job.state == "paused" and job.error_code == "period_budget_exhausted":
+        grid.add_row("resumes", f"{when(job.run_after)}, when the project's budget period ends")
     if job.state == "succeeded" and job.result is not None:
         grid.add_row("result", escape(_short(json.dumps(job.result, default=str), 200)))
     return grid

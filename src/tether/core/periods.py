@@ -53,3 +53,8 @@ def window(now: float, period: str, tz: str | None = None) -> Window:
 
 def _midnight(day: date, z: ZoneInfo) -> float:
     return datetime.combine(day, time(0), tzinfo=z).timestamp()
+
+
+def local_time(seconds: float, tz: str | None = None) -> str:
+    """``seconds`` as wall-clock time in ``tz`` for people: ``2026-03-11 00:00 Europe/Berlin``."""
+    return f"{datetime.fromtimestamp(seconds, zone(tz)):%Y-%m-%d %H:%M} {tz or 'UTC'}"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from mcp.server.mcpserver import Context
 from pydantic import ConfigDict, Field, Strict
 
+from ..wire.budgets import ProjectLimitsIn
 from ..wire.models import INT63, BudgetLimits
 from ..wire.principal import Principal
 
@@ -43,5 +44,11 @@ def _describe(schema: dict[str, Any]) -> None:
 class Limits(BudgetLimits):
     """Budget limits, each optional; any other name is refused. A call whose worst-case
     reservation would cross a limit is not made, and the job pauses with budget_exhausted."""
+
+    model_config = ConfigDict(json_schema_extra=_describe)
+
+
+class ProjectLimits(ProjectLimitsIn):
+    """A project's limits, each optional; any other name is refused."""
 
     model_config = ConfigDict(json_schema_extra=_describe)

@@ -30,6 +30,7 @@ from ..wire.principal import Principal
 from . import failures
 from .admin_tools import admin_tools
 from .arguments import PrincipalFor
+from .budget_tools import budget_tools
 from .control_tools import control_tools
 from .http_auth import BearerGate, principal_from_request
 from .job_tools import job_tools
@@ -43,8 +44,10 @@ INSTRUCTIONS = (
     "tether_get_job or tether_get_events (after= the last seq you saw), and control it with "
     "tether_cancel_job, tether_pause_job, tether_resume_job, tether_retry_job (failed), "
     "tether_requeue_job (interrupted) and tether_set_job_budget (raise limits to clear a "
-    "budget_exhausted pause); tether_fork_job re-runs a job from a stage without paying "
-    "again for the stages before it; tether_spend reports where the money went. A job in "
+    "budget_exhausted pause); tether_get_project_budget shows a project's budget (a job "
+    "paused with period_budget_exhausted resumes at its run_after); tether_fork_job re-runs "
+    "a job from a stage without paying again for the stages before it; tether_spend reports "
+    "where the money went. A job in "
     "state waiting may wait for an answer: tether_get_job shows its question (waiting_for), "
     "tether_signal_job answers it. Errors start with a stable code such as job_not_found, "
     "invalid_transition or validation_error; unknown arguments are refused."
@@ -79,7 +82,8 @@ class TetherServer(MCPServer):
 def build_server(app: Tether, principal_for: PrincipalFor) -> MCPServer:
     """An ``MCPServer`` exposing the tether tools; ``principal_for(ctx)`` names the caller."""
     tools = [*job_tools(app, principal_for), *control_tools(app, principal_for),
-             *admin_tools(app, principal_for), *spend_tools(app, principal_for)]
+             *admin_tools(app, principal_for), *spend_tools(app, principal_for),
+             *budget_tools(app, principal_for)]
     return TetherServer(tools, name="tether", version=__version__, instructions=INSTRUCTIONS)
 
 

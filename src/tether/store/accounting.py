@@ -237,12 +237,15 @@ class Accounting(Profiles):
                             period_used=counters_of(period) if period else Counters(),
                             period_start=w.start, period_end=w.end)
 
-    def set_project_budget(self, project: str, changes: Budget) -> BudgetStatus:
+    def set_project_budget(self, project: str, changes: Budget, *,
+                           replace: bool = False) -> BudgetStatus:
+        """Change a project's limits: those ``changes`` sets, the others kept; with
+        ``replace`` the limits become exactly ``changes`` (what it leaves out is unlimited)."""
         with self._write() as tx:
             now = self._now(tx, None)
             row = self._budget(tx, "project", project, now)  # locked: concurrent edits serialise
             current = limits_of(row["limits"])
-            merged = current.merged(changes)
+            merged = changes if replace else current.merged(changes)
             tx.run("set_budget_limits", scope="project", key=project,
                    limits=self._json_param(merged.to_dict()), now=now)
         return self.project_budget(project)

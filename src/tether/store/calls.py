@@ -20,6 +20,7 @@ from typing import Any
 from collections.abc import Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, Counters, Reservation, exceeded_limit
+from ..core.periods import local_time
 from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
@@ -268,7 +269,8 @@ class _Book:
             limits = self.limits[-1]
             raise BudgetExhausted(
                 f"project limit {hit} for this {limits.period} would be crossed by a call "
-                f"reserving ${want.cost_usd}; the {limits.period} ends at {self.window.end}",
+                f"reserving ${want.cost_usd}; the {limits.period} ends "
+                f"{local_time(self.window.end, limits.timezone)}",
                 limit=hit, scope=scope, reserve_usd=str(want.cost_usd), period=limits.period,
                 resets_at=self.window.end, resume=limits.resumes_each_period)
         if hit is not None:

@@ -167,7 +167,9 @@ class JobOut(BaseModel):
     priority: int
     idempotency_key: str | None
     input_config_hash: str
-    run_after: datetime
+    run_after: datetime = Field(description=(
+        "not run before this time; a job paused by period_budget_exhausted resumes by itself "
+        "then (its project's budget period ends)"))
     payload: Any = None
     result: Any = None
     error_code: str | None

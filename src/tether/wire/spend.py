@@ -12,7 +12,8 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from ..core.spend import DIMENSIONS, SpendReport, SpendRow
-from .models import BudgetLimitsOut, BudgetUsed, Money
+from .budgets import ProjectBudgetOut
+from .models import Money
 
 
 class SpendTotals(BaseModel):
@@ -46,15 +47,6 @@ class SpendRowOut(SpendTotals):
         return cls(**row.to_dict())
 
 
-class ProjectBudgetOut(BaseModel):
-    """A project's shared limits and what its jobs have used to date (not just in the window):
-    with the rows, enough to draw the budget's burn-down."""
-
-    project: str
-    limits: BudgetLimitsOut
-    used: BudgetUsed
-
-
 class SpendReportOut(BaseModel):
     by: list[str] = Field(description=f"the grouping, in order; any of {', '.join(DIMENSIONS)}")
     tz: str = Field(description="the time zone of days, weeks and months")
@@ -63,19 +55,13 @@ class SpendReportOut(BaseModel):
     rows: list[SpendRowOut] = Field(description="one per group, ordered by the grouping")
     total: SpendTotals
     budgets: list[ProjectBudgetOut] = Field(description="grouped by project: the budget of "
-                                                        "each project in the rows")
+                                                        "each project in the rows (all time "
+                                                        "and, if periodic, this period)")
 
     @classmethod
     def of(cls, report: SpendReport) -> SpendReportOut:
-        budgets = []
-        for project, status in report.budgets.items():
-            data = status.to_dict()
-            budgets.append(ProjectBudgetOut(
-                project=project,
-                limits=BudgetLimitsOut(**{k: v for k, v in data["limits"].items()
-                                          if k in BudgetLimitsOut.model_fields}),
-                used=BudgetUsed(**{k: v for k, v in data["used"].items()
-                                   if k in BudgetUsed.model_fields})))
+        budgets = [ProjectBudgetOut.of(project, status)
+                   for project, status in report.budgets.items()]
         return cls(by=list(report.by), tz=report.tz, since=report.since, until=report.until,
                    rows=[SpendRowOut.of(r) for r in report.rows],
                    total=SpendTotals.of(report.total), budgets=budgets)

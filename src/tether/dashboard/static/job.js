@@ -38,6 +38,29 @@
     }
   }
 
+  const PERIOD_WORDS = { day: "daily", week: "weekly", month: "monthly" };
+
+  /** A job paused by its project's budget for a day, week or month resumes by itself when
+   *  the period ends (its run_after): say when, and which budget it reached (the period is
+   *  in the data of the budget_exhausted event). */
+  function renderPeriodPause(job) {
+    const box = $("job-period-pause");
+    if (job.state !== "paused" || job.error_code !== "period_budget_exhausted") {
+      box.hidden = true;
+      return;
+    }
+    let period = null;
+    for (let i = view.events.length - 1; i >= 0 && !period; i--) {
+      const ev = view.events[i];
+      if (ev.kind === "budget_exhausted" && ev.data && ev.data.period) period = ev.data.period;
+    }
+    T.fill(box, T.el("strong", {}, "Paused until " + T.fmt.time(job.run_after)),
+      " (" + T.fmt.until(job.run_after) + "): " + (PERIOD_WORDS[period] || "period") +
+      " budget reached. It resumes by itself when the " + (period || "period") + " ends.");
+    Object.assign(box.dataset, { until: job.run_after, period: period || "" });
+    box.hidden = false;
+  }
+
   function renderFacts(job) {
     const facts = [
       fact("State", T.badge(job.state)),
@@ -381,6 +404,7 @@
     view.job = job;
     renderHeader(job);
     showEvents();
+    renderPeriodPause(job);
     renderFacts(job);
     T.renderWaiting(job);
     renderBudget(job);

@@ -79,7 +79,7 @@
     const out = [];
     for (const b of budgets) {
       const limit = b.limits.max_cost_usd;
-      if (limit === null || limit === undefined) continue;
+      if (limit === null || limit === undefined || b.limits.period) continue;
       const daily = days.map((d) => rows.filter((r) => r.project === b.project && r.day === d)
         .reduce((n, r) => n + Number(r.cost_usd), 0));
       const used = Number(b.used.spent_usd) + Number(b.used.reserved_usd);
@@ -94,6 +94,84 @@
         show: (i) => T.fmt.usd(left[i]) + " (" + percent(values[i]) + ")" });
     }
     return out;
+  }
+
+  /* ---- budgets per day, week or month ------------------------------------------------ */
+  const PERIOD_NAMES = { day: "Daily", week: "Weekly", month: "Monthly" };
+  const shiftDay = (day, n) => new Date((dayTs(day) + n * DAY) * 1000).toISOString().slice(0, 10);
+  /** YYYY-MM-DD of `date` in the time zone `tz`. */
+  const localDay = (date, tz) => new Intl.DateTimeFormat("en-CA",
+    { timeZone: tz, year: "numeric", month: "2-digit", day: "2-digit" }).format(date);
+
+  /** The first day of the period (day, ISO week, month) that holds `day`. */
+  function periodStart(day, period) {
+    if (period === "day") return day;
+    if (period === "month") return day.slice(0, 8) + "01";
+    return shiftDay(day, -((new Date(dayTs(day) * 1000).getUTCDay() + 6) % 7));
+  }
+
+  /** Each periodic project's share of its period's cost limit left at the end of each of the
+   *  last `n` days of its time zone, starting again at each period (its ledger by day in that
+   *  zone); today's point also counts the calls in flight, as the limit does. */
+  async function periodSeries(budgets, n) {
+    const out = [];
+    for (const b of budgets) {
+      const limit = Number(b.limits.max_cost_usd);
+      if (!b.limits.period || b.limits.max_cost_usd === null) continue;
+      const tz = b.limits.timezone || "UTC";
+      const today = localDay(new Date(), tz);
+      const report = await T.api("GET", "/spend", { query: { by: "day", project: b.project, tz, since: (n + 32) + "d" } });
+      const spent = new Map(report.rows.map((r) => [r.day, Number(r.cost_usd)]));
+      const days = [];
+      for (let i = n - 1; i >= 0; i--) days.push(shiftDay(today, -i));
+      const left = days.map((d) => {
+        let used = d === today ? Number(b.period_used.reserved_usd) : 0;
+        for (let x = periodStart(d, b.limits.period); x <= d; x = shiftDay(x, 1)) used += spent.get(x) || 0;
+        return limit - used;
+      });
+      const values = left.map((x) => (limit > 0 ? (x / limit) * 100 : 0));
+      out.push({ label: b.project + " · " + b.limits.period, days, values,
+        show: (i) => T.fmt.usd(left[i]) + " (" + percent(values[i]) + ")" });
+    }
+    return out;
+  }
+
+  /** The series on one axis: every series' days (zones may be a day apart), null where a
+   *  series has no day. */
+  function alignDays(series) {
+    const xs = [...new Set(series.flatMap((s) => s.days))].sort();
+    return [xs, series.map((s) => {
+      const at = new Map(s.days.map((d, i) => [d, i]));
+      return { ...s, values: xs.map((d) => (at.has(d) ? s.values[at.get(d)] : null)),
+        show: (i) => (at.has(xs[i]) ? s.show(at.get(xs[i])) : "—") };
+    })];
+  }
+
+  function periodRow(b) {
+    const tz = b.limits.timezone || "UTC";
+    const used = b.period_used;
+    const cost = Number(used.spent_usd) + Number(used.reserved_usd);
+    const limit = b.limits.max_cost_usd;
+    const first = localDay(new Date(b.period_start), tz);
+    const last = localDay(new Date(T.ms(b.period_end) - 1000), tz);
+    return T.el("tr", { dataset: { project: b.project, period: b.limits.period, spent: used.spent_usd, limit: limit || "", end: b.period_end } },
+      T.el("td", { class: "mono" }, b.project),
+      T.el("td", {}, PERIOD_NAMES[b.limits.period] + " · " + tz),
+      T.el("td", {}, first === last ? first : first + " – " + last),
+      T.el("td", { class: "num" }, limit === null ? "—" : T.fmt.usd(limit)),
+      T.el("td", { class: "num" }, T.fmt.usd(cost)),
+      T.el("td", { class: "num" }, limit === null ? "—" : T.fmt.usd(Number(limit) - cost)),
+      T.el("td", { class: "num" }, T.fmt.int(used.calls) + (b.limits.max_calls === null ? "" : " of " + T.fmt.int(b.limits.max_calls))),
+      T.el("td", {}, T.fmt.time(b.period_end), T.el("span", { class: "muted" }, " (" + T.fmt.until(b.period_end) + ")")));
+  }
+
+  async function drawPeriods(budgets, n) {
+    const periodic = budgets.filter((b) => b.limits.period);
+    $("period-card").hidden = !periodic.length;
+    T.fill($("period-body"), periodic.map(periodRow));
+    const [xs, series] = alignDays(await periodSeries(periodic, n));
+    draw("period-chart", xs, series, percent, (u, min, max) => [Math.min(0, min), 105]);
+    $("period-chart").hidden = !series.length;
   }
 
   function budgetRow(s) {
@@ -141,6 +219,7 @@
     $("burn-empty").hidden = burn.length > 0;
     $("burn-table").hidden = !burn.length;
     T.fill($("burn-body"), burn.map(budgetRow));
+    await drawPeriods(report.budgets, n);
     T.fill($("spend-body"), report.rows.length ? report.rows.map(spendRow)
       : T.emptyRow(7, "No calls in this window."));
   }
