@@ -139,3 +139,27 @@ def _try_reserve(app, job, tok):
     except BudgetExhausted as exc:
         return exc
 
+
+
+def test_the_addition_and_the_locked_read_agree_on_every_backend(app):
+    """``add_budget_row`` and ``lock_budget_keys`` exist on both backends (PostgreSQL uses
+    them for concurrent writers); each adds and reads exactly."""
+    job, tok = running_job(app, project="sums")
+    reserve(app, job, tok, "a", cost="0.10")
+    store = app.store
+    delta = {"spent_usd": store._money_param(Decimal("0.000001")),
+             "reserved_usd": store._money_param(Decimal("-0.10")), "calls": 1,
+             "reserved_calls": -1, "input_tokens": 7, "output_tokens": 3,
+             "reserved_input_tokens": -100, "reserved_output_tokens": -50, "examples": 0}
+    with store._write() as tx:
+        tx.many("add_budget_row", [dict(delta, scope="project", key="sums", now=clock_now(app))])
+        (row,) = tx.all("lock_budget_keys", scopes=store._list_param(["project"]),
+                        keys=store._list_param(["sums"]))
+    assert Decimal(str(row["spent_usd"])) == Decimal("0.000001")
+    assert Decimal(str(row["reserved_usd"])) == 0 and row["reserved_calls"] == 0
+    used = app.project_budget("sums").used
+    assert used.calls == 1 and used.input_tokens == 7 and used.reserved_input_tokens == 0
+
+
+def clock_now(app):
+    return app.clock.time()

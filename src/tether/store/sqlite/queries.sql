@@ -348,6 +348,27 @@ SET spent_usd = :spent_usd, reserved_usd = :reserved_usd, calls = :calls,
     reserved_output_tokens = :reserved_output_tokens, examples = :examples, updated_at = :now
 WHERE scope = :scope AND key = :key;
 
+-- A call's change as a difference (PostgreSQL's path for concurrent writers; here one writer
+-- at a time writes values, update_budget_row). Money adds as exact decimals.
+-- name: add_budget_row
+UPDATE budgets
+SET spent_usd = (SELECT tether_decimal_sum(v) FROM (SELECT spent_usd AS v
+                                                    UNION ALL SELECT :spent_usd)),
+    reserved_usd = (SELECT tether_decimal_sum(v) FROM (SELECT reserved_usd AS v
+                                                       UNION ALL SELECT :reserved_usd)),
+    calls = calls + :calls, reserved_calls = reserved_calls + :reserved_calls,
+    input_tokens = input_tokens + :input_tokens, output_tokens = output_tokens + :output_tokens,
+    reserved_input_tokens = reserved_input_tokens + :reserved_input_tokens,
+    reserved_output_tokens = reserved_output_tokens + :reserved_output_tokens,
+    examples = examples + :examples, updated_at = :now
+WHERE scope = :scope AND key = :key;
+
+-- The accumulators a call checks limits against, read again (one writer: nothing to lock).
+-- name: lock_budget_keys
+SELECT b.* FROM json_each(:scopes) s JOIN json_each(:keys) k ON k.key = s.key
+JOIN budgets b ON b.scope = s.value AND b.key = k.value
+ORDER BY b.scope, b.key;
+
 -- name: list_ledger
 SELECT * FROM cost_ledger WHERE job_id = :job_id ORDER BY id;
 
