@@ -12,7 +12,7 @@ may run on this one in between. So nothing may outlive a transaction:
   warning, and workers find work by polling on their interval.
 * ``migrate()`` takes a transaction-level advisory lock (on every connection, pooled or not),
   so the lock is held and released by the one session that ran the transaction.
-* The schema: PgBouncer before 1.20 refuses the ``options`` startup parameter, so
+* The schema: PgBouncer 1.18 refuses the ``options`` startup parameter, so
   ``?options=-csearch_path=...`` cannot pass through it. Name the schema in PgBouncer's
   database entry (``connect_query='SET search_path TO ...'``) or as the role's default
   (``ALTER ROLE ... SET search_path``). The listener LISTENs on the channel of the schema the
