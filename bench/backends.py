@@ -145,6 +145,20 @@ class TetherDB:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
 
 
+def pgbouncer_problem() -> str | None:
+    """None when a PgBouncer can be started here, else why not."""
+    from tests.pgbouncer import pgbouncer_problem as problem
+    return problem()
+
+
+def start_pgbouncer():
+    """A PgBouncer in transaction pooling mode in front of ``tether_bench`` (the tests'
+    helper: a temp folder, a free port, trust auth), started and stopped by ``with``;
+    ``database(schema)`` adds an entry for a ``TetherDB`` schema, and returns its URL."""
+    from tests.pgbouncer import PgBouncer
+    return PgBouncer(ensure_pg_database())
+
+
 def python_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")

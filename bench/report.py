@@ -48,6 +48,12 @@ def rows(res: dict) -> list[list[str]]:
         r = ratio(t, v)
         out.append(["W1", f"batched claim/complete probe, {k[1]} proc (jobs/s)", "-", "",
                     _n(v), "no engine (bench/probe.py)" + (f"; tether x{r:.2f}" if r else "")])
+    for k in ("p1", "p2"):
+        v = _get(w, "W1", "postgres", "pgbouncer", k, "jobs_per_s")
+        if v is not None:
+            r = ratio(v, _get(w, "W1", "postgres", "tether", k, "jobs_per_s"))
+            out.append(["W1", f"through PgBouncer (transaction mode), {k[1]} proc (jobs/s)",
+                        "-", "", _n(v), f"direct x{r:.2f}" if r else ""])
     row = ["W1", "bulk enqueue before drain (jobs/s)"]
     for b in ("sqlite", "postgres"):
         t = _get(w, "W1", b, "tether", "p1", "enqueue_jobs_per_s")

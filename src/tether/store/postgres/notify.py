@@ -26,11 +26,14 @@ from ..tx import present
 
 log = logging.getLogger("tether.store.postgres.notify")
 
-_CHANNEL = """
-SELECT left(%s || coalesce(
+SCHEMA = """
+SELECT coalesce(
     (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE c.oid = to_regclass('jobs')), current_schema()), 63)
+     WHERE c.oid = to_regclass('jobs')), current_schema()) AS schema
 """
+"""The schema whose channels a store's listeners use: where its ``jobs`` table is."""
+
+_CHANNEL = "SELECT left(%s || coalesce(%s::text, (" + SCHEMA + ")), 63)"
 
 
 FINISHED = "tether.done:"
@@ -39,13 +42,17 @@ FINISHED = "tether.done:"
 
 class Listener:
     """LISTENs on ``<prefix><schema>``; ``on_notify`` (if given) gets each payload, in the
-    listening thread, before waiters are woken."""
+    listening thread, before waiters are woken. ``schema`` names the schema when the
+    listening connection's own search_path may not find it (a direct URL beside a pooled
+    one); by default it is where that connection finds ``jobs``."""
 
     def __init__(self, conninfo: str, *, probe_interval: float = 15.0,
                  max_backoff: float = 5.0, prefix: str = "tether:",
-                 on_notify: Callable[[str], None] | None = None) -> None:
+                 on_notify: Callable[[str], None] | None = None,
+                 schema: str | None = None) -> None:
         self.conninfo = conninfo
         self.prefix = prefix
+        self.schema = schema
         self.on_notify = on_notify
         self.probe_interval = probe_interval
         self.max_backoff = max_backoff
@@ -114,7 +121,7 @@ class Listener:
             backoff = min(backoff * 2, self.max_backoff)
 
     def _listen(self, conn: psycopg.Connection) -> None:
-        self.channel = present(conn.execute(_CHANNEL, (self.prefix,)).fetchone())[0]
+        self.channel = present(conn.execute(_CHANNEL, (self.prefix, self.schema)).fetchone())[0]
         conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
         self.backend_pid = conn.info.backend_pid
         self.connections += 1
@@ -149,11 +156,12 @@ class FinishListener:
     terminal state since the last wait, or ``None`` after a timeout or a (re)connect, when some
     notification may have been missed."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, schema: str | None = None) -> None:
         self._heard: set[int] = set()
         self._lock = threading.Lock()
         self._connections = 0
-        self._listener = Listener(conninfo, prefix=FINISHED, on_notify=self._note)
+        self._listener = Listener(conninfo, prefix=FINISHED, on_notify=self._note,
+                                  schema=schema)
         self._listener.wait(0)  # starts listening: what finishes from here on is heard
         if self._listener.listening.wait(5.0):
             self._connections = self._listener.connections
@@ -185,10 +193,11 @@ class ActivityListener:
     always returns ``None`` (re-read); events in between (claims, stages, a job's own events)
     carry no NOTIFY, so the reader also re-reads on its own interval."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, schema: str | None = None) -> None:
         self._heard = threading.Event()
-        self._listeners = [Listener(conninfo, on_notify=self._note),
-                           Listener(conninfo, prefix=FINISHED, on_notify=self._note)]
+        self._listeners = [Listener(conninfo, on_notify=self._note, schema=schema),
+                           Listener(conninfo, prefix=FINISHED, on_notify=self._note,
+                                    schema=schema)]
         for listener in self._listeners:
             listener.wait(0)  # starts listening
 
@@ -204,3 +213,18 @@ class ActivityListener:
         for listener in self._listeners:
             listener.close()
         self._heard.set()
+
+
+class PollingSignal:
+    """A ``FinishSignal`` with no channel to hear (a pooled URL without a direct one for
+    LISTEN): ``wait`` sleeps out its timeout, or until ``close``, and says re-read."""
+
+    def __init__(self) -> None:
+        self._closed = threading.Event()
+
+    def wait(self, timeout: float) -> set[int] | None:
+        self._closed.wait(timeout)
+        return None
+
+    def close(self) -> None:
+        self._closed.set()

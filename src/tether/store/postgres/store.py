@@ -12,14 +12,16 @@ The storage rules live in ``store/sql.py``; this module decides how they meet Po
   times bound as timestamptz. Money is numeric (read as ``Decimal``).
 * Claims are one statement (``claim_jobs`` in queries.sql); rows read for a read-modify-write
   are locked (``FOR UPDATE``), queue-like scans skip locked rows.
-* ``migrate()`` holds an advisory lock, so workers starting together do not race.
+* ``migrate()`` takes a transaction-level advisory lock, so workers starting together do not
+  race.
 * ``wait_for_work()`` is the LISTEN/NOTIFY wake-up (``notify.py``).
+* Behind a transaction-pooling PgBouncer (``?pooler=transaction``) nothing outlives a
+  transaction and LISTEN goes on a direct URL, or is off (``pooler.py``).
 * ``submit(..., conn=psycopg_connection)`` runs inside the caller's open transaction.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -42,7 +44,8 @@ from ..migrate import discover
 from ..rows import to_job
 from ..sql import SQLStore
 from ..tx import present
-from .notify import ActivityListener, FinishListener, Listener
+from . import pooler as pooling
+from .notify import SCHEMA, ActivityListener, FinishListener, Listener, PollingSignal
 from .retry import TransientStoreError, retry_transient, translate
 from .tx import QUERIES, PgTx, connect_error, conninfo_from_url, json_as_text
 
@@ -50,20 +53,6 @@ __all__ = ["HERE", "QUERIES", "PostgresStore", "conninfo_from_url"]
 
 HERE = Path(__file__).parent
 _MIGRATE_LOCK = "hashtextextended('tether.migrate:' || current_schema(), 0)"
-
-
-def pool_max_from_env() -> int:
-    """The pool's size when the code does not choose one: ``TETHER_PG_POOL_MAX`` (default 10).
-    A worker's threads queue for a connection beyond it; every process holds at most this many
-    plus one for LISTEN, so the fleet's total is the operator's to bound (PgBouncer beyond)."""
-    raw = os.environ.get("TETHER_PG_POOL_MAX", "10")
-    try:
-        size = int(raw)
-    except ValueError:
-        size = 0
-    if size < 1:
-        raise ConfigurationError(f"TETHER_PG_POOL_MAX must be a positive integer, got {raw!r}")
-    return size
 
 
 def _outcome_unknown(exc: BaseException) -> bool:
@@ -87,7 +76,10 @@ class PostgresStore(SQLStore):
     """``postgresql://user@host:5432/db``. Options: ``min_size``/``max_size`` (pool;
     ``max_size`` defaults to ``TETHER_PG_POOL_MAX`` or 10),
     ``connect_timeout`` (s, waiting for a pooled connection), ``retry_timeout`` (s, how long
-    transient failures are retried), ``clock`` (tests only: replaces the database clock)."""
+    transient failures are retried), ``clock`` (tests only: replaces the database clock),
+    ``pooler`` (``"transaction"``, as ``?pooler=transaction`` in the URL: behind a
+    transaction-pooling PgBouncer), ``listen_url`` (a direct URL for LISTEN; default
+    ``TETHER_LISTEN_URL``, else the URL itself unless it is pooled)."""
 
     _submit_writes_events = True
     group_commit = False
@@ -97,21 +89,34 @@ class PostgresStore(SQLStore):
 
     def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
                  min_size: int = 1, max_size: int | None = None, connect_timeout: float = 5.0,
-                 retry_timeout: float = 15.0) -> None:
+                 retry_timeout: float = 15.0, pooler: str | None = None,
+                 listen_url: str | None = None) -> None:
         self.url = url
         self.clock = clock
         self.retry_timeout = retry_timeout
-        self.conninfo = conninfo_from_url(url)
+        libpq_url, self.pooler = pooling.split_pooler(url, pooler)
+        self.conninfo = conninfo_from_url(libpq_url)
+        direct = pooling.listen_url(listen_url)
+        if direct is not None and pooling.split_pooler(direct)[1] is not None:
+            raise ConfigurationError("the listen URL must reach PostgreSQL directly; "
+                                     "it says pooler=transaction")
+        self.listen_conninfo: str | None = (
+            conninfo_from_url(direct) if direct is not None
+            else None if self.pooler is not None else self.conninfo)
+        """Where LISTEN connects; None: nowhere (a pooled URL and no direct one): poll."""
+        self._listen_schema: str | None = None
+        self._warned_polling = False
         self._closed = False
         self._listener: Listener | None = None
         self._lock = threading.Lock()
         self._recovering = threading.Lock()
         if max_size is None:
-            max_size = pool_max_from_env()
+            max_size = pooling.max_size_from_env()
         self._pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
             self.conninfo, min_size=min_size, max_size=max_size, open=False,
             timeout=connect_timeout, name="tether",
-            kwargs={"autocommit": True, "row_factory": dict_row},
+            kwargs={"autocommit": True, "row_factory": dict_row,
+                    **pooling.pool_kwargs(self.pooler)},
             configure=lambda conn: json_as_text(conn.adapters))
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
@@ -277,21 +282,48 @@ class PostgresStore(SQLStore):
     def wait_for_work(self, timeout: float, wake: threading.Event | Wakeup | None = None) -> bool:
         """Block until a job may have become claimable (a NOTIFY, or the listen connection
         was re-established), ``wake`` is set, or ``timeout`` passes. True: notified."""
+        if self._no_listen():  # behind a transaction pooler with no direct URL: poll
+            (wake if wake is not None else threading.Event()).wait(timeout)
+            return False
+        schema = self._schema_for_listen()
         with self._lock:
             if self._closed:
                 return False
             if self._listener is None:
-                self._listener = Listener(self.conninfo)
+                self._listener = Listener(present(self.listen_conninfo), schema=schema)
             listener = self._listener
         return listener.wait(timeout, wake)
 
     def finish_signal(self) -> FinishSignal:
         """NOTIFY on ``tether.done:<schema>`` (migration 0007), on a connection of its own."""
-        return FinishListener(self.conninfo)
+        if self._no_listen():
+            return PollingSignal()
+        return FinishListener(present(self.listen_conninfo), self._schema_for_listen())
 
     def event_signal(self) -> FinishSignal:
         """LISTEN for jobs queued and jobs finished; the other events have no NOTIFY."""
-        return ActivityListener(self.conninfo)
+        if self._no_listen():
+            return PollingSignal()
+        return ActivityListener(present(self.listen_conninfo), self._schema_for_listen())
+
+    def _no_listen(self) -> bool:
+        """True (after one warning) when there is nowhere to LISTEN."""
+        if self.listen_conninfo is not None:
+            return False
+        if not self._warned_polling:
+            self._warned_polling = True
+            pooling.warn_polling()
+        return True
+
+    def _schema_for_listen(self) -> str | None:
+        """The schema of this store's jobs, read through the pool, when LISTEN connects
+        elsewhere (its search_path may differ); None when it connects here."""
+        if self.listen_conninfo == self.conninfo:
+            return None
+        if self._listen_schema is None:
+            with self._read() as tx:
+                self._listen_schema = present(tx.conn.execute(SCHEMA).fetchone())["schema"]
+        return self._listen_schema
 
     def _feed_bounds(self, tx: Any) -> dict[str, Any]:
         if self.clock is not None:  # events are stamped by the injected clock: no horizon
@@ -312,34 +344,37 @@ class PostgresStore(SQLStore):
     # --- lifecycle --------------------------------------------------------------------------------
 
     def migrate(self) -> list[int]:
-        """Apply pending migrations, each in its own transaction with its version row, under a
-        session advisory lock (per schema) so concurrent starters apply each exactly once."""
+        """Apply pending migrations, each in its own transaction with its version row. Each
+        transaction first takes a transaction-level advisory lock (per schema) and re-reads
+        the applied versions, so concurrent starters apply each exactly once. A session lock
+        would do the same on a direct connection, but behind a transaction pooler it would
+        be taken on one server session and released (or not) on another."""
         applied: list[int] = []
+        migrations = discover(HERE / "migrations")
         try:
             with self._pool.connection() as c:
-                row = present(c.execute("SELECT current_schema() AS schema").fetchone())
+                row = present(c.execute("SELECT current_schema() AS schema, "
+                                        "pg_backend_pid() AS pid").fetchone())
                 if row["schema"] is None:
                     raise ConfigurationError("the search_path names no existing schema")
-                c.execute(f"SELECT pg_advisory_lock({_MIGRATE_LOCK})")
-                try:
-                    c.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
-                              "version integer PRIMARY KEY, name text NOT NULL, "
-                              "applied_at timestamptz NOT NULL DEFAULT now())")
-                    done = {r["version"] for r in PgTx(c).all("applied_migrations")}
-                    for m in discover(HERE / "migrations"):
-                        if m.version in done:
-                            continue
-                        with c.transaction():
-                            c.execute(m.sql)
+                pooling.warn_if_proxied(self.pooler, c.info.backend_pid, row["pid"])
+                while True:
+                    with c.transaction():
+                        c.execute(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
+                        c.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                                  "version integer PRIMARY KEY, name text NOT NULL, "
+                                  "applied_at timestamptz NOT NULL DEFAULT now())")
+                        done = {r["version"] for r in PgTx(c).all("applied_migrations")}
+                        pending = [m for m in migrations if m.version not in done]
+                        if pending:
+                            c.execute(pending[0].sql)
                             c.execute("INSERT INTO schema_migrations (version, name) "
-                                      "VALUES (%s, %s)", (m.version, m.name))
-                        applied.append(m.version)
-                finally:
-                    if not c.broken:
-                        c.execute(f"SELECT pg_advisory_unlock({_MIGRATE_LOCK})")
+                                      "VALUES (%s, %s)", (pending[0].version, pending[0].name))
+                    if not pending:
+                        return applied
+                    applied.append(pending[0].version)
         except psycopg.Error as exc:
             raise translate(exc) from exc
-        return applied
 
     def check_integrity(self) -> None:
         """Nothing to check at start: the server checks and recovers its own files."""
