@@ -30,7 +30,7 @@ class ActivitySampler:
     """``start()``, then ``stop()`` returns the summary (``summary()`` reads it at any time)."""
 
     def __init__(self, dbname: str, *, worker_app: str, interval: float = 0.1,
-                 admin: str = PG_ADMIN_URL, query_prefix: int = 60) -> None:
+                 admin: str = PG_ADMIN_URL, query_prefix: int = 200) -> None:
         self.dbname = dbname
         self.worker_app = worker_app
         self.interval = interval

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -30,6 +31,23 @@ def _n(v: float | None, digits: int = 0) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
+def _shape(text: str) -> str:
+    """SQL with placeholders (``$1``, ``%(name)s``) as ``?`` and whitespace collapsed."""
+    return " ".join(re.sub(r"\$\d+|%\(\w+\)s", "?", text).split())
+
+
+def statement(prefix: str) -> str:
+    """The name in ``queries.sql`` of the statement ``pg_stat_activity`` showed ``prefix``
+    of (names joined with ``|`` when several start so), else the prefix itself."""
+    if prefix.strip().upper() in ("COMMIT", "BEGIN", "ROLLBACK"):
+        return prefix.strip().upper()
+    from tether.store.postgres.tx import QUERIES
+    want = _shape(prefix)
+    names = [n for n, q in QUERIES.items()
+             if _shape(q if isinstance(q, str) else str(q)).startswith(want)]
+    return "|".join(names) if names else f"`{prefix[:32]}…`"
+
+
 def _top_lock(step: dict) -> str:
     """The step's most frequent lock waits over its runs: wait event, statement, backends
     caught, and the longest such a statement had been running when caught."""
@@ -37,7 +55,7 @@ def _top_lock(step: dict) -> str:
     longest: dict[str, float] = {}
     for run in step.get("runs", []):
         for w in (run.get("activity") or {}).get("lock_waits_top", []):
-            key = f"{w['wait_event']}: `{w['query'][:32]}…`"
+            key = f"{w['wait_event']}: {statement(w['query'])}"
             count[key] = count.get(key, 0) + w["count"]
             longest[key] = max(longest.get(key, 0.0), w.get("max_running_s") or 0.0)
     top = sorted(count, key=lambda k: -count[k])[:3]
@@ -54,8 +72,8 @@ def table(res: dict) -> str:
     lines = [head, "| " + " | ".join(["---"] * (head.count("|") - 1)) + " |"]
     for s in steps(res):
         lines.append(
-            f"| {s['workers']} x {_n(s.get('concurrency'))}"
-            + (f" (prefetch {s['prefetch']})" if s.get("prefetch") is not None else "")
+            f"| {int(s['workers'])} x {_n(s.get('concurrency'))}"
+            + (f" (prefetch {int(s['prefetch'])})" if s.get("prefetch") is not None else "")
             + f" | {_n(s.get('jobs_per_s'))}"
             + (" (capped)" if any(r.get("capped") for r in s.get("runs", [])) else "")
             + f" | {_n(s.get('pickup_p50_ms'), 1)} / {_n(s.get('pickup_p99_ms'), 1)}"

@@ -117,7 +117,10 @@ def step(sz, processes: int) -> dict:
     procs: list = []
     markers: Markers | None = None
     sampler = ActivitySampler(db.dbname, worker_app=WORKER_APP, interval=sz.scale_sample_s)
+    conn = None
     try:
+        # opened before the workers: at 16 of them a busy server may have no connection left
+        conn = db.connect()
         t = time.perf_counter()
         for i in range(0, sz.scale_jobs, 1_000):
             app.submit_many([{"type": "noop", "queue": QUEUE, "priority": BULK_PRIORITY}
@@ -148,15 +151,16 @@ def step(sz, processes: int) -> dict:
         markers.stop()
         activity = sampler.stop()
         kept = [m for m in markers.seen if m[2] <= ended]
-        with db.connect() as conn:  # the database's clock: the claim statement's now()
-            claimed = dict(conn.execute(
-                "SELECT job_id, extract(epoch FROM claimed_at)::float8 FROM job_attempts "
-                "WHERE attempt = 1 AND job_id = ANY(%s)", ([m[0] for m in kept],)).fetchall())
+        claimed = dict(conn.execute(  # the database's clock: the claim statement's now()
+            "SELECT job_id, extract(epoch FROM claimed_at)::float8 FROM job_attempts "
+            "WHERE attempt = 1 AND job_id = ANY(%s)", ([m[0] for m in kept],)).fetchall())
     finally:
         if markers is not None:
             markers.stop()
         sampler.stop()
         stop(procs)
+        if conn is not None:
+            conn.close()
         app.close()
         db.drop()
         stamps.path.unlink(missing_ok=True)
