@@ -12,14 +12,18 @@ Each step, in a database of its own (so ``pg_stat_activity`` counts only this st
   next claim any worker makes, whatever the queue depth, so latency = the time a claim takes
   to reach a waiting job while every worker is busy (its next claim, plus the jobs its
   worker already holds: ``worker/prefetch.py``), not the time to work through the queue.
-  Latency = the start time the job writes minus the time just before ``submit``; only
-  markers that started before the drain ended count.
+  Latency (pickup) = the start time the job writes minus the time just before ``submit``,
+  split at the claim statement's ``now()`` (``job_attempts.claimed_at``) into "to claim" and
+  "held"; only markers that started before the drain ended count.
 - ``pg_stat_activity`` is sampled every ``scale_sample_s`` from another connection
   (``bench/pgactivity.py``): the most connections at once, and backends waiting on locks.
 - The connection bound: a worker's pool is ``PostgresStore``'s default ``max_size``, plus its
   LISTEN connection, so n workers hold at most n x (pool + 1).
 - Machine CPU busy % over the drain (``/proc/stat``): on a small machine the big steps are
   CPU-bound, and this says so.
+
+``scale_prefetch`` >= 0 starts the workers with ``--prefetch`` (a diagnostic: how much of the
+latency and of the lock waits the fetch-ahead accounts for).
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ def pool_per_worker() -> dict:
 
 def cpu_busy() -> tuple[int, int]:
     """(busy, total) jiffies of the whole machine so far (``/proc/stat``)."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest time is inside user already)
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
     return sum(fields) - idle, sum(fields)
 
