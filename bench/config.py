@@ -49,6 +49,13 @@ class Sizes:
     llm_workers: int = 4            # worker processes
     llm_concurrency: int = 64       # jobs (= calls) in flight per worker process
     llm_timeout_s: float = 600.0
+    scale_workers: tuple[int, ...] = (1, 2, 4, 8, 16)  # W9: worker processes, step by step
+    scale_concurrency: int = 32     # W9: per worker process
+    scale_jobs: int = 30_000        # W9: no-op jobs drained at each step
+    scale_timeout_s: float = 300.0
+    scale_marker_gap_s: tuple[float, float] = (0.02, 0.1)  # W9: between claim-latency markers
+    scale_sample_s: float = 0.1     # W9: pg_stat_activity sampling interval
+    scale_prefetch: int = -1        # W9: worker --prefetch (-1: the worker's default)
     ceiling_seconds: float = 10.0
     ceiling_clients: int = 8
     runs: int = 3
@@ -66,6 +73,7 @@ QUICK = Sizes(throughput_jobs=100, drain_timeout_s=30.0, enqueue_single=30,
               claim_finished=3_000, claim_samples=15, recovery_samples=1, lease_ttl=1.0,
               rss_low=50, rss_high=250, rss_timeout_s=60.0, llm_jobs=24, llm_calls=3,
               llm_latency_s=0.05, llm_workers=2, llm_concurrency=4, llm_timeout_s=60.0,
+              scale_workers=(1, 2), scale_jobs=3_000, scale_timeout_s=30.0,
               ceiling_seconds=1.0, runs=1,
               poll_interval=0.2)
 

@@ -29,7 +29,7 @@ def _quick(tmp_path, *args: str) -> dict:
 
 @pytest.mark.timeout(240)
 def test_quick_mode_writes_every_workload(tmp_path):
-    res = _quick(tmp_path, "--peers", "none")
+    res = _quick(tmp_path, "--peers", "none", "--only", ",".join(WORKLOADS))  # W9: test_scale.py
     sz = res["meta"]["sizes"]
     assert res["meta"]["mode"] == "quick"
     backends = res["meta"]["backends"]
