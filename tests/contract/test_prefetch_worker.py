@@ -94,3 +94,36 @@ def test_a_claim_that_comes_back_short_ends_the_claiming_until_a_wake_up(app):
         release.set()
         w.stop()
         w._drain()
+
+
+def test_the_heartbeat_leaves_a_fresh_outcome_to_its_commit(app, clock):
+    """An outcome handed to the completer is not renewed while its commit is moments away
+    (renewing would queue on that commit's row locks); one still uncommitted a third of a TTL
+    later is renewed again, so a slow commit never lets its lease expire."""
+    from tether.store.base import Outcome
+    from tether.worker.completer import Completer
+    from tether.worker.worker import Worker
+
+    app.register("t", lambda ctx, payload: payload)
+    jobs = [app.submit("t", {"n": i}) for i in range(2)]
+    w = Worker(app, concurrency=2, lease_ttl=30, poll_interval=0.05)
+    claims = app.store.claim(w.id, queues=None, limit=2, lease_ttl=30, start=True)
+    (done, other) = [Lease(c.job.id, c.token) for c in claims]
+    gate = threading.Event()
+    w.completer.stop()
+    w.completer = Completer(lambda items: (gate.wait(30), w.writes.finish_many(items))[1],
+                            on_done=w._finished)
+    with w._lock:  # the other job is still running in its slot
+        w._running[other.job_id] = (other, None)
+    try:
+        w._complete(done, Outcome(S.SUCCEEDED, result_json="1"))
+        assert {l.job_id for l in w.leases()} == {done.job_id, other.job_id}
+        assert [l.job_id for l in w.renewable()] == [other.job_id]
+        clock.advance(10.01)
+        assert {l.job_id for l in w.renewable()} == {done.job_id, other.job_id}
+    finally:
+        gate.set()
+        w.completer.stop()
+    assert app.get(done.job_id).state == S.SUCCEEDED
+    assert done.job_id not in {l.job_id for l in w.leases()}
+    assert [j.id for j in jobs] == sorted([done.job_id, other.job_id])

@@ -86,7 +86,7 @@ class Worker:
         self._wake = Wakeup()       # new work or a free slot
         self._halt = Wakeup()       # set once, by stop(); cuts short a backoff _wake must not
         self.heartbeat = Heartbeat(self.store, self.id, lease_ttl=self.lease_ttl,
-                                   leases=self.leases, clock=self.clock,
+                                   leases=self.renewable, clock=self.clock,
                                    interval=heartbeat_interval)
         self.rescuer = Rescuer(self.store, interval=rescue_interval
                                if rescue_interval is not None else max(0.2, poll_interval))
@@ -99,26 +99,37 @@ class Worker:
                           if group_commit and self.store.group_commit
                           else None)
         self.writes = CommittingStore(self.store, self.committer) if self.committer else self.store
-        self._finishing: dict[int, Lease] = {}
+        self._finishing: dict[int, tuple[Lease, float]] = {}
         self.completer = Completer(self.writes.finish_many, on_done=self._finished)
 
     # --- state ----------------------------------------------------------------------------------
 
     def leases(self) -> list[Lease]:
         """Every lease this worker holds: jobs running, and jobs whose outcome is not yet
-        committed (the heartbeat keeps both alive)."""
+        committed."""
         with self._lock:
             return ([lease for lease, _ in self._running.values()]
-                    + list(self._finishing.values()))
+                    + [lease for lease, _ in self._finishing.values()])
+
+    def renewable(self) -> list[Lease]:
+        """The leases the heartbeat renews: all of them but outcomes handed to the completer
+        less than a third of a TTL ago. Their commit is moments away, and renewing them would
+        only wait on (or hold up) its row locks; a commit slower than that, one retried after
+        a store failure, say, is renewed from then on, with two thirds of a TTL still left."""
+        fresh = self.clock.monotonic() - self.lease_ttl / 3
+        with self._lock:
+            return ([lease for lease, _ in self._running.values()]
+                    + [lease for lease, since in self._finishing.values() if since <= fresh])
 
     def _complete(self, lease: Lease, outcome) -> None:  # noqa: ANN001
         with self._lock:
-            self._finishing[lease.job_id] = lease
+            self._finishing[lease.job_id] = (lease, self.clock.monotonic())
         self.completer.complete(lease, outcome)
 
     def _finished(self, lease: Lease) -> None:
         with self._lock:
-            if self._finishing.get(lease.job_id) is lease:
+            held = self._finishing.get(lease.job_id)
+            if held is not None and held[0] is lease:
                 del self._finishing[lease.job_id]
 
     @property
