@@ -219,9 +219,18 @@ WHERE %(include_stopped)s::boolean OR w.stopped_at IS NULL
 ORDER BY w.started_at DESC;
 
 -- name: prune_jobs
+-- One batch, oldest first from ``since`` (the last batch's newest finished_at: the index scan
+-- starts past the entries of rows already deleted); the outer test re-checks a row a concurrent
+-- retry changed. ``= ANY (ARRAY(...))``: the batch's ids are looked up by primary key (an
+-- ``IN (subquery)`` may be planned as a hash join over the whole table).
 DELETE FROM jobs
-WHERE finished_at IS NOT NULL AND finished_at < %(cutoff)s
-  AND state IN ('succeeded', 'failed', 'cancelled');
+WHERE id = ANY (ARRAY(SELECT id FROM jobs
+                      WHERE finished_at IS NOT NULL AND finished_at >= %(since)s
+                        AND finished_at < %(cutoff)s
+                        AND state IN ('succeeded', 'failed', 'cancelled')
+                      ORDER BY finished_at LIMIT %(limit)s))
+  AND finished_at < %(cutoff)s AND state IN ('succeeded', 'failed', 'cancelled')
+RETURNING finished_at;
 
 -- name: applied_migrations
 SELECT version FROM schema_migrations ORDER BY version;

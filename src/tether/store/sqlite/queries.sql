@@ -160,9 +160,15 @@ WHERE :include_stopped OR w.stopped_at IS NULL
 ORDER BY w.started_at DESC;
 
 -- name: prune_jobs
+-- One batch, oldest first from ``since`` (the last batch's newest finished_at). INDEXED BY:
+-- without statistics (tether never ANALYZEs) SQLite would pick jobs_state and sort every
+-- finished job for each batch.
 DELETE FROM jobs
-WHERE finished_at IS NOT NULL AND finished_at < :cutoff
-  AND state IN ('succeeded', 'failed', 'cancelled');
+WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished
+             WHERE finished_at IS NOT NULL AND finished_at >= :since AND finished_at < :cutoff
+               AND state IN ('succeeded', 'failed', 'cancelled')
+             ORDER BY finished_at LIMIT :limit)
+RETURNING finished_at;
 
 -- name: applied_migrations
 SELECT version FROM schema_migrations ORDER BY version;
