@@ -73,14 +73,19 @@ def _claims(small, big, sz) -> dict:
 LISTS = {
     "default": {},
     "state_failed": {"state": "failed"},
+    "state_cancelled_none": {"state": "cancelled"},  # a state no job is in: the worst case
     "project_state_failed": {"project": "proj-1", "state": "failed"},
     "queue_type": {"queue": "queue-2", "type": "embed"},
+    "search_id": {"search": None},  # filled in: an id from the middle of the table
+    "search_key_none": {"search": "no-such-key"},
 }
 
 
-def _lists(app, sz) -> dict:
+def _lists(app, sz, middle: int) -> dict:
     out = {}
     for name, filters in LISTS.items():
+        if name == "search_id":
+            filters = {"search": str(middle)}
         got = app.list(**filters)
         out[name] = dict(_ms(_timed(lambda f=filters: app.list(**f), sz.big_list_calls)),
                          rows=len(got))
@@ -116,7 +121,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _http(url: str, sz, backend: str) -> dict:
+def _http(url: str, sz, backend: str, middle: int) -> dict:
     import httpx
     port = _free_port()
     proc = spawn([*_tether_bin(), "serve", "--port", str(port), "--insecure-no-auth",
@@ -142,6 +147,9 @@ def _http(url: str, sz, backend: str) -> dict:
                 "dashboard_first_page": {"limit": 50},
                 "dashboard_next_page": {"limit": 50, "cursor": first["next_cursor"]},
                 "dashboard_state_failed": {"limit": 50, "state": "failed"},
+                "dashboard_search_id": {"limit": 50, "search": str(middle)},
+                "dashboard_project_failed": {"limit": 50, "project": "proj-1",
+                                             "state": "failed"},
             }
             out = {}
             for name, params in requests.items():
@@ -250,10 +258,11 @@ def run(backend: str, sz, env) -> dict:
         env.log(f"W10 {backend}: built in {info['build_s']:.0f}s: {out['rows']}")
         out["claim"] = _claims(small, app, sz)
         env.log(f"   -> claim ratio big/small {out['claim']['ratio']}")
-        out["list"] = _lists(app, sz)
+        middle = info["first_id"] + sz.big_finished // 2
+        out["list"] = _lists(app, sz, middle)
         env.log(f"   -> list {out['list']}")
         out["cli"] = _cli(db.url, sz)
-        out["http"] = _http(db.url, sz, backend)
+        out["http"] = _http(db.url, sz, backend, middle)
         env.log(f"   -> http {out['http']}")
         out["prune"] = _prune(app, db, info, sz)
         env.log(f"   -> prune {out['prune']}")
