@@ -162,8 +162,9 @@ class Jobs(Profiles):
         if state is not None:
             state = str(JobState(state))
         scope = None if projects is None else sorted(set(projects))
-        params = dict(projects=self._list_param(scope), state=state, type=type,
-                      queue=queue, before_id=before_id, limit=limit)
+        params: dict[str, Any] = {"projects": self._list_param(scope), "state": state,
+                                  "type": type, "queue": queue, "before_id": before_id,
+                                  "limit": limit}
         if search is not None:
             query = "list_jobs_search"
             params.update(search=search, search_id=_as_id(search))
