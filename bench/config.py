@@ -56,6 +56,15 @@ class Sizes:
     scale_marker_gap_s: tuple[float, float] = (0.02, 0.1)  # W9: between claim-latency markers
     scale_sample_s: float = 0.1     # W9: pg_stat_activity sampling interval
     scale_prefetch: int = -1        # W9: worker --prefetch (-1: the worker's default)
+    big_finished: int = 10_000_000  # W10
+    big_queued: int = 5_000
+    big_failed_every: int = 10      # every 10th finished job failed
+    big_span_s: float = 90 * 86400.0  # finish times spread over the 90 days before the load
+    big_claim_samples: int = 200
+    big_list_calls: int = 200
+    big_cli_runs: int = 3
+    big_prune_fraction: float = 0.5
+    big_prune_baseline_s: float = 10.0
     ceiling_seconds: float = 10.0
     ceiling_clients: int = 8
     runs: int = 3
@@ -74,7 +83,9 @@ QUICK = Sizes(throughput_jobs=100, drain_timeout_s=30.0, enqueue_single=30,
               rss_low=50, rss_high=250, rss_timeout_s=60.0, llm_jobs=24, llm_calls=3,
               llm_latency_s=0.05, llm_workers=2, llm_concurrency=4, llm_timeout_s=60.0,
               scale_workers=(1, 2), scale_jobs=3_000, scale_timeout_s=30.0,
-              ceiling_seconds=1.0, runs=1,
+              ceiling_seconds=1.0, runs=1, big_finished=20_000, big_queued=500,
+              big_claim_samples=40, big_list_calls=20, big_cli_runs=1,
+              big_prune_baseline_s=1.0,
               poll_interval=0.2)
 
 

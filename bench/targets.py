@@ -90,6 +90,15 @@ def targets(res: dict) -> list[dict]:
             add(f"W5 {backend_name(b)} claim cost {label} < 1.5", r, 1.5,
                 None if r is None else r < 1.5)
     for b in ("sqlite", "postgres"):
+        r = get(w, "W10", b, "claim", "ratio")
+        add(f"W10 {backend_name(b)} claim cost beside the big finished table < 1.5", r, 1.5,
+            None if r is None else r < 1.5)
+        for where, name in (("list", "state_failed"), ("http", "state_failed"),
+                            ("http", "dashboard_first_page")):
+            p99 = get(w, "W10", b, where, name, "p99_ms")
+            add(f"W10 {backend_name(b)} {where} {name} p99 < 100 ms", p99, 100.0,
+                None if p99 is None else p99 < 100)
+    for b in ("sqlite", "postgres"):
         g = get(w, "W7", b, "tether", "growth_pct")
         capped = get(w, "W7", b, "tether", "capped")
         add(f"W7 {backend_name(b)} worker RSS growth < 10%", g, 10.0,

@@ -15,19 +15,19 @@ from bench.peers import ALL as ALL_PEERS
 from bench.peers.huey_peer import HueyPeer
 from tests.conftest import ROOT
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W10")
 
 
 def _quick(tmp_path, *args: str) -> dict:
     out = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench.run", "--quick", "--quiet", "--json", str(out), *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=230)
+        cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(out.read_text())
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(420)
 def test_quick_mode_writes_every_workload(tmp_path):
     res = _quick(tmp_path, "--peers", "none", "--only", ",".join(WORKLOADS))  # W9: test_scale.py
     sz = res["meta"]["sizes"]
@@ -88,12 +88,38 @@ def test_quick_mode_writes_every_workload(tmp_path):
                 assert pooled[k]["jobs_per_s"] > 0
                 assert pooled[k]["runs"][0]["done"] == sz["throughput_jobs"]
                 assert pooled[k]["runs"][0]["pgbouncer_transactions"] > 0
+    for b in backends:
+        _check_w10(res["workloads"]["W10"][b], sz)
     names = {t["target"] for t in res["targets"]}
     assert any(n.startswith("W8 SQLite drain within 10 %") for n in names)
     assert any("half the batched probe" in n for n in names)
 
 
-@pytest.mark.timeout(240)
+def _check_w10(w10, sz):
+    """Big tables: the rows were built, every claim claimed, every list answered with the
+    rows the data implies, and the prune took the oldest half of the finished jobs while
+    claims went on."""
+    finished, queued = sz["big_finished"], sz["big_queued"]
+    assert w10["rows"]["jobs"] == finished + queued + 3  # + the three template jobs
+    assert w10["rows"]["job_events"] >= 3 * finished
+    assert w10["rows"]["job_attempts"] >= finished
+    assert w10["claim"]["ratio"] > 0 and "error" not in w10["claim"]
+    lists = w10["list"]
+    for name in ("default", "state_failed", "project_state_failed", "queue_type"):
+        assert lists[name]["rows"] == 50 and lists[name]["p99_ms"] > 0, name
+    assert lists["state_cancelled_none"]["rows"] == 0
+    assert lists["search_id"]["rows"] == 1 and lists["search_key_none"]["rows"] == 0
+    assert w10["cli"]["rows"] == 50
+    for name, got in w10["http"].items():
+        assert got["rows"] == (1 if name == "dashboard_search_id" else 50), name
+        assert got["p50_ms"] > 0, name
+    prune = w10["prune"]
+    assert "error" not in prune
+    assert abs(prune["pruned"] - finished * sz["big_prune_fraction"]) <= 0.01 * finished
+    assert prune["claims_during"]["n"] > 0 and prune["claims_baseline"]["claimed"] > 0
+
+
+@pytest.mark.timeout(420)
 def test_quick_mode_runs_every_peer_row_at_its_settings(tmp_path):
     """Each peer variant is a row of its own with its settings; a peer whose package is
     absent is recorded as skipped, with why."""

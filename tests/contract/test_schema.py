@@ -51,7 +51,8 @@ EXPECTED = {
 EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "jobs_leases",
                     "jobs_lease_owner", "call_journal_open", "call_journal_cache",
                     "rate_limit_events_scope", "jobs_waiting_due", "jobs_parent",
-                    "job_signals_mailbox", "schedules_due", "job_events_feed"}
+                    "job_signals_mailbox", "schedules_due", "job_events_feed",
+                    "job_signals_job", "jobs_idempotency_key"}
 
 
 def _schema(store, backend):
@@ -80,7 +81,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == EXPECTED
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 13
+    assert store.schema_version() == 14
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -149,7 +150,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 13
+        assert new.store.schema_version() == 14
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         with new.store._write() as tx:  # 0009 widened the state check of existing tables

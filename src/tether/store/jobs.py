@@ -156,12 +156,27 @@ class Jobs(Profiles):
     def list_jobs(self, *, projects: Iterable[str] | None = None, state: str | None = None,
                   type: str | None = None, queue: str | None = None, search: str | None = None,
                   before_id: int | None = None, limit: int = 50) -> list[Job]:
+        """Newest first. One statement for each shape of filter (a search; one project and a
+        state; a state; neither) so that each is planned on its own index, whatever the size
+        of the table."""
         if state is not None:
             state = str(JobState(state))
+        scope = None if projects is None else sorted(set(projects))
+        params: dict[str, Any] = {"projects": self._list_param(scope), "state": state,
+                                  "type": type, "queue": queue, "before_id": before_id,
+                                  "limit": limit}
+        if search is not None:
+            query = "list_jobs_search"
+            params.update(search=search, search_id=_as_id(search))
+        elif state is None:
+            query = "list_jobs"
+        elif scope is not None and len(scope) == 1:
+            query = "list_jobs_in_project_state"
+            params.update(project=scope[0])
+        else:
+            query = "list_jobs_in_state"
         with self._read() as tx:
-            rows = tx.all("list_jobs", projects=self._list_param(projects), state=state,
-                          type=type, queue=queue, search=search, before_id=before_id,
-                          limit=limit)
+            rows = tx.all(query, **params)
         return [to_job(r) for r in rows]
 
     def events(self, job_id: int, *, after: int = 0, limit: int = 1000) -> list[Event]:
@@ -173,3 +188,11 @@ class Jobs(Profiles):
         with self._read() as tx:
             rows = tx.all("list_attempts", job_id=job_id)
         return [to_attempt(r) for r in rows]
+
+
+def _as_id(search: str) -> int | None:
+    """``search`` as a job id when it spells one exactly (``"42"``, not ``"042"``), else None."""
+    if search.isascii() and search.isdigit() and str(int(search)) == search:
+        value = int(search)
+        return value if 0 < value < 2 ** 63 else None
+    return None

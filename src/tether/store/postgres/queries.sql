@@ -178,16 +178,55 @@ ORDER BY run_after LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 
 -- name: list_jobs
+-- Newest first; no state and no search (those have the two statements below): the primary
+-- key read backwards, filtered.
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
        b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
 WHERE (%(projects)s::text[] IS NULL OR j.project = ANY (%(projects)s::text[]))
-  AND (%(state)s::text IS NULL OR j.state = %(state)s::text)
   AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
   AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
   AND (%(before_id)s::bigint IS NULL OR j.id < %(before_id)s::bigint)
-  AND (%(search)s::text IS NULL OR j.idempotency_key = %(search)s::text
-       OR j.id::text = %(search)s::text)
+ORDER BY j.id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_in_state
+-- The state is a plain equality (never ``IS NULL OR``, which a generic plan cannot match to
+-- an index): jobs_state (state, id) read backwards, so a rare state among millions of
+-- finished jobs costs what a common one does.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
+WHERE j.state = %(state)s::text
+  AND (%(projects)s::text[] IS NULL OR j.project = ANY (%(projects)s::text[]))
+  AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
+  AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(before_id)s::bigint IS NULL OR j.id < %(before_id)s::bigint)
+ORDER BY j.id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_in_project_state
+-- One project and a state (the dashboard's "failed jobs of this project"): jobs_project_state
+-- (project, state, id) read backwards, however many jobs other projects or states hold.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
+WHERE j.project = %(project)s::text AND j.state = %(state)s::text
+  AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
+  AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(before_id)s::bigint IS NULL OR j.id < %(before_id)s::bigint)
+ORDER BY j.id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_search
+-- A job id or an idempotency key: the primary key and jobs_idempotency_key, never a scan.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
+WHERE j.id IN (SELECT k.id FROM jobs k WHERE k.idempotency_key = %(search)s::text
+               UNION ALL SELECT %(search_id)s::bigint)
+  AND (%(state)s::text IS NULL OR j.state = %(state)s::text)
+  AND (%(projects)s::text[] IS NULL OR j.project = ANY (%(projects)s::text[]))
+  AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
+  AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(before_id)s::bigint IS NULL OR j.id < %(before_id)s::bigint)
 ORDER BY j.id DESC LIMIT %(limit)s;
 
 -- name: ensure_queue
@@ -219,9 +258,18 @@ WHERE %(include_stopped)s::boolean OR w.stopped_at IS NULL
 ORDER BY w.started_at DESC;
 
 -- name: prune_jobs
+-- One batch, oldest first from ``since`` (the last batch's newest finished_at: the index scan
+-- starts past the entries of rows already deleted); the outer test re-checks a row a concurrent
+-- retry changed. ``= ANY (ARRAY(...))``: the batch's ids are looked up by primary key (an
+-- ``IN (subquery)`` may be planned as a hash join over the whole table).
 DELETE FROM jobs
-WHERE finished_at IS NOT NULL AND finished_at < %(cutoff)s
-  AND state IN ('succeeded', 'failed', 'cancelled');
+WHERE id = ANY (ARRAY(SELECT id FROM jobs
+                      WHERE finished_at IS NOT NULL AND finished_at >= %(since)s
+                        AND finished_at < %(cutoff)s
+                        AND state IN ('succeeded', 'failed', 'cancelled')
+                      ORDER BY finished_at LIMIT %(limit)s))
+  AND finished_at < %(cutoff)s AND state IN ('succeeded', 'failed', 'cancelled')
+RETURNING finished_at;
 
 -- name: applied_migrations
 SELECT version FROM schema_migrations ORDER BY version;

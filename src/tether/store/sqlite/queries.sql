@@ -121,15 +121,57 @@ SELECT * FROM jobs INDEXED BY jobs_retry_due
 WHERE state = 'retry_wait' AND run_after <= :now ORDER BY run_after LIMIT :limit;
 
 -- name: list_jobs
+-- Newest first; no state and no search (those have the two statements below): the rowid
+-- read backwards, filtered.
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
        b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
 WHERE (:projects IS NULL OR j.project IN (SELECT value FROM json_each(:projects)))
-  AND (:state IS NULL OR j.state = :state)
   AND (:type IS NULL OR j.type = :type)
   AND (:queue IS NULL OR j.queue = :queue)
   AND (:before_id IS NULL OR j.id < :before_id)
-  AND (:search IS NULL OR j.idempotency_key = :search OR CAST(j.id AS TEXT) = :search)
+ORDER BY j.id DESC LIMIT :limit;
+
+-- name: list_jobs_in_state
+-- The state is a plain equality (never ``IS NULL OR``, which the planner cannot match to an
+-- index): jobs_state (state, id) read backwards, so a rare state among millions of finished
+-- jobs costs what a common one does.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j INDEXED BY jobs_state
+LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
+WHERE j.state = :state
+  AND (:projects IS NULL OR j.project IN (SELECT value FROM json_each(:projects)))
+  AND (:type IS NULL OR j.type = :type)
+  AND (:queue IS NULL OR j.queue = :queue)
+  AND (:before_id IS NULL OR j.id < :before_id)
+ORDER BY j.id DESC LIMIT :limit;
+
+-- name: list_jobs_in_project_state
+-- One project and a state (the dashboard's "failed jobs of this project"): jobs_project_state
+-- (project, state, id) read backwards, however many jobs other projects or states hold.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j INDEXED BY jobs_project_state
+LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
+WHERE j.project = :project AND j.state = :state
+  AND (:type IS NULL OR j.type = :type)
+  AND (:queue IS NULL OR j.queue = :queue)
+  AND (:before_id IS NULL OR j.id < :before_id)
+ORDER BY j.id DESC LIMIT :limit;
+
+-- name: list_jobs_search
+-- A job id or an idempotency key: the rowid and jobs_idempotency_key, never a scan.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
+WHERE j.id IN (SELECT k.id FROM jobs k WHERE k.idempotency_key = :search
+               UNION ALL SELECT :search_id)
+  AND (:state IS NULL OR j.state = :state)
+  AND (:projects IS NULL OR j.project IN (SELECT value FROM json_each(:projects)))
+  AND (:type IS NULL OR j.type = :type)
+  AND (:queue IS NULL OR j.queue = :queue)
+  AND (:before_id IS NULL OR j.id < :before_id)
 ORDER BY j.id DESC LIMIT :limit;
 
 -- name: ensure_queue
@@ -160,9 +202,15 @@ WHERE :include_stopped OR w.stopped_at IS NULL
 ORDER BY w.started_at DESC;
 
 -- name: prune_jobs
+-- One batch, oldest first from ``since`` (the last batch's newest finished_at). INDEXED BY:
+-- without statistics (tether never ANALYZEs) SQLite would pick jobs_state and sort every
+-- finished job for each batch.
 DELETE FROM jobs
-WHERE finished_at IS NOT NULL AND finished_at < :cutoff
-  AND state IN ('succeeded', 'failed', 'cancelled');
+WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished
+             WHERE finished_at IS NOT NULL AND finished_at >= :since AND finished_at < :cutoff
+               AND state IN ('succeeded', 'failed', 'cancelled')
+             ORDER BY finished_at LIMIT :limit)
+RETURNING finished_at;
 
 -- name: applied_migrations
 SELECT version FROM schema_migrations ORDER BY version;

@@ -111,6 +111,11 @@ class SQLiteStore(SQLStore):
     group_commit = True
     """One writer at a time: a worker's writes share commits (see worker/committer.py)."""
 
+    _prune_batch = 250
+    _prune_yield = 1.0
+    """Prune holds the one writer lock a batch at a time, then leaves it as long to the
+    writers waiting for it (bench W10: claims during a prune)."""
+
     reader_cache_kib = 256
     """Page cache of each thread's read connection. SQLite discards a connection's cache
     whenever another connection has committed, and in a worker the writer commits all the
