@@ -17,8 +17,8 @@ Each step, in a database of its own (so ``pg_stat_activity`` counts only this st
   "held"; only markers that started before the drain ended count.
 - ``pg_stat_activity`` is sampled every ``scale_sample_s`` from another connection
   (``bench/pgactivity.py``): the most connections at once, and backends waiting on locks.
-- The connection bound: a worker's pool is ``PostgresStore``'s default ``max_size``, plus its
-  LISTEN connection, so n workers hold at most n x (pool + 1).
+- The connection bound: a worker's pool is ``TETHER_PG_POOL_MAX`` (default 10) as the workers
+  see it, plus its LISTEN connection, so n workers hold at most n x (pool + 1).
 - Machine CPU busy % over the drain (``/proc/stat``): on a small machine the big steps are
   CPU-bound, and this says so.
 
@@ -28,7 +28,6 @@ latency and of the lock waits the fetch-ahead accounts for).
 
 from __future__ import annotations
 
-import inspect
 import random
 import subprocess
 import sys
@@ -51,10 +50,10 @@ WORKER_APP = "tether-w9-worker"
 
 
 def pool_per_worker() -> dict:
-    """The connections one worker process may hold: its store's pool (``PostgresStore``'s
-    default ``max_size``; the worker CLI does not change it) and the LISTEN connection."""
-    from tether.store.postgres.store import PostgresStore
-    pool = inspect.signature(PostgresStore.__init__).parameters["max_size"].default
+    """The connections one worker process may hold: its store's pool (``TETHER_PG_POOL_MAX``
+    in the environment the workers inherit, default 10) and the LISTEN connection."""
+    from tether.store.postgres.pooler import max_size_from_env
+    pool = max_size_from_env()
     return {"pool_max_size": pool, "listener": 1, "per_worker": pool + 1}
 
 
