@@ -89,7 +89,6 @@ def create_app(tether_app: Tether, *, auth: bool = True,
         try:
             yield
         finally:
-            hub.close()
             stream_hub.close()
             if runner is not None:
                 runner.stop()

@@ -97,10 +97,7 @@ class Accounting(Profiles):
         ``COUNTER_FIELDS`` value of the row named by the same place in ``keys``, money as
         ``Decimal``. Primary-key updates in one batch: cheaper on SQLite than one statement
         choosing each column's value by scope."""
-        tx.many("update_budget_row", [
-            dict({name: self._money_param(v) if name.endswith("_usd") else v
-                  for name, v in values.items()}, scope=scope, key=key, now=now)
-            for (scope, key), values in zip(keys, counters, strict=True)])
+        tx.many("update_budget_row", self._budget_params(keys, counters, now))
 
     def _write_accumulators(self, tx: Tx, keys: Sequence[tuple[str, str]],
                             values: Sequence[dict[str, Any]], deltas: Sequence[dict[str, Any]],
@@ -110,10 +107,14 @@ class Accounting(Profiles):
         if not self._budget_deltas:
             self._write_budget_rows(tx, keys, values, now)
             return
-        tx.many("add_budget_row", [
-            dict({name: self._money_param(v) if name.endswith("_usd") else v
-                  for name, v in delta.items()}, scope=scope, key=key, now=now)
-            for (scope, key), delta in zip(keys, deltas, strict=True)])
+        tx.many("add_budget_row", self._budget_params(keys, deltas, now))
+
+    def _budget_params(self, keys: Sequence[tuple[str, str]],
+                       counters: Sequence[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+        """One row of accumulator counters per key, money bound as the backend stores it."""
+        return [dict({name: self._money_param(v) if name.endswith("_usd") else v
+                      for name, v in values.items()}, scope=scope, key=key, now=now)
+                for (scope, key), values in zip(keys, counters, strict=True)]
 
     def _lock_checked(self, tx: Tx, rows: list[Row], own_key: str) -> list[Row]:
         """Lock the shared accumulators among ``rows`` (read unlocked by ``lock_calls``) that

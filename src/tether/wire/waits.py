@@ -37,7 +37,6 @@ class WaitHub:
             os.environ.get("TETHER_MAX_WAITS_PER_TOKEN", DEFAULT_MAX_PER_TOKEN))
         self._lock = threading.Lock()
         self._held: dict[str, list[float]] = {}
-        self._waiting = 0
 
     # --- the waiting side -------------------------------------------------------------------------
 
@@ -66,18 +65,4 @@ class WaitHub:
 
     async def wait(self, job: Job, seconds: float) -> Job:
         """The job once terminal, or as it stands after ``seconds``."""
-        with self._lock:
-            self._waiting += 1
-        try:
-            return await self.streams.until_terminal(job, seconds)
-        finally:
-            with self._lock:
-                self._waiting -= 1
-
-    def waiting(self) -> int:
-        """How many requests are waiting now."""
-        with self._lock:
-            return self._waiting
-
-    def close(self) -> None:
-        """Nothing of its own to stop: the stream hub's owner closes it."""
+        return await self.streams.until_terminal(job, seconds)
