@@ -103,8 +103,9 @@ class StreamHub:
 
     def __init__(self, app: Tether, *, max_per_token: int | None = None,
                  poll_s: float | None = None, keepalive_s: float | None = None,
-                 min_interval_s: float = 0.05) -> None:
+                 min_interval_s: float = 0.05, idle_close_s: float = 30.0) -> None:
         self.app = app
+        self.idle_close_s = idle_close_s
         self.max_per_token = max_per_token if max_per_token is not None else int(
             _env("TETHER_MAX_STREAMS_PER_TOKEN", DEFAULT_MAX_PER_TOKEN))
         self.poll_s = poll_s if poll_s is not None else _env("TETHER_STREAM_POLL_S",
@@ -120,6 +121,7 @@ class StreamHub:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._signal: FinishSignal | None = None
+        self._unwatchable = False
         self._position: str | None = None
 
     # --- the cap ----------------------------------------------------------------------------------
@@ -264,19 +266,18 @@ class StreamHub:
     # --- the watching thread ----------------------------------------------------------------------
 
     def _run(self) -> None:
-        store = self.app.store
-        try:
-            signal = self._signal = store.event_signal()
-        except Exception as exc:  # noqa: BLE001 - streams still re-read after each keep-alive
-            log.warning("live streams cannot watch the store: %s", exc)
-            return
         last = 0.0
+        idle_since: float | None = None
         while not self._stop.is_set():
-            while not self._busy.wait(1.0):
-                if self._stop.is_set():
-                    return
+            if not self._busy.wait(1.0):
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since >= self.idle_close_s:
+                    self._drop_signal()
+                continue
+            idle_since = None
+            signal = self._open_signal()
             try:
-                signal.wait(self.poll_s)
+                signal.wait(self.poll_s) if signal is not None else self._stop.wait(self.poll_s)
             except Exception as exc:  # noqa: BLE001 - e.g. the SQLite file is locked
                 log.warning("waiting for the store's signal failed: %s", exc)
                 self._stop.wait(self.poll_s)
@@ -288,6 +289,23 @@ class StreamHub:
                 self.check()
             except Exception as exc:  # noqa: BLE001 - the thread must outlive a failed read
                 log.warning("re-reading for live streams failed: %s", exc)
+
+    def _open_signal(self) -> FinishSignal | None:
+        """The store's signal, opened when streams are open; None (poll) if it cannot be."""
+        if self._signal is None and not self._unwatchable:
+            try:
+                self._signal = self.app.store.event_signal()
+            except Exception as exc:  # noqa: BLE001 - streams still re-read every poll_s
+                log.warning("live streams cannot watch the store: %s", exc)
+                self._unwatchable = True
+        return self._signal
+
+    def _drop_signal(self) -> None:
+        """Closed after ``idle_close_s`` without a stream: on PostgreSQL a live signal makes
+        every finish send a NOTIFY (migration 0015), which costs workers' commits."""
+        signal, self._signal = self._signal, None
+        if signal is not None:
+            signal.close()
 
     def check(self) -> int:
         """One round: read what changed and wake the streams it concerns; how many were woken.
@@ -321,8 +339,8 @@ class StreamHub:
     def close(self) -> None:
         self._stop.set()
         self._busy.set()
-        if self._signal is not None:
-            self._signal.close()
+        self._drop_signal()  # wakes the thread's wait
         thread = self._thread
         if thread is not None:
             thread.join(timeout=3)
+        self._drop_signal()  # in case it opened one again meanwhile

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 
 import psycopg
@@ -37,7 +38,20 @@ _CHANNEL = "SELECT left(%s || coalesce(%s::text, (" + SCHEMA + ")), 63)"
 
 
 FINISHED = "tether.done:"
-"""Channel prefix of migration 0007: a job reached a terminal state (payload: its id)."""
+"""Channel prefix of migration 0007: a job reached a terminal state (payload: its id). Since
+migration 0015 a finish notifies only while a listener's row in ``finish_listeners`` is live."""
+
+REGISTRATION_S = 60.0
+"""How long a listener's row lives unless renewed; renewed every third of it while connected,
+so a listener that died stops costing finishes their NOTIFY within this time."""
+
+_REGISTER = sql.SQL(
+    "INSERT INTO {} (id, until) VALUES (%s, now() + make_interval(secs => %s)) "
+    "ON CONFLICT (id) DO UPDATE SET until = EXCLUDED.until")
+_FORGET = sql.SQL("DELETE FROM {} WHERE id = %s OR until < now() - interval '1 hour'")
+_SNAPSHOT = "SELECT pg_current_snapshot()::text AS snap"
+_RUNNING = ("SELECT count(*) AS n FROM pg_snapshot_xip(%s::pg_snapshot) AS x "
+            "WHERE pg_xact_status(x) = 'in progress'")
 
 
 class Listener:
@@ -49,9 +63,13 @@ class Listener:
     def __init__(self, conninfo: str, *, probe_interval: float = 15.0,
                  max_backoff: float = 5.0, prefix: str = "tether:",
                  on_notify: Callable[[str], None] | None = None,
-                 schema: str | None = None) -> None:
+                 schema: str | None = None, settle_timeout: float = 5.0) -> None:
         self.conninfo = conninfo
         self.prefix = prefix
+        self.registers = prefix == FINISHED
+        self.settle_timeout = settle_timeout
+        self._id = uuid.uuid4().hex
+        self._renew_at = 0.0
         self.schema = schema
         self.on_notify = on_notify
         self.probe_interval = probe_interval
@@ -123,6 +141,9 @@ class Listener:
     def _listen(self, conn: psycopg.Connection) -> None:
         self.channel = present(conn.execute(_CHANNEL, (self.prefix, self.schema)).fetchone())[0]
         conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+        if self.registers:
+            self._register(conn)
+            self._settle(conn)
         self.backend_pid = conn.info.backend_pid
         self.connections += 1
         self.listening.set()
@@ -137,11 +158,45 @@ class Listener:
                 if self.on_notify is not None:
                     self.on_notify(note.payload)
                 self._signal()
+            if self.registers and time.monotonic() >= self._renew_at:
+                self._register(conn)
+                quiet_since = time.monotonic()
             if heard:
                 quiet_since = time.monotonic()
             elif time.monotonic() - quiet_since >= self.probe_interval:
                 conn.execute("SELECT 1")
                 quiet_since = time.monotonic()
+        if self.registers:
+            conn.execute(_FORGET.format(self._table(conn)), (self._id,))
+
+    # --- the registration (finish channel only) ---------------------------------------------------
+
+    def _table(self, conn: psycopg.Connection) -> sql.Composable:
+        schema = self.schema or present(conn.execute(SCHEMA).fetchone())[0]
+        return sql.Identifier(schema, "finish_listeners")
+
+    def _register(self, conn: psycopg.Connection) -> None:
+        """Make finishes notify (again) for the next ``REGISTRATION_S`` seconds."""
+        conn.execute(_REGISTER.format(self._table(conn)), (self._id, REGISTRATION_S))
+        self._renew_at = time.monotonic() + REGISTRATION_S / 3
+
+    def _settle(self, conn: psycopg.Connection) -> None:
+        """Return once every transaction that was running when the row was registered has
+        ended (or after ``settle_timeout``). One of them may have finished a job after looking
+        at the table before the row was there, and so sends no NOTIFY; once it has ended, a
+        re-read (which every (re)connect triggers) sees its finish. A transaction that had not
+        yet written has no xid in the snapshot, and when it writes it will see the row."""
+        snap = present(conn.execute(_SNAPSHOT).fetchone())[0]
+        deadline = time.monotonic() + self.settle_timeout
+        delay = 0.001
+        while present(conn.execute(_RUNNING, (snap,)).fetchone())[0]:
+            if time.monotonic() >= deadline or self._stop.is_set():
+                log.warning("finish listener: transactions older than its registration still "
+                            "run after %.0fs; listening without waiting for them",
+                            self.settle_timeout)
+                return
+            self._stop.wait(delay)
+            delay = min(delay * 2, 0.05)
 
     def close(self) -> None:
         self._stop.set()
