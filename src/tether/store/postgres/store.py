@@ -29,7 +29,6 @@ from typing import Any
 from collections.abc import Iterable, Iterator, Sequence
 
 import psycopg
-from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -47,7 +46,7 @@ from ..tx import present
 from . import pooler as pooling
 from .notify import SCHEMA, ActivityListener, FinishListener, Listener, PollingSignal
 from .retry import TransientStoreError, retry_transient, translate
-from .tx import QUERIES, PgTx, connect_error, conninfo_from_url, json_as_text
+from .tx import QUERIES, PgTx, caller_tx, connect_error, conninfo_from_url, json_as_text
 
 __all__ = ["HERE", "QUERIES", "PostgresStore", "conninfo_from_url"]
 
@@ -146,7 +145,7 @@ class PostgresStore(SQLStore):
     @contextmanager
     def _write(self, conn: Any = None) -> Iterator[PgTx]:
         if conn is not None:
-            yield self._caller_tx(conn)
+            yield caller_tx(conn)
             return
         with self._connection() as c:
             try:
@@ -172,20 +171,6 @@ class PostgresStore(SQLStore):
         """Statements one by one in autocommit: each is atomic and sees committed data."""
         with self._connection() as c:
             yield PgTx(c)
-
-    @staticmethod
-    def _caller_tx(conn: Any) -> PgTx:
-        """The caller's transaction: statements join it; they commit or roll back with it."""
-        if not isinstance(conn, psycopg.Connection):
-            raise ConfigurationError(f"conn= must be a psycopg Connection on PostgreSQL, "
-                                     f"got {type(conn).__name__}")
-        status = conn.info.transaction_status
-        if status == TransactionStatus.INERROR:
-            raise ConfigurationError("conn= is in a failed transaction; roll it back first")
-        if conn.autocommit and status != TransactionStatus.INTRANS:
-            raise ConfigurationError("conn= is in autocommit mode outside a transaction; "
-                                     "use `with conn.transaction():` around the submit")
-        return PgTx(conn, caller=True)
 
     def _now(self, tx: Any, now: float | None) -> float:
         if now is not None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import psycopg
 from psycopg.adapt import AdaptersMap
+from psycopg.pq import TransactionStatus
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
@@ -140,3 +141,17 @@ class PgTx:
             row = present(self._execute("SELECT now() AS now", None).fetchone())
             self.started_at = row["now"].timestamp()
         return self.started_at
+
+
+def caller_tx(conn: Any) -> PgTx:
+    """The caller's transaction: statements join it; they commit or roll back with it."""
+    if not isinstance(conn, psycopg.Connection):
+        raise ConfigurationError(f"conn= must be a psycopg Connection on PostgreSQL, "
+                                 f"got {type(conn).__name__}")
+    status = conn.info.transaction_status
+    if status == TransactionStatus.INERROR:
+        raise ConfigurationError("conn= is in a failed transaction; roll it back first")
+    if conn.autocommit and status != TransactionStatus.INTRANS:
+        raise ConfigurationError("conn= is in autocommit mode outside a transaction; "
+                                 "use `with conn.transaction():` around the submit")
+    return PgTx(conn, caller=True)
