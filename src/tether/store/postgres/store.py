@@ -222,10 +222,9 @@ class PostgresStore(SQLStore):
             return []
         if now is None and self.clock is not None:
             now = self.clock.time()
-        with self._read() as tx:  # a single statement: atomic without BEGIN/COMMIT
-            rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
-                          limit=limit, lease_ttl=float(lease_ttl), now=now,
-                          start=start)
+        with self._read() as tx:
+            rows = tx.claim(worker_id=worker_id, queues=self._list_param(queues),
+                            limit=limit, lease_ttl=float(lease_ttl), now=now, start=start)
             self._read_counters(tx, rows)
         return [Claim(to_job(r), int(r["lease_token"]), started=bool(r["started"]))
                 for r in rows]
