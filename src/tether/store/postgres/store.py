@@ -86,6 +86,7 @@ class PostgresStore(SQLStore):
     """Concurrent commits already share a WAL flush here; see ``transaction``."""
     _budget_deltas = True
     """Many writers at once: call batches add to shared accumulators (``accounting.py``)."""
+    _succeed_alone = True
 
     def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
                  min_size: int = 1, max_size: int | None = None, connect_timeout: float = 5.0,
@@ -250,13 +251,16 @@ class PostgresStore(SQLStore):
         return super().submit(jobs, conn=conn, profile=profile)
 
     def _succeed_plain(self, tx: Any, items: Sequence[tuple[int, int, Outcome]],
-                       now: float) -> set[int]:
-        """Plain successes in one statement (``succeed_many``): one round trip for a batch."""
+                       now: float | None) -> set[int]:
+        """Plain successes in one statement (``succeed_many``): one round trip for a batch;
+        ``now`` None: the statement reads the clock (``_succeed_alone``)."""
         wanted = [i for i, (_, _, out) in enumerate(items)
                   if out.state == JobState.SUCCEEDED and out.kind is None]
         if not wanted:
             return set()
         check_transition(JobState.RUNNING, JobState.SUCCEEDED)
+        if now is None and self.clock is not None:
+            now = self.clock.time()
         rows = tx.all("succeed_many", ids=[items[i][0] for i in wanted],
                       tokens=[items[i][1] for i in wanted],
                       results=[items[i][2].result_json for i in wanted],
