@@ -218,3 +218,25 @@ def test_finish_many_writes_a_batch_and_reports_lost_leases_in_place(app, clock)
     assert [app.get(j.id).state for j in jobs] == [S.SUCCEEDED, S.RUNNING, S.FAILED]
     assert [e.kind for e in app.events(jobs[0].id)] == ["submitted", "leased", "running",
                                                          "succeeded"]
+
+
+def test_finish_many_of_successes_writes_those_it_can_and_reports_the_rest(app, clock):
+    """A batch of plain successes (one statement where the backend can) with a lost lease in
+    the middle: the others succeed with their events and attempt rows, the lost one is
+    reported in its slot and its job is left as it was."""
+    register(app)
+    jobs = [app.submit("t", {"n": i}) for i in range(3)]
+    claims = app.store.claim("w", queues=None, limit=3, lease_ttl=30, start=True)
+    clock.advance(2)
+    results = app.store.finish_many([
+        (c.job.id, c.token + (5 if i == 1 else 0), Outcome(S.SUCCEEDED, result_json=str(i)))
+        for i, c in enumerate(claims)])
+    assert results[0] == S.SUCCEEDED and results[2] == S.SUCCEEDED
+    assert isinstance(results[1], LeaseLost)
+    assert [app.get(j.id).state for j in jobs] == [S.SUCCEEDED, S.RUNNING, S.SUCCEEDED]
+    done = app.get(jobs[2].id)
+    assert done.result == 2 and done.finished_at.timestamp() == pytest.approx(clock.time())
+    assert [e.kind for e in app.events(jobs[2].id)][-1] == "succeeded"
+    (attempt,) = app.store.attempts(jobs[2].id)
+    assert attempt.outcome == "succeeded"
+    assert attempt.finished_at.timestamp() == pytest.approx(clock.time())

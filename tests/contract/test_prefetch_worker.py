@@ -112,11 +112,11 @@ def test_the_heartbeat_leaves_a_fresh_outcome_to_its_commit(app, clock):
     gate = threading.Event()
     w.completer.stop()
     w.completer = Completer(lambda items: (gate.wait(30), w.writes.finish_many(items))[1],
-                            on_done=w._finished)
+                            monotonic=w.clock.monotonic)
     with w._lock:  # the other job is still running in its slot
-        w._running[other.job_id] = (other, None)
+        w._running[other.job_id] = other
     try:
-        w._complete(done, Outcome(S.SUCCEEDED, result_json="1"))
+        w.completer.complete(done, Outcome(S.SUCCEEDED, result_json="1"))
         assert {l.job_id for l in w.leases()} == {done.job_id, other.job_id}
         assert [l.job_id for l in w.renewable()] == [other.job_id]
         clock.advance(10.01)

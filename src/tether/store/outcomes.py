@@ -16,8 +16,18 @@ from .base import Outcome
 from .tx import Row, Tx
 
 
+def _plain(outcome: Outcome) -> bool:
+    """A plain success: what ``succeed_many`` writes set-wise."""
+    return outcome.state == JobState.SUCCEEDED and outcome.kind is None
+
+
 class Outcomes(Waits, Accounting):
     """``finish`` and ``finish_many``."""
+
+    _succeed_alone = False
+    """True where ``succeed_many`` is one statement that also writes the events and attempts
+    and reads the clock itself (``now`` None): a batch of plain successes is then that one
+    statement outside any transaction."""
 
     def finish(self, job_id: int, token: int, outcome: Outcome, *,
                now: float | None = None) -> JobState:
@@ -29,34 +39,55 @@ class Outcomes(Waits, Accounting):
     def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
                     now: float | None = None) -> list[JobState | LeaseLost]:
         """``finish`` for many attempts in ONE transaction (one commit for a whole batch of
-        outcomes). A lost lease is reported in its slot, not raised: it writes nothing and
-        does not hold back the others."""
-        out: list[JobState | LeaseLost] = []
+        outcomes); where ``_succeed_alone``, a batch of plain successes is one statement, and
+        what it could not write (a lost lease, a call left open, a child job) one transaction
+        after it. A lost lease is reported in its slot, not raised: it writes nothing and does
+        not hold back the others."""
+        if self._succeed_alone and all(_plain(o) for _, _, o in items):
+            with self._read() as tx:  # one statement, atomic by itself: no BEGIN/COMMIT
+                fast = self._succeed_plain(tx, items, now)
+            if len(fast) == len(items):
+                return [JobState.SUCCEEDED] * len(items)
+            rest = iter(self._finish_each([it for i, it in enumerate(items) if i not in fast],
+                                          now))
+            return [JobState.SUCCEEDED if i in fast else next(rest) for i in range(len(items))]
         with self._write() as tx:
             now = self._now(tx, now)
             fast = self._succeed_plain(tx, items, now)
-            for i, (job_id, token, outcome) in enumerate(items):
-                if i in fast:
-                    out.append(JobState.SUCCEEDED)
-                    continue
-                row = tx.one("lock_job", id=job_id)
-                if row is None or row["lease_token"] != token:
-                    out.append(LeaseLost(f"job {job_id}: lease {token} is no longer held",
-                                         job_id=job_id))
-                    continue
-                out.append(self._finish_row(tx, row, token, outcome, now))
+            return self._finish_rest(tx, items, fast, now)
+
+    def _finish_each(self, items: Sequence[tuple[int, int, Outcome]],
+                     now: float | None) -> list[JobState | LeaseLost]:
+        """The outcomes ``succeed_many`` did not write, one by one in one transaction."""
+        with self._write() as tx:
+            return self._finish_rest(tx, items, set(), self._now(tx, now))
+
+    def _finish_rest(self, tx: Tx, items: Sequence[tuple[int, int, Outcome]], fast: set[int],
+                     now: float) -> list[JobState | LeaseLost]:
+        """Finish ``items`` but those at the positions in ``fast`` (written already)."""
+        out: list[JobState | LeaseLost] = []
+        for i, (job_id, token, outcome) in enumerate(items):
+            if i in fast:
+                out.append(JobState.SUCCEEDED)
+                continue
+            row = tx.one("lock_job", id=job_id)
+            if row is None or row["lease_token"] != token:
+                out.append(LeaseLost(f"job {job_id}: lease {token} is no longer held",
+                                     job_id=job_id))
+                continue
+            out.append(self._finish_row(tx, row, token, outcome, now))
         return out
 
     def _succeed_plain(self, tx: Tx, items: Sequence[tuple[int, int, Outcome]],
-                       now: float) -> set[int]:
+                       now: float | None) -> set[int]:
         """Write the plain successes among ``items`` (a ``running`` job under its lease with
         no call left open) set-wise; returns their positions. The rest go one by one.
         ``succeed_many`` moves the rows; a backend may also write their events and attempts
         in that same statement (PostgreSQL), otherwise they follow here."""
-        wanted = [i for i, (_, _, out) in enumerate(items)
-                  if out.state == JobState.SUCCEEDED and out.kind is None]
+        wanted = [i for i, (_, _, out) in enumerate(items) if _plain(out)]
         if not wanted:
             return set()
+        assert now is not None, "the clock is read in the caller's transaction"
         check_transition(JobState.RUNNING, JobState.SUCCEEDED)
         rows = tx.all("succeed_many", items=json.dumps(
             [[items[i][0], items[i][1], items[i][2].result_json] for i in wanted]), now=now)

@@ -7,6 +7,7 @@ money as text or Decimal; these helpers accept either, so the shared logic sees 
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from datetime import datetime, UTC
 from decimal import Decimal
 from functools import lru_cache
@@ -50,6 +51,8 @@ def as_datetime(value: Any) -> datetime | None:
 def load_json(value: Any) -> Any:
     if value is None or not isinstance(value, (str, bytes)):
         return value
+    if value == "null":  # most payloads and results: no decoder call
+        return None
     return json.loads(value)
 
 
@@ -101,26 +104,41 @@ def _budget_status(row: Row) -> BudgetStatus:
     return BudgetStatus(limits, used)
 
 
+_JOB_FIELDS = frozenset(f.name for f in fields(Job))
+
+
+def _frozen_job(values: dict[str, Any]) -> Job:
+    """The ``Job`` whose fields are ``values`` (every field, nothing else), made without its
+    generated ``__init__``: a frozen dataclass sets each of its 28 fields through
+    ``object.__setattr__``, which made that call half the cost of turning a claimed row into
+    a job. The record is the same (same fields, equality, ``replace``)."""
+    job = object.__new__(Job)
+    job.__dict__.update(values)
+    return job
+
+
 def to_job(row: Row) -> Job:
     est = row.get("estimated_cost_usd")
-    return Job(
-        id=int(row["id"]), type=row["type"], project=row["project"], queue=row["queue"],
-        state=JobState(row["state"]), stage=row.get("stage"),
-        attempt_count=int(row["attempt_count"]), max_attempts=int(row["max_attempts"]),
-        idempotency_key=row.get("idempotency_key"),
-        input_config_hash=row["input_config_hash"], priority=int(row["priority"]),
-        run_after=as_datetime(row["run_after"]), error_code=row.get("error_code"),
-        error_summary=row.get("error_summary"), result=load_json(row.get("result")),
-        budget=_budget_status(row),
-        lease_owner=row.get("lease_owner"),
-        lease_expires_at=as_datetime(row.get("lease_expires_at")),
-        created_at=as_datetime(row["created_at"]), updated_at=as_datetime(row["updated_at"]),
-        payload=load_json(row.get("payload")), safe_to_retry=bool(row["safe_to_retry"]),
-        lease_token=row.get("lease_token"), finished_at=as_datetime(row.get("finished_at")),
-        price_profile=row.get("price_profile"),
-        estimated_cost_usd=Decimal(str(est)) if est is not None else None,
-        parent_id=row.get("parent_id"), trace_context=row.get("trace_context"),
-    )
+    return _frozen_job({
+        "id": int(row["id"]), "type": row["type"], "project": row["project"],
+        "queue": row["queue"], "state": JobState(row["state"]), "stage": row.get("stage"),
+        "attempt_count": int(row["attempt_count"]), "max_attempts": int(row["max_attempts"]),
+        "idempotency_key": row.get("idempotency_key"),
+        "input_config_hash": row["input_config_hash"], "priority": int(row["priority"]),
+        "run_after": as_datetime(row["run_after"]), "error_code": row.get("error_code"),
+        "error_summary": row.get("error_summary"), "result": load_json(row.get("result")),
+        "budget": _budget_status(row),
+        "lease_owner": row.get("lease_owner"),
+        "lease_expires_at": as_datetime(row.get("lease_expires_at")),
+        "created_at": as_datetime(row["created_at"]),
+        "updated_at": as_datetime(row["updated_at"]),
+        "payload": load_json(row.get("payload")), "safe_to_retry": bool(row["safe_to_retry"]),
+        "lease_token": row.get("lease_token"),
+        "finished_at": as_datetime(row.get("finished_at")),
+        "price_profile": row.get("price_profile"),
+        "estimated_cost_usd": Decimal(str(est)) if est is not None else None,
+        "parent_id": row.get("parent_id"), "trace_context": row.get("trace_context"),
+    })
 
 
 def fresh_budget(limits: Budget) -> BudgetStatus:

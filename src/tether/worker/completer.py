@@ -26,15 +26,18 @@ log = logging.getLogger("tether.completer")
 
 class Completer:
     def __init__(self, write: Callable[[list], list], *, max_batch: int = 500,
-                 on_done: Callable[[Lease], None] = lambda lease: None,
-                 max_pending: int = 10_000) -> None:
+                 on_done: Callable[[list[Lease]], None] = lambda leases: None,
+                 max_pending: int = 10_000,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self._write = write
         self.max_batch = max_batch
         self.max_pending = max_pending
         self._on_done = on_done
-        self._pending: list[tuple[Lease, Outcome]] = []
-        self._inflight: list[Lease] = []
-        self._cond = threading.Condition()
+        self._monotonic = monotonic
+        self._pending: list[tuple[Lease, Outcome, float]] = []
+        self._inflight: list[tuple[Lease, Outcome, float]] = []
+        self._cond = threading.Condition(threading.Lock())
+        self._waiting = False
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="tether-completer", daemon=True)
         self._thread.start()
@@ -46,15 +49,25 @@ class Completer:
         with self._cond:
             while len(self._pending) >= self.max_pending and not self._stopping:
                 self._cond.wait(0.1)
-            self._pending.append((lease, outcome))
-            self._cond.notify_all()
+            self._pending.append((lease, outcome, self._monotonic()))
+            if self._waiting:
+                self._cond.notify_all()
 
-    def _take(self) -> list[tuple[Lease, Outcome]]:
+    def held(self, *, since: float | None = None) -> list[Lease]:
+        """The leases of outcomes not yet committed (``since``: only those handed over at or
+        before that ``monotonic`` time)."""
+        with self._cond:
+            return [lease for lease, _, at in (*self._inflight, *self._pending)
+                    if since is None or at <= since]
+
+    def _take(self) -> list[tuple[Lease, Outcome, float]]:
         with self._cond:
             while not self._pending and not self._stopping:
+                self._waiting = True
                 self._cond.wait()
+            self._waiting = False
             batch, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
-            self._inflight = [lease for lease, _ in batch]
+            self._inflight = batch
             self._cond.notify_all()
             return batch
 
@@ -70,14 +83,17 @@ class Completer:
                 self._inflight = []
                 self._cond.notify_all()
 
-    def _write_batch(self, batch: list[tuple[Lease, Outcome]]) -> None:
+    def _write_batch(self, batch: list[tuple[Lease, Outcome, float]]) -> None:
         delay = 0.1
+        leases = [lease for lease, _, _ in batch]
         while True:
-            batch = [(lease, out) for lease, out in batch if not lease.lost]
+            batch = [item for item in batch if not item[0].lost]
             if not batch:
+                self._on_done(leases)
                 return
             try:
-                results = self._write([(lease.job_id, lease.token, out) for lease, out in batch])
+                results = self._write([(lease.job_id, lease.token, out)
+                                       for lease, out, _ in batch])
                 break
             except StoreError as exc:
                 log.warning("could not record %d outcomes (%s); retrying in %.1fs", len(batch),
@@ -86,11 +102,11 @@ class Completer:
                 delay = min(delay * 2, 5.0)
         self.batches += 1
         self.written += len(batch)
-        for (lease, _), result in zip(batch, results, strict=True):
+        for (lease, _, _), result in zip(batch, results, strict=True):
             if isinstance(result, LeaseLost):
                 log.warning("job %s: lease %s lost before its outcome could be written",
                             lease.job_id, lease.token)
-            self._on_done(lease)
+        self._on_done(leases)
 
     def flush(self, timeout: float = 60.0) -> None:
         """Wait until every queued outcome has been written (or dropped)."""

@@ -16,13 +16,12 @@ import socket
 import threading
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Sequence
 
 from ..clock import utc
 from ..errors import StoreCorrupt, StoreError, WorkerShutdown
 from ..job import Lease
-from ..records import WorkerInfo
+from ..records import Job, WorkerInfo
 from ..store.base import Store
 from ..wakeup import Wakeup
 from .committer import CommittingStore, GroupCommitter
@@ -33,6 +32,7 @@ from .host import WorkerHost
 from .prefetch import Prefetch
 from .rescuer import Rescuer
 from .scheduler import DEFAULT_INTERVAL, Scheduler
+from .slots import Slots
 
 log = logging.getLogger("tether.worker")
 
@@ -79,8 +79,9 @@ class Worker:
         self.prefetch = Prefetch(concurrency, horizon_s=prefetch_horizon, max_ahead=prefetch)
         self.batch = batch or (concurrency + (self.prefetch.max_ahead or 0))
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tether-job")
-        self._running: dict[int, tuple[Lease, Future]] = {}
+        self._slots: Slots[tuple[Job, Lease, bool]] = Slots(concurrency, self._run_slot)
+        self._running: dict[int, Lease] = {}
+        self._max_jobs: int | None = None
         self._active = 0
         self._lock = threading.Lock()
         self._wake = Wakeup()       # new work or a free slot
@@ -99,8 +100,7 @@ class Worker:
                           if group_commit and self.store.group_commit
                           else None)
         self.writes = CommittingStore(self.store, self.committer) if self.committer else self.store
-        self._finishing: dict[int, tuple[Lease, float]] = {}
-        self.completer = Completer(self.writes.finish_many, on_done=self._finished)
+        self.completer = Completer(self.writes.finish_many, monotonic=self.clock.monotonic)
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -108,8 +108,8 @@ class Worker:
         """Every lease this worker holds: jobs running, and jobs whose outcome is not yet
         committed."""
         with self._lock:
-            return ([lease for lease, _ in self._running.values()]
-                    + [lease for lease, _ in self._finishing.values()])
+            running = list(self._running.values())
+        return running + self.completer.held()
 
     def renewable(self) -> list[Lease]:
         """The leases the heartbeat renews: all of them but outcomes handed to the completer
@@ -118,19 +118,8 @@ class Worker:
         a store failure, say, is renewed from then on, with two thirds of a TTL still left."""
         fresh = self.clock.monotonic() - self.lease_ttl / 3
         with self._lock:
-            return ([lease for lease, _ in self._running.values()]
-                    + [lease for lease, since in self._finishing.values() if since <= fresh])
-
-    def _complete(self, lease: Lease, outcome) -> None:  # noqa: ANN001
-        with self._lock:
-            self._finishing[lease.job_id] = (lease, self.clock.monotonic())
-        self.completer.complete(lease, outcome)
-
-    def _finished(self, lease: Lease) -> None:
-        with self._lock:
-            held = self._finishing.get(lease.job_id)
-            if held is not None and held[0] is lease:
-                del self._finishing[lease.job_id]
+            running = list(self._running.values())
+        return running + self.completer.held(since=fresh)
 
     @property
     def busy(self) -> int:
@@ -184,15 +173,20 @@ class Worker:
             return 0
         claims = self.writes.claim(self.id, queues=self.queues, limit=want,
                                    lease_ttl=self.lease_ttl, start=True)
-        for claim in claims:
-            lease = Lease(claim.job.id, claim.token)
+        if claims:
+            batch = [(claim.job, Lease(claim.job.id, claim.token), claim.started)
+                     for claim in claims]
             with self._lock:
-                future = self._pool.submit(self._execute, claim.job, lease, claim.started)
-                self._running[claim.job.id] = (lease, future)
+                for job, lease, _ in batch:
+                    self._running[job.id] = lease
+            self._slots.put_many(batch)
         self._drained = len(claims) < want
         return len(claims)
 
-    def _execute(self, job, lease: Lease, started: bool = False) -> None:  # noqa: ANN001
+    def _run_slot(self, item: tuple[Job, Lease, bool]) -> None:
+        self._execute(*item)
+
+    def _execute(self, job: Job, lease: Lease, started: bool = False) -> None:
         with self._lock:
             self._active += 1
         began = time.perf_counter()
@@ -200,7 +194,7 @@ class Worker:
             if self.stopping:
                 lease.signal(WorkerShutdown("worker is shutting down"))
             execute(self.app, job, lease, self.writes, started=started,
-                    complete=self._complete)
+                    complete=self.completer.complete)
         except Exception:  # a store failure here must not kill the worker
             log.exception("job %s: could not record its outcome", job.id)
         finally:
@@ -209,7 +203,16 @@ class Worker:
                 self._running.pop(job.id, None)
                 self._active -= 1
                 self.completed += 1
-            self._wake.set()
+                busy = len(self._running)
+            if self._loop_wanted(busy):
+                self._wake.set()
+
+    def _loop_wanted(self, busy: int) -> bool:
+        """Whether a job that just ended should wake the loop: only when the loop then has
+        something to do (claim for free slots, notice it is idle or done, or drain). A loop
+        woken after every job would take the GIL from the job threads for nothing."""
+        return (busy == 0 or self.stopping or self.prefetch.want(busy) > 0
+                or (self._max_jobs is not None and self.completed >= self._max_jobs))
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -221,6 +224,7 @@ class Worker:
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
             signal.signal(signal.SIGINT, lambda *_: self.stop())
         self.store.check_integrity()  # a corrupt SQLite file is one clear error at start
+        self._max_jobs = max_jobs
         self.heartbeat.start()
         backoff = self.poll_interval
         try:
@@ -265,7 +269,7 @@ class Worker:
         self._halt.set()
         for lease in self.leases():
             lease.signal(WorkerShutdown("worker is shutting down"))
-        self._pool.shutdown(wait=True)
+        self._slots.close(wait=True)
         self.completer.stop()
         if self.committer is not None:
             self.committer.stop()

@@ -636,7 +636,10 @@ JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 
 -- Plain successes of running jobs with no call left open, set-wise in one statement: rows are
 -- locked in id order first (as every multi-row lock here is), so a concurrent cancel either
 -- committed before (the row no longer matches and takes the one-by-one path) or waits.
-WITH input AS (
+-- %(now)s NULL: the statement's own now(), so a batch needs no transaction around it.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(tokens)s::integer[], %(results)s::text[],
                          %(data)s::text[]) AS t(id, token, result, data)
 ), locked AS (
@@ -650,18 +653,18 @@ WITH input AS (
     UPDATE jobs j
     SET state = 'succeeded', result = i.result::jsonb, error_code = NULL, error_summary = NULL,
         lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
-        finished_at = %(now)s, updated_at = %(now)s, event_seq = j.event_seq + 1
-    FROM input i
+        finished_at = clock.now, updated_at = clock.now, event_seq = j.event_seq + 1
+    FROM input i, clock
     WHERE j.id = i.id AND j.id IN (SELECT id FROM locked)
       AND j.lease_token = i.token AND j.state = 'running'
-    RETURNING j.id, j.event_seq, i.token, i.data
+    RETURNING j.id, j.event_seq, i.token, i.data, clock.now
 ), events AS (
     INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
-    SELECT id, event_seq, %(now)s, 'succeeded', 'running', 'succeeded', token, data::jsonb
+    SELECT id, event_seq, now, 'succeeded', 'running', 'succeeded', token, data::jsonb
     FROM done
 ), attempts AS (
     UPDATE job_attempts a
-    SET finished_at = %(now)s, outcome = 'succeeded', error_code = NULL, error_summary = NULL
+    SET finished_at = d.now, outcome = 'succeeded', error_code = NULL, error_summary = NULL
     FROM done d
     WHERE a.job_id = d.id AND a.attempt = d.token AND a.finished_at IS NULL
 )

@@ -85,6 +85,7 @@ class PostgresStore(SQLStore):
     """Concurrent commits already share a WAL flush here; see ``transaction``."""
     _budget_deltas = True
     """Many writers at once: call batches add to shared accumulators (``accounting.py``)."""
+    _succeed_alone = True
 
     def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
                  min_size: int = 1, max_size: int | None = None, connect_timeout: float = 5.0,
@@ -207,10 +208,9 @@ class PostgresStore(SQLStore):
             return []
         if now is None and self.clock is not None:
             now = self.clock.time()
-        with self._read() as tx:  # a single statement: atomic without BEGIN/COMMIT
-            rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
-                          limit=limit, lease_ttl=float(lease_ttl), now=now,
-                          start=start)
+        with self._read() as tx:
+            rows = tx.claim(worker_id=worker_id, queues=self._list_param(queues),
+                            limit=limit, lease_ttl=float(lease_ttl), now=now, start=start)
             self._read_counters(tx, rows)
         return [Claim(to_job(r), int(r["lease_token"]), started=bool(r["started"]))
                 for r in rows]
@@ -236,13 +236,16 @@ class PostgresStore(SQLStore):
         return super().submit(jobs, conn=conn, profile=profile)
 
     def _succeed_plain(self, tx: Any, items: Sequence[tuple[int, int, Outcome]],
-                       now: float) -> set[int]:
-        """Plain successes in one statement (``succeed_many``): one round trip for a batch."""
+                       now: float | None) -> set[int]:
+        """Plain successes in one statement (``succeed_many``): one round trip for a batch;
+        ``now`` None: the statement reads the clock (``_succeed_alone``)."""
         wanted = [i for i, (_, _, out) in enumerate(items)
                   if out.state == JobState.SUCCEEDED and out.kind is None]
         if not wanted:
             return set()
         check_transition(JobState.RUNNING, JobState.SUCCEEDED)
+        if now is None and self.clock is not None:
+            now = self.clock.time()
         rows = tx.all("succeed_many", ids=[items[i][0] for i in wanted],
                       tokens=[items[i][1] for i in wanted],
                       results=[items[i][2].result_json for i in wanted],

@@ -36,6 +36,15 @@ few rows stays a scan of the job's whole journal as it grows; planning it afresh
 uses the index. (Planning every statement afresh, ``plan_cache_mode = force_custom_plan``,
 costs more than it saves.)"""
 
+CLAIM_PLAN = ("BEGIN", "SELECT set_config('enable_sort', 'off', true), "
+              "set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true)")
+"""How a claim's transaction begins. The claim must walk ``jobs_claimable`` in order and stop
+after ``limit`` rows, whatever the table's statistics say: right after a bulk load the planner
+still believes the table small (never analyzed) and sorts the whole queue on every claim
+instead, a cost that grows with the queue. A disabled plan type only costs more, so the one
+sort left (the claimed rows' order) would price the statement into JIT compilation: off too.
+No setting outlives the transaction."""
+
 # Connection defaults; anything the URL sets wins. Keepalives notice a dead peer on an idle
 # connection; tcp_user_timeout bounds how long unacknowledged data may hang (half-open TCP).
 CONNECTION_DEFAULTS = {"connect_timeout": "5", "application_name": "tether", "keepalives": "1",
@@ -135,6 +144,19 @@ class PgTx:
         except psycopg.Error as exc:
             raise translate(exc, conn=self.conn, during_commit=commit) from exc
         self.committed = commit
+
+    def claim(self, **params: Any) -> list[dict[str, Any]]:
+        """``claim_jobs`` in a transaction of its own whose planner walks ``jobs_claimable``
+        in claim order (``CLAIM_PLAN``), sent with its BEGIN and COMMIT in one round trip."""
+        try:
+            with self.conn.pipeline():
+                for statement in CLAIM_PLAN:
+                    self.conn.execute(statement)
+                cur = self._execute(QUERIES["claim_jobs"], params)
+                self.conn.execute("COMMIT")
+            return cur.fetchall()
+        except psycopg.Error as exc:
+            raise translate(exc, conn=self.conn, during_commit=True) from exc
 
     def db_now(self) -> float:
         if self.started_at is None:
