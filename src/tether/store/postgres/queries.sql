@@ -91,14 +91,11 @@ SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
 -- begins here ('running', its own event); a re-attempt stays 'leased' because its start must
 -- first settle what the earlier attempt left open. picked's WHERE and ORDER BY are exactly
 -- the jobs_claimable index (state = 'queued'; priority, run_after, id).
--- The claim commits without waiting for the WAL flush (synchronous_commit off for its own
--- transaction): a claim a server crash loses leaves its jobs queued, as if the worker had
--- crashed then, and the attempt's first durable write flushes the WAL past the claim, so
--- nothing durable can rest on a lost claim. It spares each claim (and pickup) a disk flush.
+-- Its transaction's settings (PgTx.claim, CLAIM_PLAN) keep this plan and commit it without
+-- waiting for the WAL flush.
 -- name: claim_jobs
 WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now,
-           set_config('synchronous_commit', 'off', true) AS relaxed
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), picked AS (
     SELECT j.id FROM jobs j
     WHERE j.state = 'queued' AND j.run_after <= (SELECT now FROM clock)

@@ -37,13 +37,17 @@ uses the index. (Planning every statement afresh, ``plan_cache_mode = force_cust
 costs more than it saves.)"""
 
 CLAIM_PLAN = ("BEGIN", "SELECT set_config('enable_sort', 'off', true), "
-              "set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true)")
+              "set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true), "
+              "set_config('synchronous_commit', 'off', true)")
 """How a claim's transaction begins. The claim must walk ``jobs_claimable`` in order and stop
 after ``limit`` rows, whatever the table's statistics say: right after a bulk load the planner
 still believes the table small (never analyzed) and sorts the whole queue on every claim
 instead, a cost that grows with the queue. A disabled plan type only costs more, so the one
 sort left (the claimed rows' order) would price the statement into JIT compilation: off too.
-No setting outlives the transaction."""
+The claim also commits without waiting for the WAL flush: a claim that a server crash loses
+leaves its jobs queued, as a worker crash at that moment would, and the attempt's first
+durable write flushes the WAL past it, so nothing durable can rest on a lost claim; it spares
+every claim (and every pickup) a disk flush. No setting outlives the transaction."""
 
 # Connection defaults; anything the URL sets wins. Keepalives notice a dead peer on an idle
 # connection; tcp_user_timeout bounds how long unacknowledged data may hang (half-open TCP).
