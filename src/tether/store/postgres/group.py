@@ -95,8 +95,9 @@ class CallGroup(Combiner):
                 with c.pipeline() as p:
                     c.execute("BEGIN")
                     clock = c.execute("SELECT now() AS now") if store.clock is None else None
-                    locked = c.execute(QUERIES["lock_calls_many"], {"job_ids": job_ids},
-                                       prepare=False)
+                    locked = c.execute(QUERIES["lock_calls_many"],
+                                       {"job_ids": job_ids,
+                                        "job_keys": [str(j) for j in job_ids]}, prepare=False)
                     journal = c.execute(QUERIES["journal_keys_many"],
                                         {"job_ids": [j for j, _ in pairs],
                                          "keys": [k for _, k in pairs]}, prepare=False)
