@@ -9,7 +9,9 @@ journal read, the writes and a COMMIT for every one of them. ``CallGroup`` combi
 ``core.combining.Combiner``: no thread of its own; a call alone is written at once) and
 writes them in one transaction of two round trips: BEGIN, ``now()``, the locking read of
 every job (``lock_calls_many``) and the journal read (``journal_keys_many``) pipelined as one;
-then every write with the COMMIT (``Calls._account_jobs``).
+then every write with the COMMIT (``Calls._account_jobs``). One job alone takes the same two
+round trips (the transaction of ``Calls._accounted`` takes four: BEGIN and ``now()``, the
+locking read, the journal read, the writes with the COMMIT).
 
 What each call is promised does not change: its reservation has committed before ``account``
 returns, so before the provider is asked; its limits are checked in the transaction that
@@ -63,7 +65,7 @@ class CallGroup(Combiner):
             if ready.get(job_id) is False and job_id not in seen:
                 seen.add(job_id)
                 together.append(i)
-        if len(together) >= 2:
+        if together:
             try:
                 results = self._together([entries[i] for i in together])
             except TransientStoreError as exc:
