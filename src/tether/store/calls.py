@@ -142,7 +142,9 @@ class Calls(Accounting):
         the rows of the entries' keys). Each job's operations are applied as ``account``
         applies them; every write goes in one batch that carries the COMMIT. An entry whose
         job has no complete rows here (another writer held it, or a budget row is missing)
-        gets None and is left for the caller to run alone. One entry per job."""
+        gets None and is left for the caller to run alone. One entry per job. Books open in
+        the order of their projects' period keys (``project@period``): a periodic project
+        budget's current row is locked as a book opens."""
         by_job: dict[int, list[Row]] = {}
         for row in rows:
             by_job.setdefault(int(row["job_id"]), []).append(row)
@@ -154,7 +156,7 @@ class Calls(Accounting):
             keys.setdefault(int(row["job_id"]), {})[row["key"]] = row
         shared: Shared = {}
         books: dict[int, Book] = {}
-        for job in sorted(by_job, key=lambda job: (by_job[job][0]["job_project"], job)):
+        for job in sorted(by_job, key=lambda job: (by_job[job][0]["job_project"] + "@", job)):
             books[job] = Book(self, tx, job, by_job[job], keys.get(job, {}), now, shared)
         out: list[list[AccountResult] | None] = []
         for job, token, ops in entries:
