@@ -10,8 +10,9 @@ journal read, the writes and a COMMIT for every one of them. ``CallGroup`` combi
 writes them in one transaction of two round trips: BEGIN, ``now()``, the locking read of
 every job (``lock_calls_many``) and the journal read (``journal_keys_many``) pipelined as one;
 then every write with the COMMIT (``Calls._account_jobs``). One job alone takes the same two
-round trips (the transaction of ``Calls._accounted`` takes four: BEGIN and ``now()``, the
-locking read, the journal read, the writes with the COMMIT).
+round trips, with the one-job locking read (``lock_calls``; the transaction of
+``Calls._accounted`` takes four: BEGIN and ``now()``, the locking read, the journal read, the
+writes with the COMMIT).
 
 What each call is promised does not change: its reservation has committed before ``account``
 returns, so before the provider is asked; its limits are checked in the transaction that
@@ -90,25 +91,23 @@ class CallGroup(Combiner):
     def _together(self, entries: Sequence[CallEntry]) -> list[list[AccountResult] | None]:
         """One transaction for ``entries`` (one per job): see the module's docstring."""
         store: Any = self._store
-        job_ids = sorted(job_id for job_id, _, _ in entries)
-        pairs = sorted({(job_id, op.key) for job_id, _, ops in entries for op in ops})
         with store._connection() as c:
             try:
                 with c.pipeline() as p:
                     c.execute("BEGIN")
                     clock = c.execute("SELECT now() AS now") if store.clock is None else None
-                    locked = c.execute(QUERIES["lock_calls_many"],
-                                       {"job_ids": job_ids,
-                                        "job_keys": [str(j) for j in job_ids]}, prepare=False)
-                    journal = c.execute(QUERIES["journal_keys_many"],
-                                        {"job_ids": [j for j, _ in pairs],
-                                         "keys": [k for _, k in pairs]}, prepare=False)
+                    reads = [c.execute(QUERIES[name], params, prepare=prepare)
+                             for name, params, prepare in _reads(entries)]
                     p.sync()
                     now = (present(clock.fetchone())["now"].timestamp() if clock is not None
                            else store.clock.time())
-                    rows, read = locked.fetchall(), journal.fetchall()
+                    rows, read = (cur.fetchall() for cur in reads)
             except psycopg.Error as exc:
                 raise translate(exc, conn=c) from exc
+            if len(entries) == 1:
+                job_id = entries[0][0]
+                rows = [dict(row, job_id=job_id) for row in rows]
+                read = [dict(row, job_id=job_id) for row in read]
             tx = PgTx(c, started_at=now)
             results = store._account_jobs(tx, entries, rows, read, now)
             if not tx.committed:  # an event was appended after the batch
@@ -117,6 +116,24 @@ class CallGroup(Combiner):
                 except psycopg.Error as exc:
                     raise translate(exc, conn=c, during_commit=True) from exc
         return results
+
+
+def _reads(entries: Sequence[CallEntry]) -> list[tuple[str, dict[str, Any], bool | None]]:
+    """The locking read and the journal read of a group: ``(statement, parameters,
+    prepare)``. One job alone takes ``lock_calls``, prepared as any statement is (its plan
+    does not change with the tables' sizes); the statements of several jobs and the journal
+    reads are planned each time (``tx.PLANNED_EACH_TIME``)."""
+    if len(entries) == 1:
+        job_id, _, ops = entries[0]
+        keys = sorted({op.key for op in ops})
+        return [("lock_calls", {"job_id": job_id, "job_key": str(job_id)}, None),
+                ("journal_keys", {"job_id": job_id, "keys": keys}, False)]
+    job_ids = sorted(job_id for job_id, _, _ in entries)
+    pairs = sorted({(job_id, op.key) for job_id, _, ops in entries for op in ops})
+    return [("lock_calls_many", {"job_ids": job_ids, "job_keys": [str(j) for j in job_ids]},
+             False),
+            ("journal_keys_many", {"job_ids": [j for j, _ in pairs],
+                                   "keys": [k for _, k in pairs]}, False)]
 
 
 class GroupedCalls(SQLStore):
