@@ -7,12 +7,12 @@ reservation and each settlement in a transaction of its own: a BEGIN, the lockin
 journal read, the writes and a COMMIT for every one of them. ``CallGroup`` combines the
 ``account`` calls of the worker's jobs that arrive while one is being written (a
 ``core.combining.Combiner``: no thread of its own; a call alone is written at once) and
-writes them in one transaction of two round trips: BEGIN, ``now()``, the locking read of
-every job (``lock_calls_many``) and the journal read (``journal_keys_many``) pipelined as one;
-then every write with the COMMIT (``Calls._account_jobs``). One job alone takes the same two
-round trips, with the one-job locking read (``lock_calls``; the transaction of
-``Calls._accounted`` takes four: BEGIN and ``now()``, the locking read, the journal read, the
-writes with the COMMIT).
+writes them in one transaction: BEGIN and ``now()``, the locking read of every job
+(``lock_calls_many``; one job alone: ``lock_calls``), the journal read (``journal_keys_many``),
+then every write with the COMMIT in one batch (``Calls._account_jobs``): four round trips and
+one commit for the whole group. The reads are not pipelined: psycopg's pipeline mode saves
+their round trips but costs the worker more CPU than it saves, and on a busy machine the CPU
+is what runs out.
 
 What each call is promised does not change: its reservation has committed before ``account``
 returns, so before the provider is asked; its limits are checked in the transaction that
@@ -93,15 +93,15 @@ class CallGroup(Combiner):
         store: Any = self._store
         with store._connection() as c:
             try:
-                with c.pipeline() as p:
+                if store.clock is None:
+                    cur = c.execute("BEGIN; SELECT now() AS now")
+                    cur.nextset()
+                    now = present(cur.fetchone())["now"].timestamp()
+                else:
                     c.execute("BEGIN")
-                    clock = c.execute("SELECT now() AS now") if store.clock is None else None
-                    reads = [c.execute(QUERIES[name], params, prepare=prepare)
-                             for name, params, prepare in _reads(entries)]
-                    p.sync()
-                    now = (present(clock.fetchone())["now"].timestamp() if clock is not None
-                           else store.clock.time())
-                    rows, read = (cur.fetchall() for cur in reads)
+                    now = store.clock.time()
+                rows, read = (c.execute(QUERIES[name], params, prepare=prepare).fetchall()
+                              for name, params, prepare in _reads(entries))
             except psycopg.Error as exc:
                 raise translate(exc, conn=c) from exc
             if len(entries) == 1:
