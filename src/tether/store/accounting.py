@@ -116,21 +116,22 @@ class Accounting(Profiles):
                       for name, v in values.items()}, scope=scope, key=key, now=now)
                 for (scope, key), values in zip(keys, counters, strict=True)]
 
-    def _lock_checked(self, tx: Tx, rows: list[Row], own_key: str) -> list[Row]:
-        """Lock the shared accumulators among ``rows`` (read unlocked by ``lock_calls``) that
-        have limits to check, and read their values again under the lock."""
-        wanted = [(r["scope"], r["key"]) for r in rows
-                  if not (r["scope"] == "job" and r["key"] == own_key)
-                  and limits_of(r["limits"] if r["scope"] == "project"
-                                else r.get("owner_budget")) != _NO_LIMITS]
+    def _lock_checked(self, tx: Tx, jobs: dict[int, list[Row]]) -> dict[int, list[Row]]:
+        """Lock the shared accumulators among each job's rows (read unlocked by
+        ``lock_calls``) that have limits to check, all in one statement in (scope, key)
+        order, and read their values again under the lock."""
+        wanted = sorted({(r["scope"], r["key"]) for job, rows in jobs.items() for r in rows
+                         if not (r["scope"] == "job" and r["key"] == str(job))
+                         and limits_of(r["limits"] if r["scope"] == "project"
+                                       else r.get("owner_budget")) != _NO_LIMITS})
         if not wanted:
-            return rows
+            return jobs
         fresh = {(r["scope"], r["key"]): r for r in tx.all(
-            "lock_budget_keys", scopes=self._list_param([s for s, _ in wanted]),
-            keys=self._list_param([k for _, k in wanted]))}
-        return [dict(r, **{name: fresh[(r["scope"], r["key"])][name]
-                           for name in (*COUNTER_FIELDS, "limits")})
-                if (r["scope"], r["key"]) in fresh else r for r in rows]
+            "lock_budget_keys", scopes=[s for s, _ in wanted], keys=[k for _, k in wanted])}
+        return {job: [dict(r, **{name: fresh[(r["scope"], r["key"])][name]
+                                 for name in (*COUNTER_FIELDS, "limits")})
+                      if (r["scope"], r["key"]) in fresh else r for r in rows]
+                for job, rows in jobs.items()}
 
     def _call_budgets_ready(self) -> dict[int, bool]:
         """Jobs whose accumulator rows this store has created or seen, and whether each is a

@@ -10,30 +10,28 @@ each. An operation that fails (``BudgetExhausted``, a lost lease, a cancel, a du
 changes nothing and is reported in its own slot; the others still commit.
 
 ``reserve`` and ``settle`` are ``account`` with one operation. ``release`` (a call that raised)
-is rare and keeps its own transaction.
+is rare and keeps its own transaction. ``_account_jobs`` applies the operations of several jobs
+in one transaction the same way (PostgreSQL's group commit of calls, ``postgres/group.py``);
+the book itself is ``book.py``.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 from collections.abc import Sequence
 
-from ..core.budget import COUNTER_FIELDS, Budget, Counters, Reservation, exceeded_limit
-from ..core.periods import local_time
 from ..core.pricing import ModelPrice
-from ..core.states import JobState
+from ..core.budget import Reservation
 from ..core.usage import Usage
-from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
 from ..records import JournalEntry, LedgerEntry
-from .accounting import PERIOD_SCOPE, Accounting, complete_rows, in_period
+from .accounting import Accounting, complete_rows
 from .base import AccountResult, CallReserve, CallSettle
-from .rows import as_decimal, as_seconds, limits_of, to_journal, to_ledger
-from .tx import Row, Tx, present
+from .book import Book, Shared
+from .rows import as_decimal, to_ledger
+from .tx import Row, Tx
 
-_NO_LIMITS = Budget()
-_USD = ("spent_usd", "reserved_usd")
-_COUNTS = tuple(name for name in COUNTER_FIELDS if name not in _USD)
+CallEntry = tuple[int, int, Sequence[CallReserve | CallSettle]]
+"""One job's operations for ``account``: ``(job_id, lease token, ops)``."""
 
 
 class Calls(Accounting):
@@ -106,10 +104,10 @@ class Calls(Accounting):
             else:
                 self._settle_orphan(tx, job, entry, now, error=(error_code, error_summary))
 
-    # --- reading and writing the book ----------------------------------------------------------
+    # --- reading and writing books ---------------------------------------------------------------
 
     def _open_book(self, tx: Tx, job_id: int, ops: Sequence[CallReserve | CallSettle],
-                   now: float) -> _Book:
+                   now: float) -> Book:
         """The job row, both accumulators (locked, job first) and the journal rows of ``ops``'
         keys. Creates missing accumulator rows first (a job's first call)."""
         params = {"job_id": job_id, "job_key": str(job_id)}
@@ -128,249 +126,76 @@ class Calls(Accounting):
                     ready.clear()
                 ready[job_id] = tree
         if self._budget_deltas and len(rows) >= 2:
-            rows = self._lock_checked(tx, rows, str(job_id))
+            rows = self._lock_checked(tx, {job_id: rows})[job_id]
         journal: dict[str, Row] = {}
         if len(rows) >= 2:
             keys = list({op.key: None for op in ops})
             for row in tx.all("journal_keys", job_id=job_id, keys=self._list_param(keys)):
                 journal[row["key"]] = row
-        return _Book(self, tx, job_id, rows, journal, now)
+        return Book(self, tx, job_id, rows, journal, now)
 
-    def _write_book(self, tx: Tx, book: _Book, now: float, last: bool = False) -> None:
-        """Every write of the book, sent together where the backend can (``tx.batch()``:
+    def _account_jobs(self, tx: Tx, entries: Sequence[CallEntry], rows: list[Row],
+                      journal: list[Row], now: float) -> list[list[AccountResult] | None]:
+        """The operations of several jobs in ``tx``, which has already locked those jobs'
+        rows and their own accumulators and read their journal rows (``rows``: as
+        ``lock_calls`` reads them, one job after another with its ``job_id``; ``journal``:
+        the rows of the entries' keys). Each job's operations are applied as ``account``
+        applies them; every write goes in one batch that carries the COMMIT. An entry whose
+        job has no complete rows here (another writer held it, or a budget row is missing)
+        gets None and is left for the caller to run alone. One entry per job. Books open in
+        the order of their projects' period keys (``project@period``): a periodic project
+        budget's current row is locked as a book opens."""
+        by_job: dict[int, list[Row]] = {}
+        for row in rows:
+            by_job.setdefault(int(row["job_id"]), []).append(row)
+        by_job = {job: got for job, got in by_job.items() if complete_rows(got, False)}
+        if self._budget_deltas:
+            by_job = self._lock_checked(tx, by_job)
+        keys: dict[int, dict[str, Row]] = {}
+        for row in journal:
+            keys.setdefault(int(row["job_id"]), {})[row["key"]] = row
+        shared: Shared = {}
+        books: dict[int, Book] = {}
+        for job in sorted(by_job, key=lambda job: (by_job[job][0]["job_project"] + "@", job)):
+            books[job] = Book(self, tx, job, by_job[job], keys.get(job, {}), now, shared)
+        out: list[list[AccountResult] | None] = []
+        for job, token, ops in entries:
+            book = books.get(job)
+            out.append(None if book is None else [book.apply(op, token) for op in ops])
+        self._write_books(tx, list(books.values()), now, last=True)
+        return out
+
+    def _write_book(self, tx: Tx, book: Book, now: float, last: bool = False) -> None:
+        self._write_books(tx, [book], now, last)
+
+    def _write_books(self, tx: Tx, books: Sequence[Book], now: float,
+                     last: bool = False) -> None:
+        """Every write of the books, sent together where the backend can (``tx.batch()``:
         one round trip on PostgreSQL instead of one per statement); ``last``: nothing else
-        follows in this transaction, so the batch may carry its COMMIT."""
-        with tx.batch(commit=last and not book.events):
-            for finishes, reserves in book.journal_writes:
+        follows in this transaction, so the batch may carry its COMMIT. Accumulators are
+        written once each, in (scope, key) order, the lock order of every path."""
+        events = [(book.job_id, data) for book in books for data in book.events]
+        rounds = max((len(book.journal_writes) for book in books), default=0)
+        changed: Shared = {}
+        for book in books:
+            if book.changed:
+                changed.update(zip(book.keys, zip(book.acc, book.deltas, strict=True), strict=True))
+        with tx.batch(commit=last and not events):
+            for n in range(rounds):
+                writes = [book.journal_writes[n] for book in books
+                          if n < len(book.journal_writes)]
+                finishes = [row for done, _ in writes for row in done]
+                reserves = [row for _, new in writes for row in new]
                 if finishes:
                     tx.many("journal_finish", finishes)
                 if reserves:
                     tx.many("journal_reserve", reserves)
-            if book.ledger:
-                tx.many("insert_ledger", book.ledger)
-            if book.changed:  # last: a shared row it adds to stays locked only until COMMIT
-                self._write_accumulators(tx, book.keys, book.acc, book.deltas, now)
-        for data in book.events:  # rare (usage above the estimate); each reads its seq
-            self._note(tx, book.job_id, "estimate_overrun", now, data["attempt"], data["event"])
-
-
-class _Book:
-    """One transaction's view of a job's calls: applied in memory, written once."""
-
-    def __init__(self, store: Accounting, tx: Tx, job_id: int, rows: list[Row],
-                 journal: dict[str, Row], now: float) -> None:
-        self.store, self.tx, self.job_id, self.now = store, tx, job_id, now
-        self.job: Row | None = None
-        if len(rows) >= 2:
-            own_key = str(job_id)
-            own = next(r for r in rows if r["scope"] == "job" and r["key"] == own_key)
-            project = next(r for r in rows if r["scope"] == "project")
-            ancestors = [r for r in rows if r["scope"] == "job" and r["key"] != own_key]
-            self.job = {"id": job_id, "project": own["job_project"], "state": own["job_state"],
-                        "lease_token": own["lease_token"], "budget": own["budget"],
-                        "price_profile": own["price_profile"]}
-            ordered = [own, *ancestors, project]
-            self.limits = [limits_of(own["budget"]),
-                           *[limits_of(r.get("owner_budget")) for r in ancestors],
-                           limits_of(project["limits"])]
-            self.window = None
-            period = store._period(tx, project, self.limits[-1], now)
-            if period is not None:
-                ordered.append(period[0])
-                self.window = period[1]
-            self.keys = [(r["scope"], r["key"]) for r in ordered]
-            """Every accumulator a call counts in: the job's, its ancestors', its project's
-            and, for a periodic project budget, its project's current period's."""
-            self.acc = [_accumulator(r) for r in ordered]
-            self.deltas: list[dict[str, Any]] = [_zero() for _ in ordered]
-        self.journal = journal
-        self.changed = False
-        self.journal_writes: list[tuple[list[Row], list[Row]]] = []
-        """``(finishes, reserves)`` per round: a key's n-th journal write goes in round n, so
-        writes of one key keep the order of the ops and writes of many keys stay batched."""
-        self._rounds: dict[str, int] = {}
-        self.ledger: list[Row] = []
-        self.events: list[dict[str, Any]] = []
-        self._first_start: Any = ()
-
-    def apply(self, op: CallReserve | CallSettle, token: int) -> AccountResult:
-        try:
-            if isinstance(op, CallReserve):
-                return self._reserve(op, token), None
-            self._settle(op, token)
-            return None, None
-        except (TetherError, BudgetExhausted, JobCancelled, JobPaused, LeaseLost) as exc:
-            return None, exc
-
-    # --- reserve -----------------------------------------------------------------------------
-
-    def _reserve(self, op: CallReserve, token: int) -> JournalEntry | None:
-        job = self._held(token)
-        if job["state"] == JobState.CANCELLING:
-            raise JobCancelled(f"job {self.job_id} was cancelled")
-        if job["state"] == JobState.PAUSING:
-            raise JobPaused(f"job {self.job_id} was paused")
-        if job["state"] != JobState.RUNNING:
-            raise LeaseLost(f"job {self.job_id} is {job['state']}, not running")
-        entry = self.journal.get(op.key)
-        status = entry["status"] if entry else None
-        if status == "done" and entry is not None:
-            if "result" not in entry:  # journal_keys reads only what reserving needs
-                entry = present(self.tx.one("journal_get", job_id=self.job_id, key=op.key))
-            return to_journal(entry)
-        if status == "reserved" and entry is not None and entry["attempt"] == token:
-            raise TetherError(f"call key {op.key!r} is already in flight in this job; "
-                              "keys must be unique per call")
-        want = op.reservation
-        orphan = entry if status == "reserved" else None
-        self._check(want)  # an orphan settled below leaves spent + reserved unchanged
-        if orphan is not None:  # an earlier attempt's call whose outcome is unknown
-            self._orphan(orphan)
-        self._add(reserved_usd=want.cost_usd, reserved_calls=want.calls,
-                  reserved_input_tokens=want.input_tokens,
-                  reserved_output_tokens=want.output_tokens)
-        money = self.store._money_param(want.cost_usd)
-        self._journal_write(op.key, 1, {
-            "job_id": self.job_id, "key": op.key, "stage": op.stage, "attempt": token,
-            "provider": op.provider, "model": op.model, "request_hash": op.request_hash,
-            "reserved_usd": money, "reserved_input_tokens": want.input_tokens,
-            "reserved_output_tokens": want.output_tokens, "now": self.now})
-        self.journal[op.key] = {
-            "job_id": self.job_id, "key": op.key, "stage": op.stage, "status": "reserved",
-            "attempt": token, "provider": op.provider, "model": op.model,
-            "request_hash": op.request_hash, "reserved_usd": want.cost_usd,
-            "reserved_input_tokens": want.input_tokens,
-            "reserved_output_tokens": want.output_tokens}
-        return None
-
-    def _check(self, want: Reservation) -> None:
-        """Raise ``BudgetExhausted`` if ``want`` would cross a limit of the job, of one of its
-        ancestors (scope ``parent``) or of its project."""
-        job_limits = self.limits[0]
-        hit = (exceeded_limit(job_limits, _counters(self.acc[0]), want)
-               if job_limits != _NO_LIMITS else None)
-        scope = "job"
-        if hit is None and job_limits.max_duration_s is not None:
-            started = self._started()
-            if started is not None and self.now - started > job_limits.max_duration_s:
-                hit = "max_duration_s"
-        last = len(self.limits) - 1
-        for i in range(1, last + 1):
-            if hit is not None:
-                break
-            limits = self.limits[i]
-            if limits != _NO_LIMITS:
-                used = _counters(self.acc[i])
-                if i == last and self.window is not None:
-                    used = in_period(used, _counters(self.acc[-1]))
-                hit = exceeded_limit(limits, used, want)
-                scope = "project" if i == last else "parent"
-        if hit is not None and scope == "project" and self.window is not None:
-            limits = self.limits[-1]
-            raise BudgetExhausted(
-                f"project limit {hit} for this {limits.period} would be crossed by a call "
-                f"reserving ${want.cost_usd}; the {limits.period} ends "
-                f"{local_time(self.window.end, limits.timezone)}",
-                limit=hit, scope=scope, reserve_usd=str(want.cost_usd), period=limits.period,
-                resets_at=self.window.end, resume=limits.resumes_each_period)
-        if hit is not None:
-            raise BudgetExhausted(
-                f"{scope} limit {hit} would be crossed by a call reserving "
-                f"${want.cost_usd} ({want.input_tokens} in / {want.output_tokens} out tokens)",
-                limit=hit, scope=scope, reserve_usd=str(want.cost_usd))
-
-    def _started(self) -> float | None:
-        if self._first_start == ():
-            row = self.tx.one("first_start", job_id=self.job_id)
-            started = row["started_at"] if row else None
-            self._first_start = as_seconds(started) if started is not None else None
-        return self._first_start
-
-    def _orphan(self, entry: Row) -> None:
-        """Spend an earlier attempt's open reservation in full, unconfirmed (what an attempt's
-        end does: ``Accounting._orphan_rows``)."""
-        delta, finish, ledger = self.store._orphan_rows(self.tx, present(self.job), entry,
-                                                        self.now)
-        self._add(**delta)
-        self._journal_write(entry["key"], 0, finish)
-        self.ledger.append(ledger)
-
-    # --- settle ------------------------------------------------------------------------------
-
-    def _settle(self, op: CallSettle, token: int) -> None:
-        job = self._held(token)
-        entry = self.journal.get(op.key)
-        if entry is None or entry["status"] != "reserved" or entry["attempt"] != token:
-            raise LeaseLost(f"job {self.job_id}: call {op.key!r} is not reserved by attempt "
-                            f"{token}")
-        usage = op.usage
-        cost = op.price.cost(usage)
-        reserved, tin, tout = _reserved_of(entry)
-        self._add(reserved_usd=-reserved, reserved_calls=-1, reserved_input_tokens=-tin,
-                  reserved_output_tokens=-tout, spent_usd=cost, calls=1,
-                  input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
-        store = self.store
-        status = "failed" if op.refused else "done"
-        usage_json = store._json_param(usage.to_dict())
-        money = store._money_param(cost)
-        self._journal_write(op.key, 0, {
-            "job_id": self.job_id, "key": op.key, "attempt": token, "status": status,
-            "result": op.result_json, "usage": usage_json, "cost_usd": money,
-            "error_code": "policy_block" if op.refused else None,
-            "error_summary": "refused by the provider" if op.refused else None, "now": self.now})
-        overrun = usage.input_tokens > tin or usage.output_tokens > tout
-        self.ledger.append(store._ledger_params(job, entry, usage, op.price,
-                                                op.profile_id, cost, confirmed=True,
-                                                overrun=overrun, now=self.now))
-        if overrun:
-            self.events.append({"attempt": token, "event": {
-                "key": op.key, "reserved_input_tokens": tin, "reserved_output_tokens": tout,
-                "usage": usage.to_dict()}})
-        self.journal[op.key] = dict(  # what a reserve of this key later in the batch returns
-            entry, job_id=self.job_id, status=status, result=op.result_json, usage=usage_json,
-            cost_usd=cost, error_code="policy_block" if op.refused else None,
-            updated_at=self.now)
-
-    # --- shared ------------------------------------------------------------------------------
-
-    def _held(self, token: int) -> Row:
-        if self.job is None or self.job["lease_token"] != token:
-            raise LeaseLost(f"job {self.job_id}: lease {token} is no longer held",
-                            job_id=self.job_id)
-        return self.job
-
-    def _journal_write(self, key: str, kind: int, params: Row) -> None:
-        """Queue a ``journal_finish`` (``kind`` 0) or ``journal_reserve`` (1) of ``key``."""
-        n = self._rounds.get(key, 0)
-        self._rounds[key] = n + 1
-        if n == len(self.journal_writes):
-            self.journal_writes.append(([], []))
-        self.journal_writes[n][kind].append(params)
-
-    def _add(self, **delta: Any) -> None:
-        for (scope, _), acc, diff in zip(self.keys, self.acc, self.deltas, strict=True):
-            for name, value in delta.items():
-                if scope != PERIOD_SCOPE or not name.startswith("reserved_"):
-                    acc[name] += value
-                    diff[name] += value
-        self.changed = True
-
-
-def _accumulator(row: Row) -> Row:
-    acc: dict[str, Any] = {name: as_decimal(row[name]) for name in _USD}
-    for name in _COUNTS:
-        acc[name] = int(row[name] or 0)
-    return acc
-
-
-def _zero() -> dict[str, Any]:
-    return {name: Decimal(0) if name in _USD else 0 for name in COUNTER_FIELDS}
-
-
-def _counters(acc: dict[str, Any]) -> Counters:
-    return Counters(**acc)
-
-
-def _reserved_of(entry: Row) -> tuple[Decimal, int, int]:
-    return (as_decimal(entry["reserved_usd"]), int(entry["reserved_input_tokens"]),
-            int(entry["reserved_output_tokens"]))
+            ledger = [row for book in books for row in book.ledger]
+            if ledger:
+                tx.many("insert_ledger", ledger)
+            if changed:  # last: a shared row it adds to stays locked only until COMMIT
+                order = sorted(changed)
+                self._write_accumulators(tx, order, [changed[k][0] for k in order],
+                                         [changed[k][1] for k in order], now)
+        for job_id, data in events:  # rare (usage above the estimate); each reads its seq
+            self._note(tx, job_id, "estimate_overrun", now, data["attempt"], data["event"])

@@ -406,6 +406,35 @@ SELECT key, status, attempt, stage, provider, model, reserved_usd, reserved_inpu
        reserved_output_tokens, request_hash, created_at
 FROM call_journal WHERE job_id = %(job_id)s AND key = ANY (%(keys)s::text[]);
 
+-- The same for several jobs at once (a group of calls of many jobs, store/postgres/group.py),
+-- each row naming its job (job_id); job_keys: the same ids as text (the budgets key). Job
+-- rows another transaction holds (a heartbeat, an operator's cancel) are skipped, never
+-- waited for: a group never waits on a job row while holding others, so it cannot deadlock
+-- with writers that lock several job rows in another order; the caller runs a skipped job's
+-- calls in a transaction of their own.
+-- name: lock_calls_many
+WITH j AS MATERIALIZED (
+    SELECT id, project, state, lease_token, budget, price_profile FROM jobs
+    WHERE id = ANY (%(job_ids)s::bigint[]) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
+), own AS MATERIALIZED (
+    SELECT b.* FROM budgets b
+    WHERE b.scope = 'job' AND b.key = ANY (%(job_keys)s::text[])
+      AND b.key IN (SELECT id::text FROM j)
+    FOR UPDATE
+)
+SELECT j.id AS job_id, j.project AS job_project, j.state AS job_state,
+       j.lease_token AS lease_token, j.budget AS budget, j.price_profile AS price_profile, b.*
+FROM j, LATERAL (SELECT * FROM own WHERE own.key = j.id::text
+                 UNION ALL
+                 SELECT * FROM budgets p WHERE p.scope = 'project' AND p.key = j.project) b;
+
+-- The journal rows of a group's (job, key) pairs, read after lock_calls_many.
+-- name: journal_keys_many
+SELECT c.job_id, c.key, c.status, c.attempt, c.stage, c.provider, c.model, c.reserved_usd,
+       c.reserved_input_tokens, c.reserved_output_tokens, c.request_hash, c.created_at
+FROM unnest(%(job_ids)s::bigint[], %(keys)s::text[]) AS w(job_id, key)
+JOIN call_journal c ON c.job_id = w.job_id AND c.key = w.key;
+
 -- The ledger row a settle just wrote.
 -- name: ledger_last
 SELECT * FROM cost_ledger WHERE job_id = %(job_id)s AND key = %(key)s ORDER BY id DESC LIMIT 1;

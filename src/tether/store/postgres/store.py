@@ -41,9 +41,9 @@ from ...wakeup import Wakeup
 from ..base import CallerConnection, Claim, FinishSignal, NewJob, Outcome
 from ..migrate import discover
 from ..rows import to_job
-from ..sql import SQLStore
 from ..tx import present
 from . import pooler as pooling
+from .group import GroupedCalls
 from .notify import SCHEMA, ActivityListener, FinishListener, Listener, PollingSignal
 from .retry import TransientStoreError, retry_transient, translate
 from .tx import QUERIES, PgTx, caller_tx, connect_error, conninfo_from_url, json_as_text
@@ -71,7 +71,7 @@ def _outcome_unknown(exc: BaseException) -> bool:
                 "register_worker", "stop_worker", "prune", "set_queue_paused", "save_profile",
                 "put_blob"),
     never=("close", "migrate", "heartbeat", "wait_for_work", "transaction"))
-class PostgresStore(SQLStore):
+class PostgresStore(GroupedCalls):
     """``postgresql://user@host:5432/db``. Options: ``min_size``/``max_size`` (pool;
     ``max_size`` defaults to ``TETHER_PG_POOL_MAX`` or 10),
     ``connect_timeout`` (s, waiting for a pooled connection), ``retry_timeout`` (s, how long

@@ -1,0 +1,153 @@
+"""Group commit of calls on PostgreSQL: the reservations and settlements of many jobs in one
+transaction.
+
+A job's calls already share transactions (``job/batching.py``), but a worker running many jobs
+that each make one call at a time (an LLM pipeline: one call in flight per job) writes each
+reservation and each settlement in a transaction of its own: a BEGIN, the locking read, the
+journal read, the writes and a COMMIT for every one of them. ``CallGroup`` combines the
+``account`` calls of the worker's jobs that arrive while one is being written (a
+``core.combining.Combiner``: no thread of its own; a call alone is written at once) and
+writes them in one transaction: BEGIN and ``now()``, the locking read of every job
+(``lock_calls_many``; one job alone: ``lock_calls``), the journal read (``journal_keys_many``),
+then every write with the COMMIT in one batch (``Calls._account_jobs``): four round trips and
+one commit for the whole group. The reads are not pipelined: psycopg's pipeline mode saves
+their round trips but costs the worker more CPU than it saves, and on a busy machine the CPU
+is what runs out.
+
+What each call is promised does not change: its reservation has committed before ``account``
+returns, so before the provider is asked; its limits are checked in the transaction that
+writes it, against every reservation before it in that transaction, of any job; an operation
+that fails (a budget refusal, a lost lease) changes nothing and fails alone.
+
+Lock order: job rows in id order with SKIP LOCKED (a job row another transaction holds is
+left out, never waited for), then the jobs' own accumulators, then the shared accumulators
+with limits in (scope, key) order, and the writes add to accumulators in (scope, key) order.
+A job left out (its row held elsewhere, its accumulators not created yet, or a child job,
+whose calls also lock its ancestors' rows) has its calls written alone after the group, as
+``account`` writes them everywhere else. If the group transaction fails before its COMMIT,
+nothing of it happened and each job's calls are written alone, so one job's failure cannot
+fail its neighbours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from collections.abc import Sequence
+
+import psycopg
+
+from ...core.combining import Combiner
+from ...errors import TetherError
+from ..base import AccountResult, CallReserve, CallSettle
+from ..calls import CallEntry
+from ..sql import SQLStore
+from ..tx import present
+from .retry import TransientStoreError, translate
+from .tx import QUERIES, PgTx
+
+_Outcome = tuple[list[AccountResult] | None, BaseException | None]
+
+
+class CallGroup(Combiner):
+    """``submit((job_id, token, ops))`` returns ``account``'s result for those ops once the
+    transaction that wrote them has committed."""
+
+    def __init__(self, store: SQLStore, *, max_batch: int = 128) -> None:
+        super().__init__(max_batch=max_batch)
+        self._store = store
+
+    def _flush(self, entries: Sequence[CallEntry]) -> list[_Outcome]:
+        store = self._store
+        out: list[_Outcome | None] = [None] * len(entries)
+        ready = store._call_budgets_ready()
+        seen: set[int] = set()
+        together: list[int] = []
+        for i, (job_id, _, _) in enumerate(entries):
+            if ready.get(job_id) is False and job_id not in seen:
+                seen.add(job_id)
+                together.append(i)
+        if together:
+            try:
+                results = self._together([entries[i] for i in together])
+            except TransientStoreError as exc:
+                if not exc.during_commit:
+                    raise
+                for i in together:  # the COMMIT's outcome is unknown: never write them again
+                    out[i] = (None, exc)
+            except TetherError:
+                pass  # rolled back: each job's calls are written alone below
+            else:
+                for i, result in zip(together, results, strict=True):
+                    if result is not None:
+                        out[i] = (result, None)
+        for i, (job_id, token, ops) in enumerate(entries):
+            if out[i] is None:
+                try:
+                    out[i] = (store._accounted(job_id, token, ops, None)[0], None)
+                except BaseException as exc:  # noqa: BLE001 - this entry's own failure
+                    out[i] = (None, exc)
+        return [present(o) for o in out]
+
+    def _together(self, entries: Sequence[CallEntry]) -> list[list[AccountResult] | None]:
+        """One transaction for ``entries`` (one per job): see the module's docstring."""
+        store: Any = self._store
+        with store._connection() as c:
+            try:
+                if store.clock is None:
+                    cur = c.execute("BEGIN; SELECT now() AS now")
+                    cur.nextset()
+                    now = present(cur.fetchone())["now"].timestamp()
+                else:
+                    c.execute("BEGIN")
+                    now = store.clock.time()
+                rows, read = (c.execute(QUERIES[name], params, prepare=prepare).fetchall()
+                              for name, params, prepare in _reads(entries))
+            except psycopg.Error as exc:
+                raise translate(exc, conn=c) from exc
+            if len(entries) == 1:
+                job_id = entries[0][0]
+                rows = [dict(row, job_id=job_id) for row in rows]
+                read = [dict(row, job_id=job_id) for row in read]
+            tx = PgTx(c, started_at=now)
+            results = store._account_jobs(tx, entries, rows, read, now)
+            if not tx.committed:  # an event was appended after the batch
+                try:
+                    c.execute("COMMIT")
+                except psycopg.Error as exc:
+                    raise translate(exc, conn=c, during_commit=True) from exc
+        return results
+
+
+def _reads(entries: Sequence[CallEntry]) -> list[tuple[str, dict[str, Any], bool | None]]:
+    """The locking read and the journal read of a group: ``(statement, parameters,
+    prepare)``. One job alone takes ``lock_calls``, prepared as any statement is (its plan
+    does not change with the tables' sizes); the statements of several jobs and the journal
+    reads are planned each time (``tx.PLANNED_EACH_TIME``)."""
+    if len(entries) == 1:
+        job_id, _, ops = entries[0]
+        keys = sorted({op.key for op in ops})
+        return [("lock_calls", {"job_id": job_id, "job_key": str(job_id)}, None),
+                ("journal_keys", {"job_id": job_id, "keys": keys}, False)]
+    job_ids = sorted(job_id for job_id, _, _ in entries)
+    pairs = sorted({(job_id, op.key) for job_id, _, ops in entries for op in ops})
+    return [("lock_calls_many", {"job_ids": job_ids, "job_keys": [str(j) for j in job_ids]},
+             False),
+            ("journal_keys_many", {"job_ids": [j for j, _ in pairs],
+                                   "keys": [k for _, k in pairs]}, False)]
+
+
+class GroupedCalls(SQLStore):
+    """``account`` through the store's ``CallGroup``: concurrent calls of different jobs
+    share a transaction."""
+
+    def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
+                now: float | None = None) -> list[AccountResult]:
+        """As ``Calls.account``. An explicit ``now`` (tests) writes alone: a transaction has
+        one time."""
+        if now is not None:
+            return super().account(job_id, token, ops, now=now)
+        group = self.__dict__.get("_call_group")
+        if group is None:
+            group = self.__dict__.setdefault("_call_group", CallGroup(self))
+        result: list[AccountResult] = group.submit((job_id, token, ops))
+        return result
