@@ -28,6 +28,7 @@ from .core.serialize import MAX_PAYLOAD_BYTES, config_hash, dumps
 from .errors import InvalidPayload
 from .registry import JobType, Registry
 from .store.base import NewJob
+from .store.rows import record
 from .tracing import submit_context
 
 DEFAULT_PROJECT = "default"
@@ -121,13 +122,14 @@ class Resolver:
         except (TypeError, ValueError, AttributeError):
             raise InvalidPayload(
                 f"run_after must be a datetime or unix time, got {run_after!r}") from None
-        return NewJob(type=type, payload_json=payload_json, project=project, queue=queue,
-                      priority=priority, run_after=run_at, max_attempts=max_attempts,
-                      safe_to_retry=job_type.safe_to_retry if job_type else True,
-                      idempotency_key=idempotency_key, input_config_hash=digest,
-                      budget=limits, parent_id=parent_id, detached=bool(detached),
-                      price_profile=self.profile.id,
-                      estimated_cost_usd=estimated, trace_context=self.trace_context(type))
+        return record(NewJob, {
+            "type": type, "payload_json": payload_json, "project": project, "queue": queue,
+            "priority": priority, "run_after": run_at, "max_attempts": max_attempts,
+            "safe_to_retry": job_type.safe_to_retry if job_type else True,
+            "idempotency_key": idempotency_key, "input_config_hash": digest, "budget": limits,
+            "parent_id": parent_id, "detached": bool(detached),
+            "price_profile": self.profile.id, "estimated_cost_usd": estimated,
+            "trace_context": self.trace_context(type)})
 
     def _name(self, value: Any, what: str) -> str:
         if value.__class__ is str and value in self._names:

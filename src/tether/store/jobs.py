@@ -54,6 +54,9 @@ class Jobs(Profiles):
 
     _submit_writes_events = False
     """True where ``insert_jobs`` also writes the submitted events (PostgreSQL)."""
+    _submit_columns = False
+    """True where ``insert_jobs`` takes the jobs as one array per column (PostgreSQL, bound in
+    binary), else as one JSON array of job objects."""
 
     def _insert_jobs(self, tx: Tx, jobs: Sequence[NewJob], now: float | None) -> list[Job | None]:
         """Insert ``jobs`` with one statement; the new job at each position, or None where
@@ -61,20 +64,16 @@ class Jobs(Profiles):
         matched back by key, and unkeyed rows by id order, which follows insertion order.
         The statement returns only what the database chose (id, times, the stored payload);
         the rest of each Job comes from its spec."""
+        if not jobs:
+            return []
         budgets: dict[int, Any] = {}
         for j in jobs:
             if id(j.budget) not in budgets:
                 budgets[id(j.budget)] = self._json_param(j.budget.to_dict())
-        rows = tx.all("insert_jobs", jobs=compact_json([{
-            "ord": i, "type": j.type, "project": j.project, "queue": j.queue,
-            "priority": j.priority,
-            "run_after": j.run_after, "max_attempts": j.max_attempts,
-            "safe_to_retry": j.safe_to_retry, "idempotency_key": j.idempotency_key,
-            "input_config_hash": j.input_config_hash, "payload": j.payload_json,
-            "budget": budgets[id(j.budget)], "price_profile": j.price_profile,
-            "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id,
-            "detached": j.detached, "trace_context": j.trace_context}
-            for i, j in enumerate(jobs)]), now=now)
+        if self._submit_columns:
+            rows = tx.all("insert_jobs", now=now, **_columns(jobs, budgets))
+        else:
+            rows = tx.all("insert_jobs", now=now, jobs=_objects(jobs, budgets))
         keyed = {(r["project"], r["idempotency_key"]): r for r in rows
                  if r["idempotency_key"] is not None}
         plain = iter(sorted((r for r in rows if r["idempotency_key"] is None),
@@ -196,3 +195,39 @@ def _as_id(search: str) -> int | None:
         value = int(search)
         return value if 0 < value < 2 ** 63 else None
     return None
+
+
+def _objects(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> str:
+    """``insert_jobs``' jobs as one JSON array of objects, in order (``ord``)."""
+    return compact_json([{
+        "ord": i, "type": j.type, "project": j.project, "queue": j.queue,
+        "priority": j.priority, "run_after": j.run_after, "max_attempts": j.max_attempts,
+        "safe_to_retry": j.safe_to_retry, "idempotency_key": j.idempotency_key,
+        "input_config_hash": j.input_config_hash, "payload": j.payload_json,
+        "budget": budgets[id(j.budget)], "price_profile": j.price_profile,
+        "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id,
+        "detached": j.detached, "trace_context": j.trace_context} for i, j in enumerate(jobs)])
+
+
+def _columns(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> dict[str, list | None]:
+    """``insert_jobs``' jobs as one list per column, element i being job i's value. A column
+    of nullable values that are all None is None: a list of nothing but None has no element
+    type to bind it by."""
+    columns: dict[str, list | None] = {
+        "types": [j.type for j in jobs], "projects": [j.project for j in jobs],
+        "queues": [j.queue for j in jobs], "priorities": [j.priority for j in jobs],
+        "max_attempts": [j.max_attempts for j in jobs],
+        "safe_to_retry": [bool(j.safe_to_retry) for j in jobs],
+        "hashes": [j.input_config_hash for j in jobs],
+        "payloads": [j.payload_json for j in jobs],
+        "budgets": [budgets[id(j.budget)] for j in jobs],
+        "detached": [bool(j.detached) for j in jobs]}
+    for name, values in (
+            ("run_afters", [j.run_after for j in jobs]),
+            ("keys", [j.idempotency_key for j in jobs]),
+            ("price_profiles", [j.price_profile for j in jobs]),
+            ("estimates", [j.estimated_cost_usd for j in jobs]),
+            ("parents", [j.parent_id for j in jobs]),
+            ("trace_contexts", [j.trace_context for j in jobs])):
+        columns[name] = None if values.count(None) == len(values) else values
+    return columns

@@ -4,29 +4,35 @@
 -- FOR UPDATE; queue-like scans use FOR UPDATE SKIP LOCKED so workers never wait on each other.
 
 -- name: insert_jobs
--- %(jobs)s is a JSON array of job objects, inserted in array order with their submitted
--- events, one statement for the whole batch; a key that already exists inserts nothing (the
--- caller looks it up). Returns only what the database chose; the caller has the rest. %(now)s NULL: the statement's own now() (a submit in autocommit).
+-- One array per column (bound in binary: no text to escape or parse), element i being job i;
+-- a column that is NULL for every job is bound as one NULL (unnest pads it). The jobs are
+-- inserted in array order with their submitted events, one statement for the whole batch; a
+-- key that already exists (or came earlier in the batch) inserts nothing (the caller looks it
+-- up). Returns only what the database chose; the caller has the rest. %(now)s NULL: the
+-- statement's own now() (a submit in autocommit).
 WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), input AS (
-    SELECT * FROM jsonb_to_recordset(%(jobs)s::jsonb) AS t(
-        type text, project text, queue text, priority integer, run_after double precision,
-        max_attempts integer, safe_to_retry boolean, idempotency_key text,
-        input_config_hash text, payload text, budget text, price_profile text,
-        estimated_cost_usd text, parent_id bigint, detached boolean, trace_context text,
-        ord bigint)
 ), inserted AS (
     INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
                       safe_to_retry, idempotency_key, input_config_hash, payload, budget,
                       price_profile, estimated_cost_usd, parent_id, detached, trace_context,
                       event_seq, created_at, updated_at)
-    SELECT type, project, queue, 'queued', priority,
-           coalesce(to_timestamp(run_after), clock.now), max_attempts, safe_to_retry,
-           idempotency_key, input_config_hash, payload::jsonb, budget::jsonb, price_profile,
-           estimated_cost_usd::numeric, parent_id, coalesce(detached, false), trace_context, 1,
-           clock.now, clock.now
-    FROM input, clock ORDER BY ord
+    SELECT t.type, t.project, t.queue, 'queued', t.priority,
+           coalesce(to_timestamp(t.run_after), clock.now), t.max_attempts, t.safe_to_retry,
+           t.idempotency_key, t.input_config_hash, t.payload::jsonb, t.budget::jsonb,
+           t.price_profile, t.estimated_cost_usd::numeric, t.parent_id,
+           coalesce(t.detached, false), t.trace_context, 1, clock.now, clock.now
+    FROM clock, unnest(
+        %(types)b::text[], %(projects)b::text[], %(queues)b::text[], %(priorities)b::int[],
+        %(run_afters)b::float8[], %(max_attempts)b::int[], %(safe_to_retry)b::bool[],
+        %(keys)b::text[], %(hashes)b::text[], %(payloads)b::text[], %(budgets)b::text[],
+        %(price_profiles)b::text[], %(estimates)b::text[], %(parents)b::bigint[],
+        %(detached)b::bool[], %(trace_contexts)b::text[]
+    ) WITH ORDINALITY AS t(type, project, queue, priority, run_after, max_attempts,
+                           safe_to_retry, idempotency_key, input_config_hash, payload, budget,
+                           price_profile, estimated_cost_usd, parent_id, detached,
+                           trace_context, ord)
+    ORDER BY t.ord
     ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload
 ), events AS (
