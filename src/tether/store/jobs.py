@@ -209,25 +209,32 @@ def _objects(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> str:
         "detached": j.detached, "trace_context": j.trace_context} for i, j in enumerate(jobs)])
 
 
-def _columns(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> dict[str, list | None]:
-    """``insert_jobs``' jobs as one list per column, element i being job i's value. A column
-    of nullable values that are all None is None: a list of nothing but None has no element
-    type to bind it by."""
-    columns: dict[str, list | None] = {
-        "types": [j.type for j in jobs], "projects": [j.project for j in jobs],
-        "queues": [j.queue for j in jobs], "priorities": [j.priority for j in jobs],
-        "max_attempts": [j.max_attempts for j in jobs],
-        "safe_to_retry": [bool(j.safe_to_retry) for j in jobs],
-        "hashes": [j.input_config_hash for j in jobs],
-        "payloads": [j.payload_json for j in jobs],
-        "budgets": [budgets[id(j.budget)] for j in jobs],
-        "detached": [bool(j.detached) for j in jobs]}
-    for name, values in (
-            ("run_afters", [j.run_after for j in jobs]),
-            ("keys", [j.idempotency_key for j in jobs]),
-            ("price_profiles", [j.price_profile for j in jobs]),
-            ("estimates", [j.estimated_cost_usd for j in jobs]),
-            ("parents", [j.parent_id for j in jobs]),
-            ("trace_contexts", [j.trace_context for j in jobs])):
-        columns[name] = None if values.count(None) == len(values) else values
-    return columns
+def _columns(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> dict[str, Any]:
+    """``insert_jobs``' jobs as lists: per job, and per shape (what jobs of a batch mostly
+    share). A list of nothing but None is None: it has no element type to bind it by."""
+    shapes: dict[tuple, int] = {}
+    index = []
+    for j in jobs:
+        shape = (j.type, j.project, j.queue, j.priority, j.max_attempts, j.safe_to_retry,
+                 budgets[id(j.budget)], j.price_profile, j.parent_id, j.detached,
+                 j.trace_context)
+        n = shapes.get(shape)
+        if n is None:
+            n = shapes[shape] = len(shapes) + 1
+        index.append(n)
+    (types, projects, queues, priorities, max_attempts, safe, budget, profiles, parents,
+     detached, traces) = (list(column) for column in zip(*shapes, strict=True))
+    return {"shapes": index, "payloads": [j.payload_json for j in jobs],
+            "hashes": [j.input_config_hash for j in jobs],
+            "keys": _nullable([j.idempotency_key for j in jobs]),
+            "run_afters": _nullable([j.run_after for j in jobs]),
+            "estimates": _nullable([j.estimated_cost_usd for j in jobs]),
+            "types": types, "projects": projects, "queues": queues, "priorities": priorities,
+            "max_attempts": max_attempts, "safe_to_retry": [bool(v) for v in safe],
+            "budgets": budget, "price_profiles": _nullable(profiles),
+            "parents": _nullable(parents), "detached": [bool(v) for v in detached],
+            "trace_contexts": _nullable(traces)}
+
+
+def _nullable(values: list) -> list | None:
+    return None if values.count(None) == len(values) else values

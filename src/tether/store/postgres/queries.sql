@@ -4,12 +4,14 @@
 -- FOR UPDATE; queue-like scans use FOR UPDATE SKIP LOCKED so workers never wait on each other.
 
 -- name: insert_jobs
--- One array per column (bound in binary: no text to escape or parse), element i being job i;
--- a column that is NULL for every job is bound as one NULL (unnest pads it). The jobs are
--- inserted in array order with their submitted events, one statement for the whole batch; a
--- key that already exists (or came earlier in the batch) inserts nothing (the caller looks it
--- up). Returns only what the database chose; the caller has the rest. %(now)s NULL: the
--- statement's own now() (a submit in autocommit).
+-- The jobs in two sets of arrays bound in binary (no text to escape or parse): per job
+-- (element i is job i) its shape, payload, hash, key, start time and estimate; per shape
+-- (element n is shape n) the columns jobs of a batch mostly share (type, project, queue ...),
+-- sent once however many jobs share them. An array that is NULL for every element is bound
+-- as one NULL (unnest pads it). The jobs are inserted in order with their submitted events,
+-- one statement for the whole batch; a key that already exists (or came earlier in the
+-- batch) inserts nothing (the caller looks it up). Returns only what the database chose; the
+-- caller has the rest. %(now)s NULL: the statement's own now() (a submit in autocommit).
 WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), inserted AS (
@@ -17,21 +19,24 @@ WITH clock AS (
                       safe_to_retry, idempotency_key, input_config_hash, payload, budget,
                       price_profile, estimated_cost_usd, parent_id, detached, trace_context,
                       event_seq, created_at, updated_at)
-    SELECT t.type, t.project, t.queue, 'queued', t.priority,
-           coalesce(to_timestamp(t.run_after), clock.now), t.max_attempts, t.safe_to_retry,
-           t.idempotency_key, t.input_config_hash, t.payload::jsonb, t.budget::jsonb,
-           t.price_profile, t.estimated_cost_usd::numeric, t.parent_id,
-           coalesce(t.detached, false), t.trace_context, 1, clock.now, clock.now
+    SELECT s.type, s.project, s.queue, 'queued', s.priority,
+           coalesce(to_timestamp(t.run_after), clock.now), s.max_attempts, s.safe_to_retry,
+           t.idempotency_key, t.input_config_hash, t.payload::jsonb, s.budget::jsonb,
+           s.price_profile, t.estimated_cost_usd::numeric, s.parent_id,
+           coalesce(s.detached, false), s.trace_context, 1, clock.now, clock.now
     FROM clock, unnest(
+        %(shapes)b::int[], %(payloads)b::text[], %(hashes)b::text[], %(keys)b::text[],
+        %(run_afters)b::float8[], %(estimates)b::text[]
+    ) WITH ORDINALITY AS t(shape, payload, input_config_hash, idempotency_key, run_after,
+                           estimated_cost_usd, ord)
+    JOIN unnest(
         %(types)b::text[], %(projects)b::text[], %(queues)b::text[], %(priorities)b::int[],
-        %(run_afters)b::float8[], %(max_attempts)b::int[], %(safe_to_retry)b::bool[],
-        %(keys)b::text[], %(hashes)b::text[], %(payloads)b::text[], %(budgets)b::text[],
-        %(price_profiles)b::text[], %(estimates)b::text[], %(parents)b::bigint[],
-        %(detached)b::bool[], %(trace_contexts)b::text[]
-    ) WITH ORDINALITY AS t(type, project, queue, priority, run_after, max_attempts,
-                           safe_to_retry, idempotency_key, input_config_hash, payload, budget,
-                           price_profile, estimated_cost_usd, parent_id, detached,
-                           trace_context, ord)
+        %(max_attempts)b::int[], %(safe_to_retry)b::bool[], %(budgets)b::text[],
+        %(price_profiles)b::text[], %(parents)b::bigint[], %(detached)b::bool[],
+        %(trace_contexts)b::text[]
+    ) WITH ORDINALITY AS s(type, project, queue, priority, max_attempts, safe_to_retry,
+                           budget, price_profile, parent_id, detached, trace_context, shape)
+      ON s.shape = t.shape
     ORDER BY t.ord
     ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload
