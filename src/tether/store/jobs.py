@@ -55,8 +55,8 @@ class Jobs(Profiles):
     _submit_writes_events = False
     """True where ``insert_jobs`` also writes the submitted events (PostgreSQL)."""
     _submit_columns = False
-    """True where ``insert_jobs`` takes the jobs as one array per column (PostgreSQL, bound in
-    binary), else as one JSON array of job objects."""
+    """True where ``insert_jobs`` takes the jobs as arrays (PostgreSQL, bound in binary) and
+    one job is ``insert_job`` of its values, else both are one JSON array of job objects."""
 
     def _insert_jobs(self, tx: Tx, jobs: Sequence[NewJob], now: float | None) -> list[Job | None]:
         """Insert ``jobs`` with one statement; the new job at each position, or None where
@@ -70,7 +70,9 @@ class Jobs(Profiles):
         for j in jobs:
             if id(j.budget) not in budgets:
                 budgets[id(j.budget)] = self._json_param(j.budget.to_dict())
-        if self._submit_columns:
+        if self._submit_columns and len(jobs) == 1:
+            rows = tx.all("insert_job", now=now, **_values(jobs[0], budgets))
+        elif self._submit_columns:
             rows = tx.all("insert_jobs", now=now, **_columns(jobs, budgets))
         else:
             rows = tx.all("insert_jobs", now=now, jobs=_objects(jobs, budgets))
@@ -207,6 +209,18 @@ def _objects(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> str:
         "budget": budgets[id(j.budget)], "price_profile": j.price_profile,
         "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id,
         "detached": j.detached, "trace_context": j.trace_context} for i, j in enumerate(jobs)])
+
+
+def _values(job: NewJob, budgets: dict[int, Any]) -> dict[str, Any]:
+    """``insert_job``'s one job."""
+    return {"type": job.type, "project": job.project, "queue": job.queue,
+            "priority": job.priority, "run_at": job.run_after,
+            "max_attempts": job.max_attempts, "safe_to_retry": bool(job.safe_to_retry),
+            "idempotency_key": job.idempotency_key, "input_config_hash": job.input_config_hash,
+            "payload": job.payload_json, "budget": budgets[id(job.budget)],
+            "price_profile": job.price_profile, "estimated_cost_usd": job.estimated_cost_usd,
+            "parent_id": job.parent_id, "detached": bool(job.detached),
+            "trace_context": job.trace_context}
 
 
 def _columns(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> dict[str, Any]:

@@ -48,6 +48,33 @@ WITH clock AS (
 )
 SELECT id, project, idempotency_key, created_at, run_after, payload FROM inserted;
 
+-- name: insert_job
+-- insert_jobs for a batch of one job (a single submit), its values bound one by one: binding
+-- the arrays would cost more than the statement itself.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), inserted AS (
+    INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
+                      safe_to_retry, idempotency_key, input_config_hash, payload, budget,
+                      price_profile, estimated_cost_usd, parent_id, detached, trace_context,
+                      event_seq, created_at, updated_at)
+    SELECT %(type)s, %(project)s, %(queue)s, 'queued', %(priority)s::int,
+           coalesce(to_timestamp(%(run_at)s::float8), clock.now), %(max_attempts)s::int,
+           %(safe_to_retry)s, %(idempotency_key)s::text, %(input_config_hash)s,
+           %(payload)s::jsonb, %(budget)s::jsonb, %(price_profile)s::text,
+           %(estimated_cost_usd)s::numeric, %(parent_id)s::bigint, %(detached)s,
+           %(trace_context)s::text, 1, clock.now, clock.now
+    FROM clock
+    ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload
+), events AS (
+    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+    SELECT id, 1, created_at, 'submitted', NULL, 'queued', NULL,
+           jsonb_build_object('type', type, 'queue', queue, 'idempotency_key', idempotency_key)
+    FROM inserted
+)
+SELECT id, project, idempotency_key, created_at, run_after, payload FROM inserted;
+
 -- name: jobs_by_keys
 -- %(keys)s is a JSON array of [project, idempotency_key] pairs; rows as get_job reads them.
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
