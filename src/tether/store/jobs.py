@@ -55,8 +55,8 @@ class Jobs(Profiles):
     _submit_writes_events = False
     """True where ``insert_jobs`` also writes the submitted events (PostgreSQL)."""
     _submit_columns = False
-    """True where ``insert_jobs`` takes the jobs as arrays (PostgreSQL, bound in binary) and
-    one job is ``insert_job`` of its values, else both are one JSON array of job objects."""
+    """True where ``insert_jobs`` takes the jobs as arrays (PostgreSQL, bound in binary), else
+    as one JSON array of job objects. One job is ``insert_job``, its values bound one by one."""
 
     def _insert_jobs(self, tx: Tx, jobs: Sequence[NewJob], now: float | None) -> list[Job | None]:
         """Insert ``jobs`` with one statement; the new job at each position, or None where
@@ -70,7 +70,7 @@ class Jobs(Profiles):
         for j in jobs:
             if id(j.budget) not in budgets:
                 budgets[id(j.budget)] = self._json_param(j.budget.to_dict())
-        if self._submit_columns and len(jobs) == 1:
+        if len(jobs) == 1:
             rows = tx.all("insert_job", now=now, **_values(jobs[0], budgets))
         elif self._submit_columns:
             rows = tx.all("insert_jobs", now=now, **_columns(jobs, budgets))
@@ -214,7 +214,7 @@ def _objects(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> str:
 def _values(job: NewJob, budgets: dict[int, Any]) -> dict[str, Any]:
     """``insert_job``'s one job."""
     return {"type": job.type, "project": job.project, "queue": job.queue,
-            "priority": job.priority, "run_at": job.run_after,
+            "priority": job.priority, "run_after_seconds": job.run_after,
             "max_attempts": job.max_attempts, "safe_to_retry": bool(job.safe_to_retry),
             "idempotency_key": job.idempotency_key, "input_config_hash": job.input_config_hash,
             "payload": job.payload_json, "budget": budgets[id(job.budget)],

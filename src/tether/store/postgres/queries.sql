@@ -59,9 +59,9 @@ WITH clock AS (
                       price_profile, estimated_cost_usd, parent_id, detached, trace_context,
                       event_seq, created_at, updated_at)
     SELECT %(type)s, %(project)s, %(queue)s, 'queued', %(priority)s::int,
-           coalesce(to_timestamp(%(run_at)s::float8), clock.now), %(max_attempts)s::int,
-           %(safe_to_retry)s, %(idempotency_key)s::text, %(input_config_hash)s,
-           %(payload)s::jsonb, %(budget)s::jsonb, %(price_profile)s::text,
+           coalesce(to_timestamp(%(run_after_seconds)s::float8), clock.now),
+           %(max_attempts)s::int, %(safe_to_retry)s, %(idempotency_key)s::text,
+           %(input_config_hash)s, %(payload)s::jsonb, %(budget)s::jsonb, %(price_profile)s::text,
            %(estimated_cost_usd)s::numeric, %(parent_id)s::bigint, %(detached)s,
            %(trace_context)s::text, 1, clock.now, clock.now
     FROM clock
