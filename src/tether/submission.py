@@ -7,10 +7,12 @@ when an idempotency key is used again: a repeat returns the existing job only if
 the same configuration — the same priority included — and raises ``IdempotencyConflict``
 otherwise. ``run_after`` is a scheduling hint and not part of a job's identity.
 
-A ``Resolver`` serves one submission. What the jobs of a batch share (a type's defaults and
-budget, the canonical text of a budget or a name) is worked out once per batch, so a large
-``submit_many`` costs one payload encoding and one hash per job; the result is exactly what
-resolving each job alone gives, the same ``input_config_hash`` included."""
+A ``Resolver`` serves one submission. What the jobs of a batch share is worked out once per
+batch: the options other than payload, key and start time are checked and resolved once per
+distinct combination of them (a shape, with the canonical text of its configuration around the
+payload), so a large ``submit_many`` costs one payload encoding and one hash per job; the
+result is exactly what resolving each job alone gives, the same ``input_config_hash`` and the
+same first error included."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from .core.serialize import MAX_PAYLOAD_BYTES, config_hash, dumps
 from .errors import InvalidPayload
 from .registry import JobType, Registry
 from .store.base import NewJob
+from .store.rows import record
 from .tracing import submit_context
 
 DEFAULT_PROJECT = "default"
@@ -55,6 +58,10 @@ def as_budget(value: Budget | Mapping[str, Any] | None) -> Budget:
     raise InvalidPayload(f"budget must be a Budget or a mapping, got {type(value).__name__}")
 
 
+_Shape = tuple[JobType | None, str, int, int, Budget, str, str]
+"""A resolved shape: job type, queue, priority, max_attempts, limits, and the canonical text
+of the configuration before and after its payload."""
+
 checked_name = validate.name
 """A name (job type, project, queue): ``invalid_argument`` unless 1-200 printable characters."""
 
@@ -70,7 +77,7 @@ class Resolver:
         self._types: dict[str, JobType | None] = {}
         self._names: set[str] = set()
         self._texts: dict[Any, str] = {}
-        self._last_budget: tuple[Budget, str] = (_NO_LIMITS, "{}")
+        self._shapes: dict[tuple, _Shape] = {}
         self._trace: str | bool | None = False
 
     def trace_context(self, type: str) -> str | None:
@@ -94,6 +101,53 @@ class Resolver:
             priority: int | None = None, run_after: datetime | float | None = None,
             max_attempts: int | None = None, budget: Budget | Mapping[str, Any] | None = None,
             parent_id: int | None = None, detached: bool = False) -> NewJob:
+        key = None
+        if (type.__class__ is str and project.__class__ is str
+                and (queue is None or queue.__class__ is str)
+                and (priority is None or priority.__class__ is int)
+                and (max_attempts is None or max_attempts.__class__ is int)
+                and (budget is None or budget.__class__ is Budget)):
+            key = (type, project, queue, priority, max_attempts, budget)
+        shape = self._shapes.get(key) if key is not None else None
+        if shape is None:
+            shape = self._shape(type, project, idempotency_key, queue, priority, max_attempts,
+                                budget)
+            if key is not None:
+                self._shapes[key] = shape
+        else:
+            validate.idempotency_key(idempotency_key)
+        job_type, queue, priority, max_attempts, limits, head, tail = shape
+        payload_json = "null" if payload is None else dumps(payload, what="payload")
+        estimated = None
+        if job_type is not None and job_type.estimator is not None:
+            estimated = str(estimate_cost(job_type.estimator(payload), self.profile).cost_usd)
+        text = head + payload_json + tail
+        if len(text) * 4 > MAX_PAYLOAD_BYTES:  # near the size limit: the full check decides
+            digest = config_hash({"type": type, "payload": payload, "project": project,
+                                  "queue": queue, "priority": priority,
+                                  "max_attempts": max_attempts, "budget": limits.to_dict()})
+        else:
+            digest = hashlib.sha256(text.encode()).hexdigest()
+        try:
+            run_at = to_ts(run_after)
+        except (TypeError, ValueError, AttributeError):
+            raise InvalidPayload(
+                f"run_after must be a datetime or unix time, got {run_after!r}") from None
+        return record(NewJob, {
+            "type": type, "payload_json": payload_json, "project": project, "queue": queue,
+            "priority": priority, "run_after": run_at, "max_attempts": max_attempts,
+            "safe_to_retry": job_type.safe_to_retry if job_type else True,
+            "idempotency_key": idempotency_key, "input_config_hash": digest, "budget": limits,
+            "parent_id": parent_id, "detached": bool(detached),
+            "price_profile": self.profile.id, "estimated_cost_usd": estimated,
+            "trace_context": self.trace_context(type)})
+
+    def _shape(self, type: str, project: str, idempotency_key: str | None, queue: str | None,
+               priority: int | None, max_attempts: int | None,
+               budget: Budget | Mapping[str, Any] | None) -> _Shape:
+        """What a job's options other than its payload, key and start resolve to (checked in
+        the order errors are reported; the key is checked here only to keep that order), and
+        its configuration's canonical text around the payload, keys in sorted order."""
         self._name(type, "job type")
         job_type = self._job_type(type)
         self._name(project, "project")
@@ -110,24 +164,11 @@ class Resolver:
         limits = job_limits(as_budget(budget))
         if job_type and job_type.budget is not None:
             limits = job_limits(job_type.budget).merged(limits)
-        payload_json = "null" if payload is None else dumps(payload, what="payload")
-        estimated = None
-        if job_type is not None and job_type.estimator is not None:
-            estimated = str(estimate_cost(job_type.estimator(payload), self.profile).cost_usd)
-        digest = self._config_hash(type, payload, payload_json, project, queue, priority,
-                                   max_attempts, limits)
-        try:
-            run_at = to_ts(run_after)
-        except (TypeError, ValueError, AttributeError):
-            raise InvalidPayload(
-                f"run_after must be a datetime or unix time, got {run_after!r}") from None
-        return NewJob(type=type, payload_json=payload_json, project=project, queue=queue,
-                      priority=priority, run_after=run_at, max_attempts=max_attempts,
-                      safe_to_retry=job_type.safe_to_retry if job_type else True,
-                      idempotency_key=idempotency_key, input_config_hash=digest,
-                      budget=limits, parent_id=parent_id, detached=bool(detached),
-                      price_profile=self.profile.id,
-                      estimated_cost_usd=estimated, trace_context=self.trace_context(type))
+        head = (f'{{"budget":{self._text(limits)},"max_attempts":{int(max_attempts)!r},'
+                f'"payload":')
+        tail = (f',"priority":{int(priority)!r},"project":{self._text(project)},'
+                f'"queue":{self._text(queue)},"type":{self._text(type)}}}')
+        return job_type, queue, priority, max_attempts, limits, head, tail
 
     def _name(self, value: Any, what: str) -> str:
         if value.__class__ is str and value in self._names:
@@ -156,21 +197,3 @@ class Resolver:
                          what="configuration")
             self._texts[value] = text
         return text
-
-    def _config_hash(self, type: str, payload: Any, payload_json: str, project: str,
-                     queue: str, priority: int, max_attempts: int, limits: Budget) -> str:
-        """``config_hash`` of the resolved configuration, with the canonical text assembled
-        from parts already encoded (its keys in sorted order) rather than encoded again."""
-        last, budget = self._last_budget
-        if limits is not last:
-            budget = self._text(limits)
-            self._last_budget = (limits, budget)
-        text = (f'{{"budget":{budget},"max_attempts":{int(max_attempts)!r},'
-                f'"payload":{payload_json},"priority":{int(priority)!r},'
-                f'"project":{self._text(project)},"queue":{self._text(queue)},'
-                f'"type":{self._text(type)}}}')
-        if len(text) * 4 > MAX_PAYLOAD_BYTES:  # near the size limit: the full check decides
-            return config_hash({"type": type, "payload": payload, "project": project,
-                                "queue": queue, "priority": priority,
-                                "max_attempts": max_attempts, "budget": limits.to_dict()})
-        return hashlib.sha256(text.encode()).hexdigest()

@@ -7,6 +7,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
+import psycopg.sql
 import pytest
 
 from tether import Tether
@@ -47,6 +48,35 @@ def test_fifty_concurrent_submits_with_one_key_create_one_job(pg_url):
         assert [e.kind for e in app.events(results[0][0].id)] == ["submitted"]
     finally:
         app.close()
+
+
+def test_an_unkeyed_batch_is_one_statement_that_commits_all_of_its_jobs_or_none(pg_url):
+    """A batch of unkeyed jobs on known queues is a single autocommit statement: a job the
+    database refuses at the end (a priority beyond its integer) leaves none of the others,
+    and a batch that succeeds wakes its queues with one notification each."""
+    app = echo_app(pg_url)
+    try:
+        app.submit("echo", None, queue="a")
+        app.submit("echo", None, queue="b")
+        with pytest.raises(StoreError):
+            app.submit_many([{"type": "echo", "payload": i} for i in range(500)]
+                            + [{"type": "echo", "priority": 2 ** 31}])
+        assert len(app.list(limit=1000)) == 2
+        with psycopg.connect(pg_url, autocommit=True) as listener:
+            listener.execute("LISTEN " + _channel(listener))
+            jobs = app.submit_many([{"type": "echo", "payload": i, "queue": "ab"[i % 2]}
+                                    for i in range(500)])
+            heard = sorted(n.payload for n in listener.notifies(timeout=2, stop_after=3))
+        assert heard == ["a", "b"]
+        assert [j.id for j in jobs] == sorted(j.id for j in jobs)
+        assert all(job == app.get(job.id) for job in jobs[::50])
+    finally:
+        app.close()
+
+
+def _channel(conn: psycopg.Connection) -> str:
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    return psycopg.sql.Identifier(f"tether:{schema}"[:63]).as_string(conn)
 
 
 def test_concurrent_claimers_never_lease_one_job_twice(pg_url):

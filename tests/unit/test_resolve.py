@@ -61,3 +61,35 @@ def test_bad_input_in_a_batch_raises_what_a_single_submit_raises():
                 {"payload": float("nan")}):
         with pytest.raises(InvalidPayload):
             r.many([{"type": "typed", **bad}])
+
+
+def test_options_resolved_once_per_shape_still_check_each_job():
+    """Jobs sharing a shape reuse its resolution; what is not part of it (payload, key,
+    start time) is checked for every job, and a value equal to a cached one but of another
+    type (True == 1) is not taken for it."""
+    r = Resolver(registry(), load_profile(None), strict=False)
+    ok = {"type": "typed", "priority": 1, "max_attempts": 2, "budget": Budget(max_calls=1)}
+    for bad, error in (({"priority": True}, InvalidPayload),
+                       ({"max_attempts": True}, InvalidPayload),
+                       ({"idempotency_key": ""}, InvalidArgument),
+                       ({"payload": float("nan")}, InvalidPayload),
+                       ({"run_after": "soon"}, InvalidPayload)):
+        with pytest.raises(error):
+            r.many([ok, ok, {**ok, **bad}])
+    first, second = r.many([{**ok, "payload": 1}, {**ok, "payload": 2}])
+    assert (first.priority, first.max_attempts, first.budget) == (1, 2, Budget(max_calls=1))
+    assert first.input_config_hash != second.input_config_hash
+    assert second == Resolver(registry(), load_profile(None), strict=False).one(
+        "typed", 2, priority=1, max_attempts=2, budget=Budget(max_calls=1))
+
+
+def test_a_record_built_without_init_equals_the_constructed_one():
+    """``rows.record`` must name every field: the jobs a batch resolves and returns are built
+    with it, and compared, copied and serialised like any other."""
+    import dataclasses
+
+    from tether.store.base import NewJob
+    spec = Resolver(registry(), load_profile(None), strict=False).one("typed", {"a": 1})
+    assert set(vars(spec)) == {f.name for f in dataclasses.fields(NewJob)}
+    assert spec == NewJob(**vars(spec)) and hash(spec) == hash(NewJob(**vars(spec)))
+    assert dataclasses.replace(spec, priority=9).priority == 9

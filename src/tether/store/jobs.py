@@ -54,6 +54,9 @@ class Jobs(Profiles):
 
     _submit_writes_events = False
     """True where ``insert_jobs`` also writes the submitted events (PostgreSQL)."""
+    _submit_columns = False
+    """True where ``insert_jobs`` takes the jobs as arrays (PostgreSQL, bound in binary), else
+    as one JSON array of job objects. One job is ``insert_job``, its values bound one by one."""
 
     def _insert_jobs(self, tx: Tx, jobs: Sequence[NewJob], now: float | None) -> list[Job | None]:
         """Insert ``jobs`` with one statement; the new job at each position, or None where
@@ -61,20 +64,18 @@ class Jobs(Profiles):
         matched back by key, and unkeyed rows by id order, which follows insertion order.
         The statement returns only what the database chose (id, times, the stored payload);
         the rest of each Job comes from its spec."""
+        if not jobs:
+            return []
         budgets: dict[int, Any] = {}
         for j in jobs:
             if id(j.budget) not in budgets:
                 budgets[id(j.budget)] = self._json_param(j.budget.to_dict())
-        rows = tx.all("insert_jobs", jobs=compact_json([{
-            "ord": i, "type": j.type, "project": j.project, "queue": j.queue,
-            "priority": j.priority,
-            "run_after": j.run_after, "max_attempts": j.max_attempts,
-            "safe_to_retry": j.safe_to_retry, "idempotency_key": j.idempotency_key,
-            "input_config_hash": j.input_config_hash, "payload": j.payload_json,
-            "budget": budgets[id(j.budget)], "price_profile": j.price_profile,
-            "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id,
-            "detached": j.detached, "trace_context": j.trace_context}
-            for i, j in enumerate(jobs)]), now=now)
+        if len(jobs) == 1:
+            rows = tx.all("insert_job", now=now, **_values(jobs[0], budgets))
+        elif self._submit_columns:
+            rows = tx.all("insert_jobs", now=now, **_columns(jobs, budgets))
+        else:
+            rows = tx.all("insert_jobs", now=now, jobs=_objects(jobs, budgets))
         keyed = {(r["project"], r["idempotency_key"]): r for r in rows
                  if r["idempotency_key"] is not None}
         plain = iter(sorted((r for r in rows if r["idempotency_key"] is None),
@@ -196,3 +197,58 @@ def _as_id(search: str) -> int | None:
         value = int(search)
         return value if 0 < value < 2 ** 63 else None
     return None
+
+
+def _objects(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> str:
+    """``insert_jobs``' jobs as one JSON array of objects, in order (``ord``)."""
+    return compact_json([{
+        "ord": i, "type": j.type, "project": j.project, "queue": j.queue,
+        "priority": j.priority, "run_after": j.run_after, "max_attempts": j.max_attempts,
+        "safe_to_retry": j.safe_to_retry, "idempotency_key": j.idempotency_key,
+        "input_config_hash": j.input_config_hash, "payload": j.payload_json,
+        "budget": budgets[id(j.budget)], "price_profile": j.price_profile,
+        "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id,
+        "detached": j.detached, "trace_context": j.trace_context} for i, j in enumerate(jobs)])
+
+
+def _values(job: NewJob, budgets: dict[int, Any]) -> dict[str, Any]:
+    """``insert_job``'s one job."""
+    return {"type": job.type, "project": job.project, "queue": job.queue,
+            "priority": job.priority, "run_after_seconds": job.run_after,
+            "max_attempts": job.max_attempts, "safe_to_retry": bool(job.safe_to_retry),
+            "idempotency_key": job.idempotency_key, "input_config_hash": job.input_config_hash,
+            "payload": job.payload_json, "budget": budgets[id(job.budget)],
+            "price_profile": job.price_profile, "estimated_cost_usd": job.estimated_cost_usd,
+            "parent_id": job.parent_id, "detached": bool(job.detached),
+            "trace_context": job.trace_context}
+
+
+def _columns(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> dict[str, Any]:
+    """``insert_jobs``' jobs as lists: per job, and per shape (what jobs of a batch mostly
+    share). A list of nothing but None is None: it has no element type to bind it by."""
+    shapes: dict[tuple, int] = {}
+    index = []
+    for j in jobs:
+        shape = (j.type, j.project, j.queue, j.priority, j.max_attempts, j.safe_to_retry,
+                 budgets[id(j.budget)], j.price_profile, j.parent_id, j.detached,
+                 j.trace_context)
+        n = shapes.get(shape)
+        if n is None:
+            n = shapes[shape] = len(shapes) + 1
+        index.append(n)
+    (types, projects, queues, priorities, max_attempts, safe, budget, profiles, parents,
+     detached, traces) = (list(column) for column in zip(*shapes, strict=True))
+    return {"shapes": index, "payloads": [j.payload_json for j in jobs],
+            "hashes": [j.input_config_hash for j in jobs],
+            "keys": _nullable([j.idempotency_key for j in jobs]),
+            "run_afters": _nullable([j.run_after for j in jobs]),
+            "estimates": _nullable([j.estimated_cost_usd for j in jobs]),
+            "types": types, "projects": projects, "queues": queues, "priorities": priorities,
+            "max_attempts": max_attempts, "safe_to_retry": [bool(v) for v in safe],
+            "budgets": budget, "price_profiles": _nullable(profiles),
+            "parents": _nullable(parents), "detached": [bool(v) for v in detached],
+            "trace_contexts": _nullable(traces)}
+
+
+def _nullable(values: list) -> list | None:
+    return None if values.count(None) == len(values) else values

@@ -11,7 +11,7 @@ from dataclasses import fields
 from datetime import datetime, UTC
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
 from ..core.states import JobState
@@ -21,6 +21,7 @@ from .base import NewJob
 from .tx import Row
 
 _D0 = Decimal(0)
+_R = TypeVar("_R")
 _UTC = UTC
 
 
@@ -148,22 +149,33 @@ def fresh_budget(limits: Budget) -> BudgetStatus:
     return BudgetStatus(limits, _ZERO)
 
 
+def record(cls: type[_R], values: dict[str, Any]) -> _R:
+    """The frozen dataclass ``cls`` holding ``values``, which name every one of its fields:
+    equal to ``cls(**values)``, made without the ``object.__setattr__`` call per field its
+    generated ``__init__`` makes (most of what building a record costs, where a bulk submit
+    builds thousands). Only for plain dataclasses: no ``__post_init__``, no slots."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(values)
+    return obj
+
+
 def new_job(spec: NewJob, id: int, created_at: datetime, run_after: datetime,
             payload: Any) -> Job:
     """The job a submit just inserted, from its spec and the values the database chose:
     field for field what ``to_job`` makes of the row ``get_job`` reads."""
     est = spec.estimated_cost_usd
-    return Job(
-        id=id, type=spec.type, project=spec.project, queue=spec.queue, state=JobState.QUEUED,
-        stage=None, attempt_count=0, max_attempts=int(spec.max_attempts),
-        idempotency_key=spec.idempotency_key, input_config_hash=spec.input_config_hash,
-        priority=int(spec.priority), run_after=run_after, error_code=None, error_summary=None,
-        result=None, budget=fresh_budget(spec.budget), lease_owner=None,
-        lease_expires_at=None, created_at=created_at, updated_at=created_at, payload=payload,
-        safe_to_retry=bool(spec.safe_to_retry), lease_token=None, finished_at=None,
-        price_profile=spec.price_profile,
-        estimated_cost_usd=Decimal(est) if est is not None else None,
-        parent_id=spec.parent_id, trace_context=spec.trace_context)
+    return record(Job, {
+        "id": id, "type": spec.type, "project": spec.project, "queue": spec.queue,
+        "state": JobState.QUEUED, "stage": None, "attempt_count": 0,
+        "max_attempts": int(spec.max_attempts), "idempotency_key": spec.idempotency_key,
+        "input_config_hash": spec.input_config_hash, "priority": int(spec.priority),
+        "run_after": run_after, "error_code": None, "error_summary": None, "result": None,
+        "budget": fresh_budget(spec.budget), "lease_owner": None, "lease_expires_at": None,
+        "created_at": created_at, "updated_at": created_at, "payload": payload,
+        "safe_to_retry": bool(spec.safe_to_retry), "lease_token": None, "finished_at": None,
+        "price_profile": spec.price_profile,
+        "estimated_cost_usd": Decimal(est) if est is not None else None,
+        "parent_id": spec.parent_id, "trace_context": spec.trace_context})
 
 
 def to_event(row: Row) -> Event:

@@ -4,29 +4,67 @@
 -- FOR UPDATE; queue-like scans use FOR UPDATE SKIP LOCKED so workers never wait on each other.
 
 -- name: insert_jobs
--- %(jobs)s is a JSON array of job objects, inserted in array order with their submitted
--- events, one statement for the whole batch; a key that already exists inserts nothing (the
--- caller looks it up). Returns only what the database chose; the caller has the rest. %(now)s NULL: the statement's own now() (a submit in autocommit).
+-- The jobs in two sets of arrays bound in binary (no text to escape or parse): per job
+-- (element i is job i) its shape, payload, hash, key, start time and estimate; per shape
+-- (element n is shape n) the columns jobs of a batch mostly share (type, project, queue ...),
+-- sent once however many jobs share them. An array that is NULL for every element is bound
+-- as one NULL (unnest pads it). The jobs are inserted in order with their submitted events,
+-- one statement for the whole batch; a key that already exists (or came earlier in the
+-- batch) inserts nothing (the caller looks it up). Returns only what the database chose; the
+-- caller has the rest. %(now)s NULL: the statement's own now() (a submit in autocommit).
 WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), input AS (
-    SELECT * FROM jsonb_to_recordset(%(jobs)s::jsonb) AS t(
-        type text, project text, queue text, priority integer, run_after double precision,
-        max_attempts integer, safe_to_retry boolean, idempotency_key text,
-        input_config_hash text, payload text, budget text, price_profile text,
-        estimated_cost_usd text, parent_id bigint, detached boolean, trace_context text,
-        ord bigint)
 ), inserted AS (
     INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
                       safe_to_retry, idempotency_key, input_config_hash, payload, budget,
                       price_profile, estimated_cost_usd, parent_id, detached, trace_context,
                       event_seq, created_at, updated_at)
-    SELECT type, project, queue, 'queued', priority,
-           coalesce(to_timestamp(run_after), clock.now), max_attempts, safe_to_retry,
-           idempotency_key, input_config_hash, payload::jsonb, budget::jsonb, price_profile,
-           estimated_cost_usd::numeric, parent_id, coalesce(detached, false), trace_context, 1,
-           clock.now, clock.now
-    FROM input, clock ORDER BY ord
+    SELECT s.type, s.project, s.queue, 'queued', s.priority,
+           coalesce(to_timestamp(t.run_after), clock.now), s.max_attempts, s.safe_to_retry,
+           t.idempotency_key, t.input_config_hash, t.payload::jsonb, s.budget::jsonb,
+           s.price_profile, t.estimated_cost_usd::numeric, s.parent_id,
+           coalesce(s.detached, false), s.trace_context, 1, clock.now, clock.now
+    FROM clock, unnest(
+        %(shapes)b::int[], %(payloads)b::text[], %(hashes)b::text[], %(keys)b::text[],
+        %(run_afters)b::float8[], %(estimates)b::text[]
+    ) WITH ORDINALITY AS t(shape, payload, input_config_hash, idempotency_key, run_after,
+                           estimated_cost_usd, ord)
+    JOIN unnest(
+        %(types)b::text[], %(projects)b::text[], %(queues)b::text[], %(priorities)b::int[],
+        %(max_attempts)b::int[], %(safe_to_retry)b::bool[], %(budgets)b::text[],
+        %(price_profiles)b::text[], %(parents)b::bigint[], %(detached)b::bool[],
+        %(trace_contexts)b::text[]
+    ) WITH ORDINALITY AS s(type, project, queue, priority, max_attempts, safe_to_retry,
+                           budget, price_profile, parent_id, detached, trace_context, shape)
+      ON s.shape = t.shape
+    ORDER BY t.ord
+    ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload
+), events AS (
+    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+    SELECT id, 1, created_at, 'submitted', NULL, 'queued', NULL,
+           jsonb_build_object('type', type, 'queue', queue, 'idempotency_key', idempotency_key)
+    FROM inserted
+)
+SELECT id, project, idempotency_key, created_at, run_after, payload FROM inserted;
+
+-- name: insert_job
+-- insert_jobs for a batch of one job (a single submit), its values bound one by one: binding
+-- the arrays would cost more than the statement itself.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), inserted AS (
+    INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
+                      safe_to_retry, idempotency_key, input_config_hash, payload, budget,
+                      price_profile, estimated_cost_usd, parent_id, detached, trace_context,
+                      event_seq, created_at, updated_at)
+    SELECT %(type)s, %(project)s, %(queue)s, 'queued', %(priority)s::int,
+           coalesce(to_timestamp(%(run_after_seconds)s::float8), clock.now),
+           %(max_attempts)s::int, %(safe_to_retry)s, %(idempotency_key)s::text,
+           %(input_config_hash)s, %(payload)s::jsonb, %(budget)s::jsonb, %(price_profile)s::text,
+           %(estimated_cost_usd)s::numeric, %(parent_id)s::bigint, %(detached)s,
+           %(trace_context)s::text, 1, clock.now, clock.now
+    FROM clock
     ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload
 ), events AS (

@@ -81,6 +81,7 @@ class PostgresStore(GroupedCalls):
     ``TETHER_LISTEN_URL``, else the URL itself unless it is pooled)."""
 
     _submit_writes_events = True
+    _submit_columns = True
     group_commit = False
     """Concurrent commits already share a WAL flush here; see ``transaction``."""
     _budget_deltas = True
@@ -219,20 +220,23 @@ class PostgresStore(GroupedCalls):
 
     def submit(self, jobs: Sequence[NewJob], *, conn: CallerConnection | None = None,
                profile: PriceProfile | None = None) -> list[tuple[Job, bool]]:
-        """One job whose queue and price profile this store has written before is one
-        autocommit statement (a single round trip, atomic by itself); everything else is the
-        shared transactional submit. A key that already exists takes the shared path too."""
-        if (conn is None and len(jobs) == 1
+        """Jobs whose queues and price profile this store has written before are one
+        autocommit statement (a single round trip, atomic by itself) when they are one job,
+        or when none has an idempotency key (none can be a repeat to look up, nor conflict
+        after the others committed); everything else is the shared transactional submit. A
+        key that already exists takes the shared path too."""
+        if (conn is None and (len(jobs) == 1 or all(j.idempotency_key is None for j in jobs))
                 and self._setup_rows(jobs, profile, conn) == ([], False)):
             now = self.clock.time() if self.clock is not None else None
             try:
                 with self._read() as tx:
-                    job = self._insert_jobs(tx, jobs, now)[0]
+                    new = self._insert_jobs(tx, jobs, now)
             except TransientStoreError as exc:
-                exc.during_commit = _outcome_unknown(exc) and jobs[0].idempotency_key is None
+                exc.during_commit = _outcome_unknown(exc) and any(
+                    j.idempotency_key is None for j in jobs)
                 raise
-            if job is not None:
-                return [(job, True)]
+            if not any(job is None for job in new):
+                return [(present(job), True) for job in new]
         return super().submit(jobs, conn=conn, profile=profile)
 
     def _succeed_plain(self, tx: Any, items: Sequence[tuple[int, int, Outcome]],

@@ -22,6 +22,19 @@ FROM json_each(:jobs) AS j WHERE true ORDER BY j.key
 ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, project, idempotency_key, created_at, run_after, payload;
 
+-- name: insert_job
+-- insert_jobs for a batch of one job (a single submit), its values bound one by one.
+INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
+                  idempotency_key, input_config_hash, payload, budget, price_profile,
+                  estimated_cost_usd, parent_id, detached, trace_context, event_seq, created_at,
+                  updated_at)
+VALUES (:type, :project, :queue, 'queued', :priority, coalesce(:run_after_seconds, :now),
+        :max_attempts, :safe_to_retry, :idempotency_key, :input_config_hash, :payload, :budget,
+        :price_profile, :estimated_cost_usd, :parent_id, :detached, :trace_context, 1, :now,
+        :now)
+ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id, project, idempotency_key, created_at, run_after, payload;
+
 -- name: jobs_by_keys
 -- :keys is a JSON array of [project, idempotency_key] pairs; rows as get_job reads them.
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
