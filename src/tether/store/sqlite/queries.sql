@@ -331,6 +331,23 @@ SELECT c.key, c.status, c.attempt, c.stage, c.provider, c.model, c.reserved_usd,
 FROM json_each(:keys) k CROSS JOIN call_journal c
 WHERE c.job_id = :job_id AND c.key = k.value;
 
+-- lock_calls and journal_keys for several jobs at once, each row naming its job: PostgreSQL's
+-- group of many jobs' calls (store/postgres/group.py). SQLite's group commit already shares one
+-- transaction across jobs through the one-job statements; these keep the backends at parity
+-- (:job_ids, :keys: JSON arrays; the i-th key belongs to the i-th job id).
+-- name: lock_calls_many
+SELECT j.id AS job_id, j.project AS job_project, j.state AS job_state,
+       j.lease_token AS lease_token, j.budget AS budget, j.price_profile AS price_profile, b.*
+FROM json_each(:job_ids) w JOIN jobs j ON j.id = w.value
+JOIN budgets b ON (b.scope = 'job' AND b.key = CAST(j.id AS TEXT))
+               OR (b.scope = 'project' AND b.key = j.project);
+
+-- name: journal_keys_many
+SELECT c.job_id, c.key, c.status, c.attempt, c.stage, c.provider, c.model, c.reserved_usd,
+       c.reserved_input_tokens, c.reserved_output_tokens, c.request_hash, c.created_at
+FROM json_each(:job_ids) w JOIN json_each(:keys) k ON k.key = w.key
+JOIN call_journal c ON c.job_id = w.value AND c.key = k.value;
+
 -- The ledger row a settle just wrote.
 -- name: ledger_last
 SELECT * FROM cost_ledger WHERE job_id = :job_id AND key = :key ORDER BY id DESC LIMIT 1;
