@@ -3,7 +3,7 @@ or W4 and the stacks are folded into a per-function table (self and inclusive sh
 
     python -m bench.profile W1 --backend postgres [--jobs 3000] [--idle] [--top 30]
 
-Needs ``py-spy`` (pip install py-spy; root or ptrace rights). ``--idle`` keeps samples of
+Needs ``py-spy`` (pip install py-spy; root or ptrace rights). ``--gil`` keeps only the thread holding the GIL. ``--idle`` keeps samples of
 threads that are waiting (wall-clock view: lock waits, fsync, network round trips);
 without it only running threads are counted (CPU view). Raw stacks are kept under
 bench/results/profiles/ for flame graphs.
@@ -64,12 +64,15 @@ def fold(raw: Path, top: int) -> str:
     return "\n".join(out)
 
 
-def record(pid: int, out: Path, seconds: float, idle: bool) -> subprocess.Popen:
+def record(pid: int, out: Path, seconds: float, idle: bool,
+           gil: bool = False) -> subprocess.Popen:
     exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     cmd = [exe, "record", "-p", str(pid), "-o", str(out), "-f", "raw", "-r", "250",
            "-d", str(int(seconds)), "--nonblocking", "--threads"]
     if idle:
         cmd.append("--idle")
+    if gil:
+        cmd.append("--gil")
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -81,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=3000, help="W1 jobs / W4 calls")
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--idle", action="store_true", help="wall-clock view (waits included)")
+    p.add_argument("--gil", action="store_true",
+                   help="only the thread holding the GIL (where a CPU-bound worker's time goes)")
     p.add_argument("--top", type=int, default=30)
     args = p.parse_args(argv)
     sz = sizes(False)
@@ -102,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                                sz.concurrency, poll_interval=sz.poll_interval,
                                name=f"profile-{args.workload}")]
         wait_for(lambda: db.scalar("SELECT count(*) FROM workers"), timeout=30)
-        spy = record(procs[0].pid, raw, args.seconds, args.idle)
+        spy = record(procs[0].pid, raw, args.seconds, args.idle, args.gil)
         t = time.monotonic()
         if args.workload == "W3":
             stamps = StampFile(SCRATCH / "prof.stamps")
