@@ -1,4 +1,4 @@
-"""The finish NOTIFY (migrations 0007, 0015) is sent only while a finish listener is
+"""The finish NOTIFY (migrations 0007, 0015, 0017) is sent only while a finish listener is
 registered: workers' finishes then commit without the server's notify lock, and a listener
 still hears every finish, including one that looked for listeners just before it registered."""
 
@@ -73,6 +73,28 @@ def test_a_finish_notifies_only_while_a_listener_is_registered(app, raw):
     wait_until(lambda: registrations(app) == 0, timeout=10, what="the row to be removed")
     finish(app)
     assert heard(raw) == []
+
+
+def _finish_many(app: Tether, n: int) -> list[int]:
+    """``n`` jobs finished by one batched statement (the worker's path for plain successes)."""
+    jobs = [app.submit("t", {}) for _ in range(n)]
+    claims = app.store.claim("w", queues=None, limit=n, lease_ttl=30, start=True)
+    assert sorted(c.job.id for c in claims) == sorted(j.id for j in jobs)
+    app.store.finish_many([(c.job.id, c.token, Outcome(JobState.SUCCEEDED, result_json="{}"))
+                           for c in claims])
+    return sorted(j.id for j in jobs)
+
+
+def test_a_batched_finish_notifies_every_job_or_none(app, raw):
+    """The listeners' table is read once per transaction (0017): a batch finished while
+    nobody listens sends nothing, and one finished while somebody does sends every id."""
+    _finish_many(app, 5)
+    assert heard(raw) == []
+    with app.store._write() as tx:
+        tx.conn.execute("INSERT INTO finish_listeners (id, until) "
+                        "VALUES ('here', now() + interval '1 minute')")
+    ids = _finish_many(app, 5)
+    assert sorted(int(p) for p in heard(raw, 5.0, expect=5)) == ids
 
 
 def test_an_expired_registration_notifies_nobody(app, raw):
