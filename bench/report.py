@@ -73,6 +73,13 @@ def rows(res: dict) -> list[list[str]]:
             t = _get(w, "W3", b, "tether", key)
             row += [_n(t, 1), peers_cell(b, "W3", (key,), t, 1)]
         out.append(row)
+    for key, label in (("p50_ms", "pickup floor p50 (ms)"), ("p99_ms", "pickup floor p99 (ms)")):
+        v = _get(w, "W3", "postgres", "floor", key)
+        if v is not None:
+            t = _get(w, "W3", "postgres", "tether", key)
+            out.append(["W3", label, "-", "", _n(v, 1),
+                        "no engine (bench/pickup_floor.py)"
+                        + (f"; tether +{t - v:.1f} ms" if t is not None else "")])
     row = ["W4", "journaled calls (calls/s)"]
     for b in ("sqlite", "postgres"):
         t = _get(w, "W4", b, "tether", "calls_per_s")

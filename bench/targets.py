@@ -64,8 +64,10 @@ def targets(res: dict) -> list[dict]:
              1.0, "pgqueuer")
     for key, limit in (("p50_ms", 1.5), ("p99_ms", 3.0)):
         v = get(w, "W3", "postgres", "tether", key)
+        floor = get(w, "W3", "postgres", "floor", key)
         add(f"W3 PostgreSQL pickup {key[:3]} <= {limit} ms", v, limit,
-            None if v is None else v <= limit, f"{fmt(v, 2)} ms")
+            None if v is None else v <= limit,
+            f"{fmt(v, 2)} ms" + (f"; floor {fmt(floor, 2)} ms" if floor is not None else ""))
     for c, row in (get(w, "W4", "sqlite", "in_flight") or {}).items():
         pct = row.get("pct_of_floor")
         add(f"W4 SQLite {c} calls in flight: >= 90 % of the floor", pct, 90.0,

@@ -2,12 +2,13 @@
 submitted a random 20-600 ms after the previous one started (wider than the poll interval,
 so arrivals fall at random points of a polling worker's cycle); latency = the start time the job writes (inside its function) minus the time just
 before ``submit``. SQLite workers poll (interval ``poll_interval``); PostgreSQL workers wake
-on LISTEN/NOTIFY. Peers run the same with their defaults."""
+on LISTEN/NOTIFY. Peers run the same with their defaults. On PostgreSQL the same run also
+measures the pickup floor (``bench/pickup_floor.py``): the same hops with no engine."""
 
 from __future__ import annotations
 
+from .. import pickup_floor
 from ..apps import make_app
-
 from ..backends import SCRATCH, TetherDB, stop, tether_worker, wait_for
 from ..measure import StampFile, pickup_latencies
 from ..peers import peers_for
@@ -47,6 +48,13 @@ def run(backend: str, sz, env) -> dict:
         runs.append(tether_once(backend, sz))
         env.log(f"   -> p50 {runs[-1]['p50_ms']} ms, p99 {runs[-1]['p99_ms']} ms")
     out = {"tether": summarize(runs), "peers": {}}
+    if backend == "postgres":
+        floor = []
+        for r in range(env.runs):
+            env.log(f"W3 postgres pickup floor run {r + 1}/{env.runs}")
+            floor.append(pickup_floor.measure(sz.latency_samples, sz.latency_gap_s))
+            env.log(f"   -> p50 {floor[-1]['p50_ms']} ms, p99 {floor[-1]['p99_ms']} ms")
+        out["floor"] = summarize(floor)
     for peer in peers_for(backend, env.peers):
         ok, why = peer.available()
         if not ok:

@@ -47,6 +47,9 @@ def test_quick_mode_writes_every_workload(tmp_path):
         # the ctx.map job, the async def job, and the ctx.map job with commits not flushed
         for variant in ("tether", "tether_async", "tether_nodurable"):
             assert res["workloads"]["W4"][b][variant]["calls_per_s"] > 0, variant
+    if "postgres" in backends:  # the same hops with no engine, in the same run
+        floor = res["workloads"]["W3"]["postgres"]["floor"]
+        assert floor["p50_ms"] > 0 and floor["lost"] == 0 and floor["samples"] > 0
     bound = res["workloads"]["W4"]["sqlite"]["commit_bound"]
     # one batch of 8 reservations and one of settlements each write pages, timed exactly
     assert bound["reserve_pages"] >= 1 and bound["settle_pages"] > bound["reserve_pages"]
