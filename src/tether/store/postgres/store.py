@@ -250,7 +250,10 @@ class PostgresStore(GroupedCalls):
         check_transition(JobState.RUNNING, JobState.SUCCEEDED)
         if now is None and self.clock is not None:
             now = self.clock.time()
-        rows = tx.all("succeed_many", ids=[items[i][0] for i in wanted],
+        ids = [items[i][0] for i in wanted]
+        rows = tx.all("succeed_many", ids=ids,
+                      pos="{" + ",".join(f'"{job_id}":{k}' for k, job_id in enumerate(ids, 1))
+                      + "}",
                       tokens=[items[i][1] for i in wanted],
                       results=[items[i][2].result_json for i in wanted],
                       data=[self._json_param(items[i][2].data) for i in wanted],
