@@ -3,9 +3,10 @@ or W4 and the stacks are folded into a per-function table (self and inclusive sh
 
     python -m bench.profile W1 --backend postgres [--jobs 3000] [--idle] [--top 30]
 
-Needs ``py-spy`` (pip install py-spy; root or ptrace rights). ``--gil`` keeps only the thread holding the GIL. ``--idle`` keeps samples of
+Needs ``py-spy`` (pip install py-spy; root or ptrace rights). ``--idle`` keeps samples of
 threads that are waiting (wall-clock view: lock waits, fsync, network round trips);
-without it only running threads are counted (CPU view). Raw stacks are kept under
+without it only running threads are counted (CPU view); ``--gil`` keeps only the thread
+holding the GIL. Raw stacks are kept under
 bench/results/profiles/ for flame graphs.
 """
 

@@ -65,6 +65,12 @@ def _outcome_unknown(exc: BaseException) -> bool:
     return not (getattr(cause, "sqlstate", None) or "")
 
 
+def positions(ids: Sequence[int]) -> str:
+    """``succeed_many``'s ``pos``: each id's 1-based place in the statement's input arrays,
+    as a JSON object, so the statement reads them by id instead of joining with its input."""
+    return "{" + ",".join(f'"{job_id}":{k}' for k, job_id in enumerate(ids, 1)) + "}"
+
+
 @retry_transient(
     idempotent=("claim", "start", "finish", "finish_many", "set_stage", "expire_leases",
                 "promote_due",
@@ -251,9 +257,7 @@ class PostgresStore(GroupedCalls):
         if now is None and self.clock is not None:
             now = self.clock.time()
         ids = [items[i][0] for i in wanted]
-        rows = tx.all("succeed_many", ids=ids,
-                      pos="{" + ",".join(f'"{job_id}":{k}' for k, job_id in enumerate(ids, 1))
-                      + "}",
+        rows = tx.all("succeed_many", ids=ids, pos=positions(ids),
                       tokens=[items[i][1] for i in wanted],
                       results=[items[i][2].result_json for i in wanted],
                       data=[self._json_param(items[i][2].data) for i in wanted],

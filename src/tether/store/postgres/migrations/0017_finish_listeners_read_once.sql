@@ -3,8 +3,8 @@
 -- WHEN clause (a plain expression, no function call) skips the rest of the transaction's
 -- finishes. The trigger fires BEFORE the row is written so that the first row's answer is
 -- there for the next (AFTER row triggers run only once the statement is done); a NOTIFY is
--- delivered at commit either way, and not at all if the transaction rolls back. The per-row query was a fifth of a 256-job batched finish (EXPLAIN ANALYZE: the
--- trigger 3.0 of 15.0 ms). Reading once is as safe as reading per row: a listener that
+-- delivered at commit either way, and not at all if the transaction rolls back. The per-row
+-- query was a fifth of a 256-job batched finish (EXPLAIN ANALYZE: the trigger 3.0 of 15.0 ms). Reading once is as safe as reading per row: a listener that
 -- registers later waits for every transaction running when it registered (notify.py), and
 -- this one has written by then.
 CREATE OR REPLACE FUNCTION tether_notify_finished() RETURNS trigger LANGUAGE plpgsql AS $$
