@@ -1,5 +1,7 @@
-"""Where a tether worker's time goes: py-spy samples a real worker process during W1, W3
-or W4 and the stacks are folded into a per-function table (self and inclusive share).
+"""Where a tether worker's time goes: py-spy samples a real worker process during W1, W3,
+W4 or W8 and the stacks are folded into a per-function table (self and inclusive share).
+W8 runs its workers as W8 does (``llm_workers`` x ``llm_concurrency``, ``--jobs`` jobs of
+``llm_calls`` calls) and samples the first.
 
     python -m bench.profile W1 --backend postgres [--jobs 3000] [--idle] [--top 30]
 
@@ -80,9 +82,9 @@ def record(pid: int, out: Path, seconds: float, idle: bool,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("workload", choices=["W1", "W3", "W4"])
+    p.add_argument("workload", choices=["W1", "W3", "W4", "W8"])
     p.add_argument("--backend", default="sqlite", choices=["sqlite", "postgres"])
-    p.add_argument("--jobs", type=int, default=3000, help="W1 jobs / W4 calls")
+    p.add_argument("--jobs", type=int, default=3000, help="W1 and W8 jobs / W4 calls")
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--idle", action="store_true", help="wall-clock view (waits included)")
     p.add_argument("--gil", action="store_true",
@@ -103,11 +105,18 @@ def main(argv: list[str] | None = None) -> int:
         elif args.workload == "W4":
             app.submit("calls", {"n": args.jobs, "bill": str(SCRATCH / "prof.bill"),
                                  "concurrency": 8})
+        elif args.workload == "W8":
+            payload = {"calls": sz.llm_calls, "latency_s": sz.llm_latency_s,
+                       "bill": str(SCRATCH / "prof.bill")}
+            for i in range(0, args.jobs, 1_000):
+                app.submit_many([{"type": "llm", "payload": payload}
+                                 for _ in range(min(1_000, args.jobs - i))])
         app.store
-        procs = [tether_worker(db.url, concurrency=1 if args.workload == "W4" else
-                               sz.concurrency, poll_interval=sz.poll_interval,
-                               name=f"profile-{args.workload}")]
-        wait_for(lambda: db.scalar("SELECT count(*) FROM workers"), timeout=30)
+        count, conc = {"W4": (1, 1), "W8": (sz.llm_workers, sz.llm_concurrency)}.get(
+            args.workload, (1, sz.concurrency))
+        procs = [tether_worker(db.url, concurrency=conc, poll_interval=sz.poll_interval,
+                               name=f"profile-{args.workload}-{i}") for i in range(count)]
+        wait_for(lambda: db.scalar("SELECT count(*) FROM workers") >= count, timeout=30)
         spy = record(procs[0].pid, raw, args.seconds, args.idle, args.gil)
         t = time.monotonic()
         if args.workload == "W3":

@@ -39,6 +39,15 @@ def test_user_profile_overrides_and_adds(tmp_path):
     assert p.price("local", "llama").output_per_mtok == Decimal("0.02")
     assert p.price("anthropic", "claude-sonnet-4-5")  # inherited from the default
     assert p.id != load_profile().id and p.id.startswith("acme@2026-11-01#")
+    assert load_profile().price("openai", "gpt-4o-mini").input_per_mtok != Decimal("0.10")
+
+
+def test_profiles_are_read_only_so_the_shipped_one_can_be_shared():
+    shared = load_profile()
+    assert load_profile() is shared
+    with pytest.raises(TypeError):
+        shared.models[("local", "free")] = shared.price("openai", "gpt-4o-mini")  # type: ignore[index]
+    assert ("local", "free") not in load_profile().models
 
 
 def test_bad_profile_is_a_clear_error(tmp_path):

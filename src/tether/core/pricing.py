@@ -13,10 +13,12 @@ import hashlib
 import json
 import tomllib
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from decimal import Decimal
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
+from collections.abc import Mapping
 
 from ..errors import ConfigurationError, UnpricedModel
 from .budget import Reservation, to_decimal
@@ -90,7 +92,8 @@ class ModelPrice:
 class PriceProfile:
     name: str
     effective_date: str
-    models: dict[tuple[str, str], ModelPrice]
+    models: Mapping[tuple[str, str], ModelPrice]
+    """Read-only: a profile is shared (the shipped default is parsed once a process)."""
 
     @cached_property
     def id(self) -> str:
@@ -129,12 +132,12 @@ class PriceProfile:
             except KeyError as exc:
                 raise ConfigurationError(f"price profile model entry lacks {exc}") from None
             models[(price.provider, price.model)] = price
-        return cls(name=str(name), effective_date=str(date), models=models)
+        return cls(name=str(name), effective_date=str(date), models=MappingProxyType(models))
 
 
 def load_profile(path: str | Path | None = None) -> PriceProfile:
     """The shipped default, overridden and extended by the file at ``path`` if given."""
-    base = PriceProfile.from_dict(tomllib.loads(DEFAULT_PROFILE.read_text()))
+    base = _shipped()
     if path is None:
         return base
     try:
@@ -142,3 +145,10 @@ def load_profile(path: str | Path | None = None) -> PriceProfile:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigurationError(f"cannot read price profile {path}: {exc}") from exc
     return PriceProfile.from_dict(data, base=None if data.get("replace_default") else base)
+
+
+@cache
+def _shipped() -> PriceProfile:
+    """The shipped default profile, parsed once: it is part of the installed package, and a
+    job that builds a provider per run would otherwise parse it every time."""
+    return PriceProfile.from_dict(tomllib.loads(DEFAULT_PROFILE.read_text()))
