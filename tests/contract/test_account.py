@@ -195,3 +195,27 @@ def test_a_refused_key_asked_again_in_one_batch_is_journaled_in_order(app):
     used = app.get(job.id).budget.used
     assert (used.calls, used.reserved_calls) == (2, 0)
     assert used.spent_usd == 2 * PRICE.cost(Usage(60, 40))
+
+
+def test_account_many_applies_each_jobs_calls_as_account_would(app):
+    a, ta = running_job(app)
+    b, tb = running_job(app, budget={"max_calls": 1})
+    c, tc = running_job(app)
+    for job, tok in ((a, ta), (b, tb)):  # their accumulators exist: they go together
+        app.store.account(job.id, tok, [res("first")])
+    out = app.store.account_many([
+        (a.id, ta, [settle("first"), res("next")]),
+        (b.id, tb, [res("over")]),            # b's limit: one call, already reserved
+        (c.id, tc, [res("k")]),               # c's first call: written alone
+        (a.id, 999, [res("stale")]),          # a again, with a lost lease: alone, fails
+    ])
+    assert [errors(o) for o in out] == [[None, None], ["BudgetExhausted"], [None],
+                                        ["LeaseLost"]]
+    assert {e.key: e.status for e in app.store.journal(a.id)} == {"first": "done",
+                                                                 "next": "reserved"}
+    assert [e.key for e in app.store.journal(b.id)] == ["first"]
+    assert [e.key for e in app.store.journal(c.id)] == ["k"]
+    used = app.get(a.id).budget.used
+    assert used.calls == 1 and used.reserved_calls == 1
+    assert len(app.ledger(a.id)) == 1
+    assert app.project_budget("default").used.reserved_calls == 3  # a, b, c: one each

@@ -11,7 +11,7 @@ import pytest
 
 from tether.errors import BudgetExhausted, StoreError
 from tether.store.sqlite.store import SQLiteStore
-from tether.worker.committer import GroupCommitter
+from tether.worker.committer import GroupCommitter, _alone
 
 
 def _insert(store: SQLiteStore, name: str, fail: BaseException | None = None):
@@ -109,3 +109,35 @@ def test_writes_queued_during_a_commit_share_the_next_one(tmp_path):
         assert {"first", "a", "b", "c"} <= _names(store)
     finally:
         store.close()
+
+
+def test_mergeable_writes_of_a_batch_are_written_by_one_call(tmp_path):
+    store = SQLiteStore(f"sqlite:///{tmp_path}/t.db")
+    committer = GroupCommitter(store)
+    calls: list[list[str]] = []
+
+    def many(items: list[str]) -> list[str]:
+        calls.append(list(items))
+        if "bad" in items:
+            raise StoreError("the group failed")
+        return [item.upper() for item in items]
+
+    merged = [_merged_write(many, n) for n in ("p", "q")]
+    try:
+        batch = [merged[0], (_insert(store, "x"), (), {}), merged[1]]
+        assert [v for v, _ in committer._commit(batch)] == ["P", "x", "Q"]
+        assert calls == [["p", "q"]], "one call for the batch's two mergeable writes"
+        assert _names(store) == {"x"}
+        calls.clear()
+        bad = [_merged_write(many, n) for n in ("r", "bad")]
+        outcomes = committer._commit(bad)
+        assert calls == [["r", "bad"], ["r"], ["bad"]], "after a failure: each alone"
+        assert outcomes[0] == ("R", None) and isinstance(outcomes[1][1], StoreError)
+    finally:
+        committer.stop()
+        store.close()
+
+
+def _merged_write(many, item):
+    """What ``GroupCommitter.run_merged`` queues."""
+    return (_alone, (many, item), {})

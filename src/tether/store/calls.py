@@ -28,7 +28,7 @@ from .accounting import Accounting, complete_rows
 from .base import AccountResult, CallReserve, CallSettle
 from .book import Book, Shared
 from .rows import as_decimal, to_ledger
-from .tx import Row, Tx
+from .tx import Row, Tx, present
 
 CallEntry = tuple[int, int, Sequence[CallReserve | CallSettle]]
 """One job's operations for ``account``: ``(job_id, lease token, ops)``."""
@@ -54,6 +54,42 @@ class Calls(Accounting):
             back = (tx.one("ledger_last", job_id=job_id, key=ops[0].key)
                     if read_back and outcomes[0][1] is None else None)
         return outcomes, back
+
+    def account_many(self, entries: Sequence[CallEntry]) -> list[list[AccountResult]]:
+        """``account`` for several jobs at once, in one transaction (a transaction the caller
+        has open is joined): ``account``'s result for each entry, in order. Jobs whose
+        accumulators exist are read with two statements for all of them and written with one
+        batch per table (``_account_jobs``), where each alone would take five or more; the
+        rest (a job's first call, a child job, a job named twice) are written one by one, as
+        ``account`` writes them, after the group (inside a transaction the caller has open,
+        still in it). Each operation is applied exactly as ``account`` applies it and fails
+        alone; only a failure of a transaction itself is raised."""
+        out: list[list[AccountResult] | None] = [None] * len(entries)
+        ready = self._call_budgets_ready()
+        seen: set[int] = set()
+        together = []
+        for i, (job_id, _, _) in enumerate(entries):
+            if ready.get(job_id) is False and job_id not in seen:
+                seen.add(job_id)
+                together.append(i)
+        if len(together) > 1:
+            group = [entries[i] for i in together]
+            job_ids = sorted(seen)
+            pairs = sorted({(job_id, op.key) for job_id, _, ops in group for op in ops})
+            with self._write() as tx:
+                now = self._now(tx, None)
+                rows = tx.all("lock_calls_many", job_ids=self._array_param(job_ids),
+                              job_keys=self._array_param([str(j) for j in job_ids]))
+                read = tx.all("journal_keys_many",
+                              job_ids=self._array_param([j for j, _ in pairs]),
+                              keys=self._array_param([k for _, k in pairs]))
+                results = self._account_jobs(tx, group, rows, read, now, last=False)
+            for i, result in zip(together, results, strict=True):
+                out[i] = result
+        for i, (job_id, token, ops) in enumerate(entries):
+            if out[i] is None:  # after the group's locks are released (PostgreSQL)
+                out[i] = self._accounted(job_id, token, ops, None)[0]
+        return [present(o) for o in out]
 
     def reserve(self, job_id: int, token: int, *, key: str, stage: str | None, provider: str,
                 model: str, reservation: Reservation, request_hash: str | None = None,
@@ -135,14 +171,16 @@ class Calls(Accounting):
         return Book(self, tx, job_id, rows, journal, now)
 
     def _account_jobs(self, tx: Tx, entries: Sequence[CallEntry], rows: list[Row],
-                      journal: list[Row], now: float) -> list[list[AccountResult] | None]:
+                      journal: list[Row], now: float,
+                      last: bool = True) -> list[list[AccountResult] | None]:
         """The operations of several jobs in ``tx``, which has already locked those jobs'
         rows and their own accumulators and read their journal rows (``rows``: as
         ``lock_calls`` reads them, one job after another with its ``job_id``; ``journal``:
         the rows of the entries' keys). Each job's operations are applied as ``account``
         applies them; every write goes in one batch that carries the COMMIT. An entry whose
         job has no complete rows here (another writer held it, or a budget row is missing)
-        gets None and is left for the caller to run alone. One entry per job. Books open in
+        gets None and is left for the caller to run alone. One entry per job; ``last``: the
+        transaction ends with these writes (they may carry its COMMIT). Books open in
         the order of their projects' period keys (``project@period``): a periodic project
         budget's current row is locked as a book opens."""
         by_job: dict[int, list[Row]] = {}
@@ -162,7 +200,7 @@ class Calls(Accounting):
         for job, token, ops in entries:
             book = books.get(job)
             out.append(None if book is None else [book.apply(op, token) for op in ops])
-        self._write_books(tx, list(books.values()), now, last=True)
+        self._write_books(tx, list(books.values()), now, last=last)
         return out
 
     def _write_book(self, tx: Tx, book: Book, now: float, last: bool = False) -> None:

@@ -60,6 +60,11 @@ class Transitions(ABC):
     def _id_list_param(self, ids: Sequence[int]) -> Any:
         return json.dumps(list(ids))
 
+    def _array_param(self, values: Sequence[Any]) -> Any:
+        """A list bound as one array, in its own order (element i pairs with element i of
+        another array)."""
+        return json.dumps(list(values))
+
     def _money_param(self, value: Decimal | None) -> Any:
         return None if value is None else str(value)
 

@@ -37,6 +37,12 @@ class _Retry(Exception):
 
 
 Write = tuple[Callable[..., Any], tuple, dict]
+Many = Callable[[list[Any]], list[Any]]
+
+
+def _alone(many: Many, item: Any) -> Any:
+    """A mergeable write written by itself (``run_merged``)."""
+    return many([item])[0]
 
 
 class GroupCommitter(Combiner):
@@ -59,6 +65,15 @@ class GroupCommitter(Combiner):
         if getattr(self._inside, "active", False):  # a write made by a write being committed
             return fn(*args, **kwargs)
         return self.submit((fn, args, kwargs))
+
+    def run_merged(self, many: Many, item: Any) -> Any:
+        """``many([item])[0]`` inside the next shared transaction; the items of a batch with
+        the same ``many`` are written by ONE call of it (``many`` takes a list of items and
+        returns their values in order, and writes each as if alone: what an item's failure
+        means is its own value, never an exception)."""
+        if getattr(self._inside, "active", False):
+            return _alone(many, item)
+        return self.submit((_alone, (many, item), {}))
 
     def _gather(self, own: Any) -> list[Any]:
         if self.max_delay > 0:
@@ -90,15 +105,34 @@ class GroupCommitter(Combiner):
     def _run(self, batch: Sequence[Write], *,
              savepoints: bool) -> list[tuple[Any, BaseException | None]]:
         outcomes: list[tuple[Any, BaseException | None]] = []
+        merged: dict[int, Any] = {}
         with self.store.transaction(savepoints=savepoints):
-            for fn, args, kwargs in batch:
+            for i, (fn, args, kwargs) in enumerate(batch):
+                if i in merged:
+                    outcomes.append((merged.pop(i), None))
+                    continue
                 try:
-                    outcomes.append((fn(*args, **kwargs), None))
+                    if fn is _alone and not savepoints:
+                        outcomes.append((self._merge(batch, i, merged), None))
+                    else:
+                        outcomes.append((fn(*args, **kwargs), None))
                 except BaseException as exc:  # control signals too (a budget
                     if not savepoints:        # refusal): without savepoints, all run again
                         raise _Retry() from exc
                     outcomes.append((None, exc))  # handed to its caller
         return outcomes
+
+    @staticmethod
+    def _merge(batch: Sequence[Write], first: int, merged: dict[int, Any]) -> Any:
+        """Write the mergeable writes of ``batch`` that share ``batch[first]``'s ``many`` with
+        one call of it, where the first of them stands; the others' values go to ``merged``.
+        (With savepoints, after a failure, each is written alone in its own.)"""
+        many = batch[first][1][0]
+        group = [i for i in range(first, len(batch))
+                 if batch[i][0] is _alone and batch[i][1][0] == many]
+        values = many([batch[i][1][1] for i in group])
+        merged.update(zip(group[1:], values[1:], strict=True))
+        return values[0]
 
     def stop(self) -> None:
         """Nothing runs in the background: every write has committed when its caller returns."""
@@ -122,6 +156,8 @@ class CommittingStore(WorkerStore):
     def __init__(self, store: WorkerStore, committer: GroupCommitter) -> None:
         self._store = store
         self._run = committer.run
+        self._merged = committer.run_merged
+        self._account_many = getattr(store, "account_many", None)
 
     # --- writes: one shared commit ---------------------------------------------------------------
 
@@ -154,6 +190,9 @@ class CommittingStore(WorkerStore):
 
     def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
                 now: float | None = None) -> list[AccountResult]:
+        """Jobs' calls in one batch are written together (``Store.account_many``)."""
+        if now is None and self._account_many is not None:
+            return self._merged(self._account_many, (job_id, token, ops))
         return self._run(self._store.account, job_id, token, ops, now=now)
 
     def release(self, job_id: int, token: int, *, key: str, error_code: str,

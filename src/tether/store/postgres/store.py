@@ -276,6 +276,9 @@ class PostgresStore(GroupedCalls):
     def _id_list_param(self, ids: Sequence[int]) -> Any:
         return list(ids)
 
+    def _array_param(self, values: Sequence[Any]) -> Any:
+        return list(values)
+
     # --- wake-up ----------------------------------------------------------------------------------
 
     def wait_for_work(self, timeout: float, wake: threading.Event | Wakeup | None = None) -> bool:
