@@ -67,3 +67,10 @@ def ticker(ctx, payload):
                 ctx.check()
                 time.sleep(0.02)
     return {"ticks": payload.get("ticks", 10)}
+
+
+@app.job("switch_interval")
+def switch_interval(ctx, payload):
+    """The GIL switch interval of the process running the job (``worker/process.py``)."""
+    import sys
+    return {"s": sys.getswitchinterval()}

@@ -30,3 +30,10 @@ def steps(ctx, payload):
         ctx.check()
         time.sleep(payload.get("step_s", 0.05))
     return {"steps": payload.get("n", 10)}
+
+
+@app.job("switch_interval")
+def switch_interval(ctx, payload):
+    """The GIL switch interval of the process running the job (``worker/process.py``)."""
+    import sys
+    return {"s": sys.getswitchinterval()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 
 import pytest
@@ -176,6 +177,14 @@ def test_worker_runs_a_job_then_status_and_events_show_it(db, worker):
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[0]["kind"] == "submitted" and events[-1]["to_state"] == "succeeded"
     assert len(follow.out.splitlines()) == len(events)
+
+
+def test_a_worker_process_switches_threads_every_millisecond(db, facade, worker):
+    job_id = int(tether("submit", "switch_interval", "-q", db=db).out)
+    wait_until(lambda: facade.get(job_id).state.value == "succeeded", timeout=30,
+               what="the job to succeed")
+    assert facade.get(job_id).result == {"s": 0.001}
+    assert sys.getswitchinterval() == 0.005, "this process (no worker command) keeps its own"
 
 
 def test_events_follow_ends_when_a_running_job_is_cancelled(db, facade, worker):

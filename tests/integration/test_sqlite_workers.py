@@ -116,3 +116,13 @@ def test_retry_with_backoff_then_success_across_real_worker(client, sqlite_url, 
     assert done.state == JobState.SUCCEEDED and done.result == {"attempt": 2}
     states = [e.to_state for e in client.events(job.id) if e.to_state]
     assert "retry_wait" in states
+
+
+def test_a_worker_process_switches_threads_every_millisecond(client, sqlite_url, tmp_path):
+    job = client.submit("switch_interval")
+    w = start_worker(sqlite_url, concurrency=1, log=tmp_path / "w.log")
+    try:
+        wait_until(lambda: client.get(job.id).state == JobState.SUCCEEDED, what="job to run")
+    finally:
+        assert stop(w) == 0
+    assert client.get(job.id).result == {"s": 0.001}

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ..worker import process
 from . import views
 from .options import AppSpec, DatabaseUrl, Json, open_app
 from .output import CliError, emit_json, err, out, show
@@ -51,6 +52,7 @@ def worker(
     err().print(f"[dim]worker {escape(w.id)} started: concurrency {concurrency}, "
                 f"queues {escape(','.join(names)) if names else 'all'}, "
                 f"lease ttl {w.lease_ttl:g}s[/]")
+    process.tune()
     w.run()
     err().print(f"[dim]worker {escape(w.id)} stopped after {w.completed} job(s)[/]")
 

@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.database_url:
         os.environ["TETHER_DATABASE_URL"] = args.database_url
     from ..loader import load_app
+    from . import process
     app = load_app(args.app)
     if args.database_url:
         app.database_url = args.database_url
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
                         lease_ttl=args.lease_ttl, poll_interval=args.poll_interval,
                         prefetch=args.prefetch)
     print(f"worker {worker.id} started", file=sys.stderr, flush=True)
+    process.tune()
     worker.run()
     return 0
 
