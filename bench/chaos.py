@@ -199,11 +199,15 @@ def _submit(app: Tether, specs: list[dict[str, Any]], deadline: float) -> list[i
 
 
 def _settled(app: Tether) -> bool:
+    """No job left to move, read in ONE statement (every queue's counts by state): read
+    state by state, a waiting job woken to ``queued`` between two reads was missed."""
     try:
-        for state in ("queued", "leased", "running", "retry_wait", "pausing", "cancelling",
-                      "interrupted", "waiting"):
-            if app.store.list_jobs(state=state, limit=1):
-                return False
+        counts: Counter[str] = Counter()
+        for queue in app.store.list_queues():
+            counts.update(queue.counts)
+        if any(counts[state] for state in ("queued", "leased", "running", "retry_wait",
+                                           "pausing", "cancelling", "interrupted", "waiting")):
+            return False
         return all(j.error_code == "budget_exhausted"
                    for j in app.store.list_jobs(state="paused", limit=10_000))
     except StoreError:

@@ -122,6 +122,9 @@ AccountResult = tuple[JournalEntry | None, BaseException | None]
 or the journal entry of a key already done; a settlement's is None. ``error`` is what the
 operation alone would have raised (it then changed nothing)."""
 
+CallEntry = tuple[int, int, Sequence[CallReserve | CallSettle]]
+"""One job's operations for ``account_many``: ``(job_id, lease token, ops)``."""
+
 
 @dataclass(frozen=True)
 class RateLimit:
@@ -244,6 +247,7 @@ class Store(Protocol):
     # --- calls, budgets, the ledger
     def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
                 now: float | None = None) -> list[AccountResult]: ...
+    def account_many(self, entries: Sequence[CallEntry]) -> list[list[AccountResult]]: ...
     def reserve(self, job_id: int, token: int, *, key: str, stage: str | None, provider: str,
                 model: str, reservation: Reservation, request_hash: str | None = None,
                 now: float | None = None) -> JournalEntry | None: ...

@@ -25,13 +25,10 @@ from ..core.budget import Reservation
 from ..core.usage import Usage
 from ..records import JournalEntry, LedgerEntry
 from .accounting import Accounting, complete_rows
-from .base import AccountResult, CallReserve, CallSettle
+from .base import AccountResult, CallEntry, CallReserve, CallSettle
 from .book import Book, Shared
 from .rows import as_decimal, to_ledger
 from .tx import Row, Tx, present
-
-CallEntry = tuple[int, int, Sequence[CallReserve | CallSettle]]
-"""One job's operations for ``account``: ``(job_id, lease token, ops)``."""
 
 
 class Calls(Accounting):

@@ -38,8 +38,7 @@ import psycopg
 
 from ...core.combining import Combiner
 from ...errors import TetherError
-from ..base import AccountResult, CallReserve, CallSettle
-from ..calls import CallEntry
+from ..base import AccountResult, CallEntry, CallReserve, CallSettle
 from ..sql import SQLStore
 from ..tx import present
 from .retry import TransientStoreError, translate
