@@ -7,12 +7,13 @@ reservation and each settlement in a transaction of its own: a BEGIN, the lockin
 journal read, the writes and a COMMIT for every one of them. ``CallGroup`` combines the
 ``account`` calls of the worker's jobs that arrive while one is being written (a
 ``core.combining.Combiner``: no thread of its own; a call alone is written at once) and
-writes them in one transaction: BEGIN and ``now()``, the locking read of every job
-(``lock_calls_many``; one job alone: ``lock_calls``), the journal read (``journal_keys_many``),
-then every write with the COMMIT in one batch (``Calls._account_jobs``): four round trips and
-one commit for the whole group. The reads are not pipelined: psycopg's pipeline mode saves
-their round trips but costs the worker more CPU than it saves, and on a busy machine the CPU
-is what runs out.
+writes them in one transaction: BEGIN, ``now()``, the locking read of every job
+(``lock_calls_many``; one job alone: ``lock_calls``) and the journal read
+(``journal_keys_many``) go in one simple-protocol message, their values bound client-side,
+then every write with the COMMIT in one batch (``Calls._account_jobs``): two round trips and
+one commit for the whole group. (psycopg's pipeline mode would save the reads' round trips
+too, but cost the worker more CPU than it saved, and on a busy machine the CPU is what runs
+out; the reads are planned each time either way.)
 
 What each call is promised does not change: its reservation has committed before ``account``
 returns, so before the provider is asked; its limits are checked in the transaction that
@@ -92,15 +93,19 @@ class CallGroup(Combiner):
         store: Any = self._store
         with store._connection() as c:
             try:
+                literal = psycopg.ClientCursor(c).mogrify
+                reads = [literal(QUERIES[name], params) for name, params in _reads(entries)]
+                clock = "SELECT now() AS now; " if store.clock is None else ""
+                cur = c.execute(f"BEGIN; {clock}{reads[0]}; {reads[1]}", prepare=False)
                 if store.clock is None:
-                    cur = c.execute("BEGIN; SELECT now() AS now")
                     cur.nextset()
                     now = present(cur.fetchone())["now"].timestamp()
                 else:
-                    c.execute("BEGIN")
                     now = store.clock.time()
-                rows, read = (c.execute(QUERIES[name], params, prepare=prepare).fetchall()
-                              for name, params, prepare in _reads(entries))
+                cur.nextset()
+                rows = cur.fetchall()
+                cur.nextset()
+                read = cur.fetchall()
             except psycopg.Error as exc:
                 raise translate(exc, conn=c) from exc
             if len(entries) == 1:
@@ -117,22 +122,19 @@ class CallGroup(Combiner):
         return results
 
 
-def _reads(entries: Sequence[CallEntry]) -> list[tuple[str, dict[str, Any], bool | None]]:
-    """The locking read and the journal read of a group: ``(statement, parameters,
-    prepare)``. One job alone takes ``lock_calls``, prepared as any statement is (its plan
-    does not change with the tables' sizes); the statements of several jobs and the journal
-    reads are planned each time (``tx.PLANNED_EACH_TIME``)."""
+def _reads(entries: Sequence[CallEntry]) -> list[tuple[str, dict[str, Any]]]:
+    """The locking read and the journal read of a group: ``(statement, parameters)``. One job
+    alone takes ``lock_calls`` and ``journal_keys``."""
     if len(entries) == 1:
         job_id, _, ops = entries[0]
         keys = sorted({op.key for op in ops})
-        return [("lock_calls", {"job_id": job_id, "job_key": str(job_id)}, None),
-                ("journal_keys", {"job_id": job_id, "keys": keys}, False)]
+        return [("lock_calls", {"job_id": job_id, "job_key": str(job_id)}),
+                ("journal_keys", {"job_id": job_id, "keys": keys})]
     job_ids = sorted(job_id for job_id, _, _ in entries)
     pairs = sorted({(job_id, op.key) for job_id, _, ops in entries for op in ops})
-    return [("lock_calls_many", {"job_ids": job_ids, "job_keys": [str(j) for j in job_ids]},
-             False),
+    return [("lock_calls_many", {"job_ids": job_ids, "job_keys": [str(j) for j in job_ids]}),
             ("journal_keys_many", {"job_ids": [j for j, _ in pairs],
-                                   "keys": [k for _, k in pairs]}, False)]
+                                   "keys": [k for _, k in pairs]})]
 
 
 class GroupedCalls(SQLStore):
