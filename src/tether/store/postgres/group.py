@@ -8,12 +8,13 @@ journal read, the writes and a COMMIT for every one of them. ``CallGroup`` combi
 ``account`` calls of the worker's jobs that arrive while one is being written (a
 ``core.combining.Combiner``: no thread of its own; a call alone is written at once) and
 writes them in one transaction: BEGIN, ``now()``, the locking read of every job
-(``lock_calls_many``; one job alone: ``lock_calls``) and the journal read
-(``journal_keys_many``) go in one simple-protocol message, their values bound client-side,
-then every write with the COMMIT in one batch (``Calls._account_jobs``): two round trips and
-one commit for the whole group. (psycopg's pipeline mode would save the reads' round trips
-too, but cost the worker more CPU than it saved, and on a busy machine the CPU is what runs
-out; the reads are planned each time either way.)
+(``lock_calls_many``) and the journal read (``journal_keys_many``) go in one simple-protocol
+message, their values bound client-side, then every write with the COMMIT in one batch
+(``Calls._account_jobs``): two round trips and one commit for the whole group. One job alone
+reads with its prepared ``lock_calls`` instead, in round trips of their own: planning it
+afresh each time cost a lone call more than the round trips saved. (psycopg's pipeline mode
+would save the reads' round trips too, but cost the worker more CPU than it saved, and on a
+busy machine the CPU is what runs out.)
 
 What each call is promised does not change: its reservation has committed before ``account``
 returns, so before the provider is asked; its limits are checked in the transaction that
@@ -93,25 +94,9 @@ class CallGroup(Combiner):
         store: Any = self._store
         with store._connection() as c:
             try:
-                literal = psycopg.ClientCursor(c).mogrify
-                reads = [literal(QUERIES[name], params) for name, params in _reads(entries)]
-                clock = "SELECT now() AS now; " if store.clock is None else ""
-                cur = c.execute(f"BEGIN; {clock}{reads[0]}; {reads[1]}", prepare=False)
-                if store.clock is None:
-                    cur.nextset()
-                    now = present(cur.fetchone())["now"].timestamp()
-                else:
-                    now = store.clock.time()
-                cur.nextset()
-                rows = cur.fetchall()
-                cur.nextset()
-                read = cur.fetchall()
+                now, rows, read = _read(c, entries, store.clock)
             except psycopg.Error as exc:
                 raise translate(exc, conn=c) from exc
-            if len(entries) == 1:
-                job_id = entries[0][0]
-                rows = [dict(row, job_id=job_id) for row in rows]
-                read = [dict(row, job_id=job_id) for row in read]
             tx = PgTx(c, started_at=now)
             results = store._account_jobs(tx, entries, rows, read, now)
             if not tx.committed:  # an event was appended after the batch
@@ -122,19 +107,45 @@ class CallGroup(Combiner):
         return results
 
 
-def _reads(entries: Sequence[CallEntry]) -> list[tuple[str, dict[str, Any]]]:
-    """The locking read and the journal read of a group: ``(statement, parameters)``. One job
-    alone takes ``lock_calls`` and ``journal_keys``."""
+def _read(c: Any, entries: Sequence[CallEntry],
+          clock: Any) -> tuple[float, list[Any], list[Any]]:
+    """BEGIN, the transaction's time, and a group's locking and journal reads. One job alone:
+    ``lock_calls`` (prepared, as any statement is: its plan does not change with the tables'
+    sizes) and ``journal_keys`` (``tx.PLANNED_EACH_TIME``), each its own round trip. Several
+    jobs: ``lock_calls_many`` and ``journal_keys_many``, planned each time anyway, go in the
+    same simple-protocol message as BEGIN and ``now()``, their values bound client-side: one
+    round trip for all of it."""
+    head = "BEGIN; SELECT now() AS now" if clock is None else "BEGIN"
+    rows: list[Any]
+    read: list[Any]
     if len(entries) == 1:
         job_id, _, ops = entries[0]
-        keys = sorted({op.key for op in ops})
-        return [("lock_calls", {"job_id": job_id, "job_key": str(job_id)}),
-                ("journal_keys", {"job_id": job_id, "keys": keys})]
-    job_ids = sorted(job_id for job_id, _, _ in entries)
-    pairs = sorted({(job_id, op.key) for job_id, _, ops in entries for op in ops})
-    return [("lock_calls_many", {"job_ids": job_ids, "job_keys": [str(j) for j in job_ids]}),
-            ("journal_keys_many", {"job_ids": [j for j, _ in pairs],
-                                   "keys": [k for _, k in pairs]})]
+        cur = c.execute(head)
+        lock = c.execute(QUERIES["lock_calls"], {"job_id": job_id, "job_key": str(job_id)})
+        rows = [dict(row, job_id=job_id) for row in lock.fetchall()]
+        read = [dict(row, job_id=job_id) for row in c.execute(
+            QUERIES["journal_keys"], {"job_id": job_id, "keys": sorted({op.key for op in ops})},
+            prepare=False).fetchall()]
+    else:
+        job_ids = sorted(job_id for job_id, _, _ in entries)
+        pairs = sorted({(job_id, op.key) for job_id, _, ops in entries for op in ops})
+        literal = psycopg.ClientCursor(c).mogrify
+        lock_sql = literal(QUERIES["lock_calls_many"],
+                           {"job_ids": job_ids, "job_keys": [str(j) for j in job_ids]})
+        read_sql = literal(QUERIES["journal_keys_many"], {"job_ids": [j for j, _ in pairs],
+                                                          "keys": [k for _, k in pairs]})
+        cur = c.execute(f"{head}; {lock_sql}; {read_sql}", prepare=False)
+    if clock is None:
+        cur.nextset()
+        now = present(cur.fetchone())["now"].timestamp()
+    else:
+        now = clock.time()
+    if len(entries) > 1:
+        cur.nextset()
+        rows = cur.fetchall()
+        cur.nextset()
+        read = cur.fetchall()
+    return now, rows, read
 
 
 class GroupedCalls(SQLStore):
