@@ -165,6 +165,16 @@ def rows(res: dict) -> list[list[str]]:
                 txt += f" vs {_n(d.get('ideal_s'), 2)} ({d['over_ideal_pct']:+.1f} %)"
             row += [txt, ""]
         out.append(row)
+    row = ["W8", "LLM workload: a call beyond its latency (ms)"]
+    for b in ("sqlite", "postgres"):
+        d = _get(w, "W8", b, "tether") or {}
+        if d.get("call_over_latency_ms") is None:
+            row += ["-", ""]
+            continue
+        row += [f"+{d['call_over_latency_ms']:.1f} in it, +{d['between_calls_ms']:.1f} to the "
+                f"next; job start +{d['start_to_first_call_ms']:.0f}, end "
+                f"+{d['last_call_to_finish_ms']:.0f}", "bench/timeline.py"]
+    out.append(row)
     row = ["ceiling", "DB one-row commits/s"]
     for b in ("sqlite", "postgres"):
         c = _get(ceil, b) or {}

@@ -9,7 +9,9 @@ flight per running job). Reported:
   are idle and registered to the end of the drain, divided by the calls;
 - the database's commits per call (``bench/commits.py``: PostgreSQL ``xact_commit`` delta
   of a database of the run's own, less the harness's own progress queries; SQLite WAL
-  commit frames)."""
+  commit frames);
+- where a call's time beyond its latency went, read back from the journal and attempt rows
+  (``bench/timeline.py``)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from ..backends import SCRATCH, TetherDB, cpu_seconds, stop, tether_worker, wait
 from ..commits import PgCommits, WalCommits
 from ..measure import drain
 from ..stats import summarize
+from ..timeline import call_timeline
 
 KEY = "W8"
 TITLE = "LLM workload: drain time vs the latency-bound ideal"
@@ -59,6 +62,7 @@ def tether_once(backend: str, sz) -> dict:
         app.close()
         db.close()
         commits = counter.stop() - (polls if backend == "postgres" else 0)
+        timeline = call_timeline(db, sz.llm_latency_s)
         calls = sz.llm_jobs * sz.llm_calls
         in_flight = sz.llm_workers * sz.llm_concurrency
         ideal = calls * sz.llm_latency_s / in_flight
@@ -66,7 +70,7 @@ def tether_once(backend: str, sz) -> dict:
                "calls": calls, "calls_in_flight": in_flight, "jobs_done": res["done"],
                "cpu_s": cpu_s, "cpu_us_per_call": cpu_s / calls * 1e6,
                "commits": commits, "commits_per_call": commits / calls,
-               "capped": res["capped"]}
+               "capped": res["capped"], **timeline}
         if backend == "sqlite":
             out["wal_restarts"] = counter.restarts
         if "error" in res:
@@ -87,5 +91,7 @@ def run(backend: str, sz, env) -> dict:
         got = runs[-1]
         env.log(f"   -> {got['drain_s']:.2f} s vs ideal {got['ideal_s']:.2f} s "
                 f"({got['over_ideal_pct']:+.1f} %), {got['cpu_us_per_call']:.0f} us CPU/call, "
-                f"{got['commits_per_call']:.2f} commits/call")
+                f"{got['commits_per_call']:.2f} commits/call; a call +"
+                f"{got.get('call_over_latency_ms', 0):.1f} ms in it, +"
+                f"{got.get('between_calls_ms', 0):.1f} ms to the next")
     return {"tether": summarize(runs)}
