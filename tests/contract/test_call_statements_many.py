@@ -17,10 +17,10 @@ def test_the_many_job_reads_match_the_one_job_reads(app, store):
         reserve(app, job, token, f"k{n}")
     ids = [job.id for job, _ in jobs]
     with store._write() as tx:
-        many = tx.all("lock_calls_many", job_ids=store._id_list_param(ids),
+        many = tx.all("lock_calls_many", job_ids=store._array_param(ids),
                       job_keys=store._list_param(str(i) for i in ids))
         one = {i: tx.all("lock_calls", job_id=i, job_key=str(i)) for i in ids}
-        got = tx.all("journal_keys_many", job_ids=store._id_list_param(ids + [ids[0]]),
+        got = tx.all("journal_keys_many", job_ids=store._array_param(ids + [ids[0]]),
                      keys=store._list_param(["k0", "k1", "k2", "nothing"]))
         alone = {i: tx.all("journal_keys", job_id=i, keys=store._list_param([f"k{n}"]))
                  for n, i in enumerate(ids)}

@@ -31,6 +31,14 @@ from .rows import as_decimal, to_ledger
 from .tx import Row, Tx, present
 
 
+def group_keys(entries: Sequence[CallEntry]) -> tuple[list[int], list[tuple[int, str]]]:
+    """What a group's reads are keyed by: its job ids, and its (job id, call key) pairs, both
+    sorted (``lock_calls_many``, ``journal_keys_many``)."""
+    job_ids = sorted({job_id for job_id, _, _ in entries})
+    pairs = sorted({(job_id, op.key) for job_id, _, ops in entries for op in ops})
+    return job_ids, pairs
+
+
 class Calls(Accounting):
     """``account`` and its single-operation forms; ``release`` for a call that raised."""
 
@@ -62,17 +70,10 @@ class Calls(Accounting):
         still in it). Each operation is applied exactly as ``account`` applies it and fails
         alone; only a failure of a transaction itself is raised."""
         out: list[list[AccountResult] | None] = [None] * len(entries)
-        ready = self._call_budgets_ready()
-        seen: set[int] = set()
-        together = []
-        for i, (job_id, _, _) in enumerate(entries):
-            if ready.get(job_id) is False and job_id not in seen:
-                seen.add(job_id)
-                together.append(i)
+        together = self._groupable(entries)
         if len(together) > 1:
             group = [entries[i] for i in together]
-            job_ids = sorted(seen)
-            pairs = sorted({(job_id, op.key) for job_id, _, ops in group for op in ops})
+            job_ids, pairs = group_keys(group)
             with self._write() as tx:
                 now = self._now(tx, None)
                 rows = tx.all("lock_calls_many", job_ids=self._array_param(job_ids),
@@ -87,6 +88,18 @@ class Calls(Accounting):
             if out[i] is None:  # after the group's locks are released (PostgreSQL)
                 out[i] = self._accounted(job_id, token, ops, None)[0]
         return [present(o) for o in out]
+
+    def _groupable(self, entries: Sequence[CallEntry]) -> list[int]:
+        """The positions of the entries a group can read and write together: jobs whose
+        accumulators this store has seen and that have no parent, each job once."""
+        ready = self._call_budgets_ready()
+        seen: set[int] = set()
+        out = []
+        for i, (job_id, _, _) in enumerate(entries):
+            if ready.get(job_id) is False and job_id not in seen:
+                seen.add(job_id)
+                out.append(i)
+        return out
 
     def reserve(self, job_id: int, token: int, *, key: str, stage: str | None, provider: str,
                 model: str, reservation: Reservation, request_hash: str | None = None,

@@ -52,7 +52,7 @@ class Feed(Transitions):
         if not ids:
             return {}
         with self._read() as tx:
-            rows = tx.all("event_seqs", ids=self._id_list_param([int(i) for i in ids]))
+            rows = tx.all("event_seqs", ids=self._array_param([int(i) for i in ids]))
         return {int(r["id"]): int(r["event_seq"]) for r in rows}
 
     def feed(self, *, after: str | None = None, projects: Iterable[str] | None = None,

@@ -151,7 +151,7 @@ class Jobs(Profiles):
         if not ids:
             return set()
         with self._read() as tx:
-            rows = tx.all("finished_among", ids=self._id_list_param([int(i) for i in ids]))
+            rows = tx.all("finished_among", ids=self._array_param([int(i) for i in ids]))
         return {int(r["id"]) for r in rows}
 
     def list_jobs(self, *, projects: Iterable[str] | None = None, state: str | None = None,

@@ -94,7 +94,7 @@ class Leases(Accounting):
             now = self._now(tx, now)
             rows = tx.all("heartbeat", worker_id=worker_id, lease_ttl=lease_ttl,
                           now=now,
-                          jobs=None if jobs is None else self._id_list_param(list(jobs)))
+                          jobs=None if jobs is None else self._array_param(list(jobs)))
             tx.run("touch_worker", worker_id=worker_id, now=now)
         return {int(r["id"]): (int(r["lease_token"]), JobState(r["state"])) for r in rows}
 

@@ -57,9 +57,6 @@ class Transitions(ABC):
     def _list_param(self, values: Iterable[str] | None) -> Any:
         return None if values is None else json.dumps(list(values))
 
-    def _id_list_param(self, ids: Sequence[int]) -> Any:
-        return json.dumps(list(ids))
-
     def _array_param(self, values: Sequence[Any]) -> Any:
         """A list bound as one array, in its own order (element i pairs with element i of
         another array)."""

@@ -182,7 +182,7 @@ class Waits(Transitions):
         if wait["kind"] == "children":
             ids = child_ids(wait.get("children"))
             if ids:
-                children = tx.all("wait_children", ids=self._id_list_param(ids))
+                children = tx.all("wait_children", ids=self._array_param(ids))
         elif wait["kind"] == "signal":
             signal = tx.one("signal_next", job_id=wait["job_id"], name=wait["signal"])
         return decide(_seconds(wait), now=now, children=children, signal=signal)

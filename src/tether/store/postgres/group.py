@@ -41,6 +41,7 @@ import psycopg
 from ...core.combining import Combiner
 from ...errors import TetherError
 from ..base import AccountResult, CallEntry, CallReserve, CallSettle
+from ..calls import group_keys
 from ..sql import SQLStore
 from ..tx import present
 from .retry import TransientStoreError, translate
@@ -60,13 +61,7 @@ class CallGroup(Combiner):
     def _flush(self, entries: Sequence[CallEntry]) -> list[_Outcome]:
         store = self._store
         out: list[_Outcome | None] = [None] * len(entries)
-        ready = store._call_budgets_ready()
-        seen: set[int] = set()
-        together: list[int] = []
-        for i, (job_id, _, _) in enumerate(entries):
-            if ready.get(job_id) is False and job_id not in seen:
-                seen.add(job_id)
-                together.append(i)
+        together = store._groupable(entries)
         if together:
             try:
                 results = self._together([entries[i] for i in together])
@@ -116,36 +111,36 @@ def _read(c: Any, entries: Sequence[CallEntry],
     same simple-protocol message as BEGIN and ``now()``, their values bound client-side: one
     round trip for all of it."""
     head = "BEGIN; SELECT now() AS now" if clock is None else "BEGIN"
-    rows: list[Any]
-    read: list[Any]
     if len(entries) == 1:
         job_id, _, ops = entries[0]
-        cur = c.execute(head)
+        now = _began(c.execute(head), clock)
         lock = c.execute(QUERIES["lock_calls"], {"job_id": job_id, "job_key": str(job_id)})
-        rows = [dict(row, job_id=job_id) for row in lock.fetchall()]
-        read = [dict(row, job_id=job_id) for row in c.execute(
-            QUERIES["journal_keys"], {"job_id": job_id, "keys": sorted({op.key for op in ops})},
-            prepare=False).fetchall()]
-    else:
-        job_ids = sorted(job_id for job_id, _, _ in entries)
-        pairs = sorted({(job_id, op.key) for job_id, _, ops in entries for op in ops})
-        literal = psycopg.ClientCursor(c).mogrify
-        lock_sql = literal(QUERIES["lock_calls_many"],
-                           {"job_ids": job_ids, "job_keys": [str(j) for j in job_ids]})
-        read_sql = literal(QUERIES["journal_keys_many"], {"job_ids": [j for j, _ in pairs],
-                                                          "keys": [k for _, k in pairs]})
-        cur = c.execute(f"{head}; {lock_sql}; {read_sql}", prepare=False)
+        journal = c.execute(QUERIES["journal_keys"],
+                            {"job_id": job_id, "keys": sorted({op.key for op in ops})},
+                            prepare=False)
+        return (now, [dict(row, job_id=job_id) for row in lock.fetchall()],
+                [dict(row, job_id=job_id) for row in journal.fetchall()])
+    job_ids, pairs = group_keys(entries)
+    literal = psycopg.ClientCursor(c).mogrify
+    lock_sql = literal(QUERIES["lock_calls_many"],
+                       {"job_ids": job_ids, "job_keys": [str(j) for j in job_ids]})
+    read_sql = literal(QUERIES["journal_keys_many"], {"job_ids": [j for j, _ in pairs],
+                                                      "keys": [k for _, k in pairs]})
+    cur = c.execute(f"{head}; {lock_sql}; {read_sql}", prepare=False)
+    now = _began(cur, clock)
+    cur.nextset()
+    rows = cur.fetchall()
+    cur.nextset()
+    return now, rows, cur.fetchall()
+
+
+def _began(cur: Any, clock: Any) -> float:
+    """The transaction's time: ``now()`` from the result after BEGIN's, or the injected
+    clock's (``cur`` is then left on BEGIN's result)."""
     if clock is None:
         cur.nextset()
-        now = present(cur.fetchone())["now"].timestamp()
-    else:
-        now = clock.time()
-    if len(entries) > 1:
-        cur.nextset()
-        rows = cur.fetchall()
-        cur.nextset()
-        read = cur.fetchall()
-    return now, rows, read
+        return present(cur.fetchone())["now"].timestamp()
+    return clock.time()
 
 
 class GroupedCalls(SQLStore):

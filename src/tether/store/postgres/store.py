@@ -273,9 +273,6 @@ class PostgresStore(GroupedCalls):
         matter; separate transactions also keep every write individually retryable."""
         yield
 
-    def _id_list_param(self, ids: Sequence[int]) -> Any:
-        return list(ids)
-
     def _array_param(self, values: Sequence[Any]) -> Any:
         return list(values)
 
