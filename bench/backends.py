@@ -237,3 +237,28 @@ def cpu_seconds(pid: int) -> float | None:
     except (FileNotFoundError, ProcessLookupError):
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu_seconds(admin: str = PG_ADMIN_URL) -> float | None:
+    """User + system CPU the PostgreSQL server has used so far: the postmaster, its live
+    children, and the children it has reaped (a backend that exits adds its CPU to the
+    postmaster's children's times). None if the server's processes cannot be read here
+    (another machine, or no /proc)."""
+    try:
+        import psycopg
+        with psycopg.connect(admin, connect_timeout=3, autocommit=True) as conn:
+            data = conn.execute("SHOW data_directory").fetchone()[0]
+        postmaster = int(Path(data, "postmaster.pid").read_text().split()[0])
+        tick = os.sysconf("SC_CLK_TCK")
+        own = Path(f"/proc/{postmaster}/stat").read_text().rpartition(")")[2].split()
+        total = sum(int(own[i]) for i in (11, 12, 13, 14))
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[1]) == postmaster:
+                total += int(fields[11]) + int(fields[12])
+    except Exception:  # noqa: BLE001 - a figure the run can do without
+        return None
+    return total / tick

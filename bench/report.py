@@ -155,6 +155,7 @@ def rows(res: dict) -> list[list[str]]:
     out.append(row)
     for key, label, digits in (("drain_s", "drain (s) vs latency-bound ideal", 2),
                                ("cpu_us_per_call", "worker CPU a call (us)", 0),
+                               ("server_cpu_us_per_call", "database server CPU a call (us)", 0),
                                ("commits_per_call", "database commits a call", 2)):
         row = ["W8", f"LLM workload: {label}"]
         for b in ("sqlite", "postgres"):

@@ -6,7 +6,8 @@ flight per running job). Reported:
 - time to drain, from the first ``submit_many`` to the last job succeeded, against the
   latency-bound ideal: calls x latency / calls in flight (target: within 10 %);
 - engine CPU per call: the worker processes' user + system CPU (``/proc``) from when they
-  are idle and registered to the end of the drain, divided by the calls;
+  are idle and registered to the end of the drain, divided by the calls; on PostgreSQL also
+  the server's (every postgres process, ``server_cpu_seconds``) over the same span;
 - the database's commits per call (``bench/commits.py``: PostgreSQL ``xact_commit`` delta
   of a database of the run's own, less the harness's own progress queries; SQLite WAL
   commit frames);
@@ -18,7 +19,8 @@ from __future__ import annotations
 import time
 
 from ..apps import make_app
-from ..backends import SCRATCH, TetherDB, cpu_seconds, stop, tether_worker, wait_for
+from ..backends import (SCRATCH, TetherDB, cpu_seconds, server_cpu_seconds, stop, tether_worker,
+                        wait_for)
 from ..commits import PgCommits, WalCommits
 from ..measure import drain
 from ..stats import summarize
@@ -50,6 +52,7 @@ def tether_once(backend: str, sz) -> dict:
                  timeout=60, interval=0.05)
         counter.start()
         cpu0 = sum(cpu_seconds(p.pid) or 0.0 for p in procs)
+        server0 = server_cpu_seconds() if backend == "postgres" else None
         payload = {"calls": sz.llm_calls, "latency_s": sz.llm_latency_s, "bill": str(bill)}
         t0 = time.perf_counter()
         for i in range(0, sz.llm_jobs, 1_000):
@@ -58,6 +61,7 @@ def tether_once(backend: str, sz) -> dict:
         res = drain(done, sz.llm_jobs, timeout=sz.llm_timeout_s, poll=0.05, procs=procs)
         drain_s = time.perf_counter() - t0
         cpu_s = sum(cpu_seconds(p.pid) or 0.0 for p in procs) - cpu0
+        server1 = server_cpu_seconds() if server0 is not None else None
         stop(procs)
         app.close()
         db.close()
@@ -71,6 +75,8 @@ def tether_once(backend: str, sz) -> dict:
                "cpu_s": cpu_s, "cpu_us_per_call": cpu_s / calls * 1e6,
                "commits": commits, "commits_per_call": commits / calls,
                "capped": res["capped"], **timeline}
+        if server0 is not None and server1 is not None:
+            out["server_cpu_us_per_call"] = (server1 - server0) / calls * 1e6
         if backend == "sqlite":
             out["wal_restarts"] = counter.restarts
         if "error" in res:
@@ -91,7 +97,10 @@ def run(backend: str, sz, env) -> dict:
         got = runs[-1]
         env.log(f"   -> {got['drain_s']:.2f} s vs ideal {got['ideal_s']:.2f} s "
                 f"({got['over_ideal_pct']:+.1f} %), {got['cpu_us_per_call']:.0f} us CPU/call, "
-                f"{got['commits_per_call']:.2f} commits/call; a call +"
+                f"{got['commits_per_call']:.2f} commits/call"
+                + (f", server {got['server_cpu_us_per_call']:.0f} us/call"
+                   if "server_cpu_us_per_call" in got else "")
+                + f"; a call +"
                 f"{got.get('call_over_latency_ms', 0):.1f} ms in it, +"
                 f"{got.get('between_calls_ms', 0):.1f} ms to the next")
     return {"tether": summarize(runs)}

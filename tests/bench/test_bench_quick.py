@@ -81,6 +81,8 @@ def test_quick_mode_writes_every_workload(tmp_path):
         assert w8["call_over_latency_ms"] > -1 and w8["between_calls_ms"] >= 0
         assert w8["start_to_first_call_ms"] >= 0 and w8["last_call_to_finish_ms"] >= 0
         assert w8["mean_running"] > 0
+        if b == "postgres":  # the server works for every call too
+            assert w8["server_cpu_us_per_call"] > 0
     if "postgres" in backends:
         for k in ("p1", "p2"):
             probe = res["workloads"]["W1"]["postgres"]["probe"][k]
