@@ -230,11 +230,20 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.02):
         time.sleep(interval)
 
 
+def _stat(path: Path | str) -> list[str] | None:
+    """The fields of a /proc ``stat`` file after the command name (``[1]`` the parent pid,
+    ``[11]``/``[12]`` user/system ticks, ``[13]``/``[14]`` those of reaped children); None
+    if the process is gone."""
+    try:
+        return Path(path).read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU time ``pid`` has used so far (from /proc), None if it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except (FileNotFoundError, ProcessLookupError):
+    fields = _stat(f"/proc/{pid}/stat")
+    if fields is None:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -249,16 +258,14 @@ def server_cpu_seconds(admin: str = PG_ADMIN_URL) -> float | None:
         with psycopg.connect(admin, connect_timeout=3, autocommit=True) as conn:
             data = conn.execute("SHOW data_directory").fetchone()[0]
         postmaster = int(Path(data, "postmaster.pid").read_text().split()[0])
-        tick = os.sysconf("SC_CLK_TCK")
-        own = Path(f"/proc/{postmaster}/stat").read_text().rpartition(")")[2].split()
-        total = sum(int(own[i]) for i in (11, 12, 13, 14))
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(fields[1]) == postmaster:
-                total += int(fields[11]) + int(fields[12])
     except Exception:  # noqa: BLE001 - a figure the run can do without
         return None
-    return total / tick
+    own = _stat(f"/proc/{postmaster}/stat")
+    if own is None:
+        return None
+    total = sum(int(own[i]) for i in (11, 12, 13, 14))
+    for path in Path("/proc").glob("[0-9]*/stat"):
+        fields = _stat(path)
+        if fields is not None and int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")

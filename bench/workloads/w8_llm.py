@@ -95,12 +95,11 @@ def run(backend: str, sz, env) -> dict:
         env.log(f"W8 {backend} tether run {r + 1}/{env.runs}")
         runs.append(tether_once(backend, sz))
         got = runs[-1]
+        server = (f", server {got['server_cpu_us_per_call']:.0f} us/call"
+                  if "server_cpu_us_per_call" in got else "")
         env.log(f"   -> {got['drain_s']:.2f} s vs ideal {got['ideal_s']:.2f} s "
                 f"({got['over_ideal_pct']:+.1f} %), {got['cpu_us_per_call']:.0f} us CPU/call, "
-                f"{got['commits_per_call']:.2f} commits/call"
-                + (f", server {got['server_cpu_us_per_call']:.0f} us/call"
-                   if "server_cpu_us_per_call" in got else "")
-                + f"; a call +"
+                f"{got['commits_per_call']:.2f} commits/call{server}; a call +"
                 f"{got.get('call_over_latency_ms', 0):.1f} ms in it, +"
                 f"{got.get('between_calls_ms', 0):.1f} ms to the next")
     return {"tether": summarize(runs)}
