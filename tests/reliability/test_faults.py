@@ -165,12 +165,14 @@ def test_poison_job_fails_interrupted_after_max_attempts_while_others_finish(bac
 
 @pytest.fixture
 def tiny_disk(tmp_path):
-    """A 4 MiB tmpfs (root only): the real ENOSPC, for every process that writes there."""
+    """A 16 MiB tmpfs (root only): the real ENOSPC, for every process that writes there. Not
+    smaller: SQLite checkpoints its WAL at 1,000 pages (4 MiB), so on a disk that cannot hold
+    that WAL beside the database, no commit and no checkpoint ever fits again."""
     mnt = tmp_path / "disk"
     mnt.mkdir()
     if os.geteuid() != 0 or not shutil.which("mount"):
         pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)],
                           capture_output=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
@@ -233,6 +235,31 @@ def test_full_disk_is_a_clear_error_loses_nothing_and_recovers(tiny_disk, tmp_pa
     app.close()
     with sqlite3.connect(tiny_disk / "t.db") as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_disk_filled_by_others_is_survived_by_checkpointing_the_wal(tiny_disk):
+    """Another program fills the disk while the WAL holds frames not yet checkpointed (SQLite
+    checkpoints only after a commit, at 1,000 pages). The write that fails with StorageFull
+    checkpoints the WAL into the database's existing pages and truncates it, so the next
+    write fits in the space the WAL gave back -- with the disk still full."""
+    url = f"sqlite:///{tiny_disk}/t.db"
+    app = client(url)
+    job = app.submit("quick", {"n": 1, "pad": "p" * 2000})
+    raw = sqlite3.connect(tiny_disk / "t.db", isolation_level=None)
+    raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for i in range(300):  # frames of pages the database file already has
+        raw.execute("UPDATE jobs SET priority = ? WHERE id = ?", (i % 7, job.id))
+    wal = tiny_disk / "t.db-wal"
+    assert wal.stat().st_size > 300 * 4096
+    filler = fill(tiny_disk)
+    with pytest.raises(StorageFull):
+        app.submit("quick", {"n": 2, "pad": "q" * 20_000})
+    assert wal.stat().st_size == 0
+    second = app.submit("quick", {"n": 3})
+    assert app.get(second.id).state == S.QUEUED and filler.exists()
+    assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    raw.close()
+    app.close()
 
 
 def test_full_disk_cli_submit_is_one_clear_line(tiny_disk):

@@ -243,7 +243,7 @@ class SQLiteStore(SQLStore):
             yield
         except sqlite3.Error as exc:
             self._rollback(c)
-            raise _translate(exc) from exc
+            raise self._failed(c, exc) from exc
         except BaseException:
             self._rollback(c)
             raise
@@ -251,7 +251,21 @@ class SQLiteStore(SQLStore):
             c.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback(c)
-            raise _translate(exc) from exc
+            raise self._failed(c, exc) from exc
+
+    @staticmethod
+    def _failed(c: sqlite3.Connection, exc: sqlite3.Error) -> StoreError:
+        """The error to raise for a failed write. On a full disk, also checkpoint and truncate
+        the WAL: SQLite checkpoints only after a commit, and once the WAL itself has filled the
+        disk no commit can succeed, so without this the store would stay full after space
+        returns (or forever, if the WAL is what filled it)."""
+        error = _translate(exc)
+        if isinstance(error, StorageFull) and not c.in_transaction:
+            try:
+                c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error:
+                pass
+        return error
 
     def _savepoint(self, c: sqlite3.Connection, depth: int) -> Iterator[_Tx]:
         name = f"tether_{depth}"
