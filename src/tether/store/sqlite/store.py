@@ -255,10 +255,9 @@ class SQLiteStore(SQLStore):
 
     @staticmethod
     def _failed(c: sqlite3.Connection, exc: sqlite3.Error) -> StoreError:
-        """The error to raise for a failed write. On a full disk, also checkpoint and truncate
-        the WAL: SQLite checkpoints only after a commit, and once the WAL itself has filled the
-        disk no commit can succeed, so without this the store would stay full after space
-        returns (or forever, if the WAL is what filled it)."""
+        """The error for a failed write. On a full disk, also checkpoint and truncate the WAL:
+        SQLite checkpoints only after a commit, which a full disk refuses, so frames already
+        in the WAL would keep their space from the next write for as long as the disk is full."""
         error = _translate(exc)
         if isinstance(error, StorageFull) and not c.in_transaction:
             try:
