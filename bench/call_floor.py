@@ -152,7 +152,7 @@ def _open_writer(db: str, job, token: int, price, profile_id: str):
     """``write(ops)``: one transaction writing a batch of reservations and settlements, as
     tether's rows, on a connection of its own; and ``close()``."""
     from tether.store.queries import positional
-    from tether.store.sqlite.store import QUERIES
+    from tether.store.sqlite.tx import QUERIES
 
     sql = {name: positional(QUERIES[name])
            for name in ("lock_calls", "journal_reserve", "journal_finish", "insert_ledger",

@@ -61,7 +61,7 @@ def test_the_list_statements_are_planned_on_their_indexes(store, backend, jobs):
                 "AND stxnamespace = current_schema()::regnamespace").fetchone()
         assert row is not None and "m" in row["stxkind"]
         return
-    from tether.store.sqlite.store import _BOUND
+    from tether.store.sqlite.tx import BOUND as _BOUND
     expect = {"list_jobs_in_state": ("jobs_state", {"state": "failed"}),
               "list_jobs_in_project_state": ("jobs_project_state",
                                              {"state": "failed", "project": "p1"}),

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import contextlib
 import os
 import resource
 import shutil
@@ -237,11 +238,13 @@ def test_full_disk_is_a_clear_error_loses_nothing_and_recovers(tiny_disk, tmp_pa
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_a_disk_filled_by_others_is_survived_by_checkpointing_the_wal(tiny_disk):
+@pytest.mark.parametrize("inside", [False, True], ids=["alone", "in-a-transaction"])
+def test_a_disk_filled_by_others_is_survived_by_checkpointing_the_wal(tiny_disk, inside):
     """Another program fills the disk while the WAL holds frames not yet checkpointed (SQLite
     checkpoints only after a commit, at 1,000 pages). The write that fails with StorageFull
     checkpoints the WAL into the database's existing pages and truncates it, so the next
-    write fits in the space the WAL gave back -- with the disk still full."""
+    write fits in the space the WAL gave back -- with the disk still full. The same when the
+    write fails in a savepoint of the caller's ``transaction()``."""
     url = f"sqlite:///{tiny_disk}/t.db"
     app = client(url)
     job = app.submit("quick", {"n": 1, "pad": "p" * 2000})
@@ -253,12 +256,41 @@ def test_a_disk_filled_by_others_is_survived_by_checkpointing_the_wal(tiny_disk)
     assert wal.stat().st_size > 300 * 4096
     filler = fill(tiny_disk)
     with pytest.raises(StorageFull):
-        app.submit("quick", {"n": 2, "pad": "q" * 20_000})
+        with app.store.transaction() if inside else contextlib.nullcontext():
+            for n in range(2, 40 if inside else 3):  # past the page cache: a spill mid-statement
+                app.submit("quick", {"n": n, "pad": "q" * 200_000})
     assert wal.stat().st_size == 0
     second = app.submit("quick", {"n": 3})
     assert app.get(second.id).state == S.QUEUED and filler.exists()
     assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     raw.close()
+    app.close()
+
+
+def test_a_write_after_sqlite_rolled_the_transaction_back_does_not_run_alone(tiny_disk):
+    """A full disk mid-statement makes SQLite roll back the whole transaction, not just the
+    failing write's savepoint. A caller that catches that write's StorageFull and goes on
+    inside ``transaction()`` (as the worker's group commit does, handing each write its own
+    outcome) must not have its later writes run outside any transaction: they fail the same
+    way, the block fails at its end, and none of them is stored."""
+    url = f"sqlite:///{tiny_disk}/t.db"
+    app = client(url)
+    first = app.submit("quick", {"n": 1})
+    filler = fill(tiny_disk)
+    failures = []
+    with pytest.raises(StorageFull, match="rolled this transaction back"):
+        with app.store.transaction():
+            for n in range(2, 40):
+                try:
+                    app.submit("quick", {"n": n, "pad": "q" * 200_000})
+                except StorageFull as exc:
+                    failures.append(str(exc))
+                    if len(failures) == 2:
+                        break
+    assert "disk is full" in failures[0], failures
+    assert "rolled this transaction back" in failures[1], failures
+    filler.unlink()
+    assert [j.id for j in app.list(limit=50)] == [first.id]
     app.close()
 
 

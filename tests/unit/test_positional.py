@@ -6,7 +6,7 @@ import re
 import pytest
 
 from tether.store.queries import positional
-from tether.store.sqlite.store import QUERIES, _BOUND
+from tether.store.sqlite.tx import BOUND as _BOUND, QUERIES
 
 
 def test_names_are_numbered_once_each_and_literals_are_left_alone():

@@ -21,25 +21,23 @@ import random
 import sqlite3
 import threading
 import time
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ConfigurationError, StorageFull, StoreCorrupt, StoreError
 from ...wakeup import Wakeup
 from ..base import FinishSignal
-from ..queries import load_queries, positional
 from ..sql import SQLStore
 from ..tx import present
 from .functions import install as install_functions
 from .schema import apply_migrations
 from .signal import DataVersionSignal
+from .tx import SQLiteTx, translate
 
 HERE = Path(__file__).parent
-QUERIES = load_queries(HERE / "queries.sql")
-_BOUND = {name: positional(sql) for name, sql in QUERIES.items()}
 SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
@@ -56,53 +54,6 @@ def path_from_url(url: str) -> str:
     if not path:
         raise ConfigurationError(f"no file in SQLite URL {url!r}")
     return path
-
-
-def _translate(exc: sqlite3.Error) -> StoreError:
-    text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in text or
-                                                      "disk I/O error" in text):
-        return StorageFull(f"SQLite could not write: {text}")
-    if "database disk image is malformed" in text or "file is not a database" in text:
-        return StoreCorrupt(f"SQLite file is corrupt: {text}")
-    return StoreError(f"SQLite error: {text}")
-
-
-class _Tx:
-    __slots__ = ("conn",)
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def _rows(self, _q: str, params: dict[str, Any]) -> tuple[list[str], list[tuple]]:
-        """Plain tuples and the column names once: ``dict(zip(...))`` per row is cheaper
-        than ``dict(sqlite3.Row)``."""
-        cur = self.conn.cursor()
-        cur.row_factory = None
-        sql, bind = _BOUND[_q]
-        cur.execute(sql, bind(params))
-        rows = cur.fetchall()
-        return ([d[0] for d in cur.description] if cur.description else []), rows
-
-    def one(self, _q: str, **params: Any) -> dict[str, Any] | None:
-        names, rows = self._rows(_q, params)
-        return dict(zip(names, rows[0], strict=True)) if rows else None
-
-    def all(self, _q: str, **params: Any) -> list[dict[str, Any]]:
-        names, rows = self._rows(_q, params)
-        return [dict(zip(names, r, strict=True)) for r in rows]
-
-    def run(self, _q: str, **params: Any) -> int:
-        sql, bind = _BOUND[_q]
-        return self.conn.execute(sql, bind(params)).rowcount
-
-    def many(self, _q: str, rows: Sequence[dict[str, Any]]) -> None:
-        sql, bind = _BOUND[_q]
-        self.conn.executemany(sql, map(bind, rows))
-
-    def batch(self, *, commit: bool = False) -> AbstractContextManager[None]:
-        """(PostgreSQL sends the writes inside together; here each runs as it comes.)"""
-        return nullcontext()
 
 
 class SQLiteStore(SQLStore):
@@ -169,7 +120,7 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:  # e.g. not a database: one clear error
             if conn is not None:
                 conn.close()
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
         with self._lock:
             self._all.append(conn)
         return conn
@@ -195,7 +146,7 @@ class SQLiteStore(SQLStore):
         return self._writer
 
     @contextmanager
-    def _write(self, conn: Any = None, *, savepoints: bool = True) -> Iterator[_Tx]:
+    def _write(self, conn: Any = None, *, savepoints: bool = True) -> Iterator[SQLiteTx]:
         if conn is not None:
             # The caller's transaction: enqueue commits or rolls back with their own rows.
             if not conn.in_transaction:
@@ -204,25 +155,28 @@ class SQLiteStore(SQLStore):
             prev = conn.row_factory
             conn.row_factory = sqlite3.Row
             try:
-                yield _Tx(conn)
+                yield SQLiteTx(conn)
             finally:
                 conn.row_factory = prev
             return
         depth = getattr(self._local, "depth", 0)
         if depth:  # inside transaction(): join it, in a savepoint of our own if it wants them
             c = present(self._writer)
+            if not c.in_transaction:
+                raise self._aborted()
             if self._local.savepoints:
                 yield from self._savepoint(c, depth)
             else:
-                yield _Tx(c)
+                yield SQLiteTx(c)
             return
         with self._writing:
             c = self._writer_conn()
             with self._immediate(c):
                 self._local.depth = 1
                 self._local.savepoints = savepoints
+                self._local.abort = None
                 try:
-                    yield _Tx(c)
+                    yield SQLiteTx(c)
                 finally:
                     self._local.depth = 0
 
@@ -241,9 +195,15 @@ class SQLiteStore(SQLStore):
         self._begin(c)
         try:
             yield
+            if not c.in_transaction:
+                raise self._aborted()
         except sqlite3.Error as exc:
             self._rollback(c)
-            raise self._failed(c, exc) from exc
+            raise self._failed(c, translate(exc)) from exc
+        except StorageFull as exc:  # raised in a savepoint, already translated
+            self._rollback(c)
+            self._failed(c, exc)
+            raise
         except BaseException:
             self._rollback(c)
             raise
@@ -251,14 +211,13 @@ class SQLiteStore(SQLStore):
             c.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback(c)
-            raise self._failed(c, exc) from exc
+            raise self._failed(c, translate(exc)) from exc
 
     @staticmethod
-    def _failed(c: sqlite3.Connection, exc: sqlite3.Error) -> StoreError:
-        """The error for a failed write. On a full disk, also checkpoint and truncate the WAL:
+    def _failed(c: sqlite3.Connection, error: StoreError) -> StoreError:
+        """``error``, a failed write's. On a full disk, also checkpoint and truncate the WAL:
         SQLite checkpoints only after a commit, which a full disk refuses, so frames already
         in the WAL would keep their space from the next write for as long as the disk is full."""
-        error = _translate(exc)
         if isinstance(error, StorageFull) and not c.in_transaction:
             try:
                 c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
@@ -266,22 +225,35 @@ class SQLiteStore(SQLStore):
                 pass
         return error
 
-    def _savepoint(self, c: sqlite3.Connection, depth: int) -> Iterator[_Tx]:
+    def _savepoint(self, c: sqlite3.Connection, depth: int) -> Iterator[SQLiteTx]:
         name = f"tether_{depth}"
         c.execute(f"SAVEPOINT {name}")
         self._local.depth = depth + 1
         try:
-            yield _Tx(c)
+            yield SQLiteTx(c)
         except BaseException as exc:
-            c.execute(f"ROLLBACK TO {name}")
-            c.execute(f"RELEASE {name}")
-            if isinstance(exc, sqlite3.Error):
-                raise _translate(exc) from exc
-            raise
+            error = translate(exc) if isinstance(exc, sqlite3.Error) else exc
+            if c.in_transaction:
+                c.execute(f"ROLLBACK TO {name}")
+                c.execute(f"RELEASE {name}")
+            else:  # SQLite rolled the whole transaction back (a full disk mid-statement)
+                self._local.abort = error
+            if error is exc:
+                raise
+            raise error from exc
         else:
             c.execute(f"RELEASE {name}")
         finally:
             self._local.depth = depth
+
+    def _aborted(self) -> StoreError:
+        """The error for a write that would join a transaction SQLite has already rolled back
+        by itself: the same kind as the error that did it, so that no later write of that
+        transaction runs outside it, and none of its callers takes its writes for committed."""
+        cause = getattr(self._local, "abort", None)
+        kind = type(cause) if isinstance(cause, StoreError) else StoreError
+        return kind("SQLite rolled this transaction back after an earlier write failed"
+                    + (f": {cause}" if cause is not None else ""))
 
     def _begin(self, c: sqlite3.Connection) -> None:
         """BEGIN IMMEDIATE, waiting for the write lock in short jittered steps (0.2 ms
@@ -297,7 +269,7 @@ class SQLiteStore(SQLStore):
                 return
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise _translate(exc) from exc
+                    raise translate(exc) from exc
                 if time.monotonic() > deadline:
                     raise StoreError(f"SQLite stayed locked for {self.busy_timeout_ms} ms"
                                      ) from exc
@@ -313,12 +285,12 @@ class SQLiteStore(SQLStore):
                 pass
 
     @contextmanager
-    def _read(self) -> Iterator[_Tx]:
+    def _read(self) -> Iterator[SQLiteTx]:
         c = self._conn()
         try:
-            yield _Tx(c)
+            yield SQLiteTx(c)
         except sqlite3.Error as exc:
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
 
     def wait_for_work(self, timeout: float, wake: threading.Event | Wakeup | None = None) -> bool:
         """Block until another connection commits (a job may have become claimable), ``wake``
@@ -380,7 +352,7 @@ class SQLiteStore(SQLStore):
         try:
             row = self._conn().execute("PRAGMA quick_check").fetchone()
         except sqlite3.DatabaseError as exc:
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
         if row[0] != "ok":
             raise StoreCorrupt(f"SQLite integrity check failed for {self.path}: {row[0]}")
 
