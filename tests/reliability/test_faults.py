@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
-import json
 import contextlib
+import json
 import os
 import resource
 import shutil
