@@ -105,13 +105,22 @@ def rows(res: dict) -> list[list[str]]:
         out.append(["W4", variant.label, _n(t) + ceil_note("sqlite", t) if t else "-",
                     variant.note, "-", ""])
     for c, d in (_get(w, "W4", "sqlite", "in_flight") or {}).items():
-        pct, x = d.get("pct_of_floor"), d.get("cpu_x_floor")
-        out.append(["W4", f"{c} calls in flight: tether / floor (calls/s; CPU us a call)",
-                    f"{_n(_get(d, 'tether', 'calls_per_s'))} / "
-                    f"{_n(_get(d, 'floor', 'calls_per_s'))} ({_n(pct, 1)} %); "
-                    f"{_n(_get(d, 'tether', 'cpu_us_per_call'))} / "
-                    f"{_n(_get(d, 'floor', 'cpu_us_per_call'))} us (x{_n(x, 2)})",
-                    "floor: call_floor.py durable variant", "-", ""])
+        for job, floor, prefix, label, note in (
+                ("tether", "floor", "", "tether / floor",
+                 "floor: call_floor.py durable variant"),
+                ("tether_async", "floor", "async_", "async def job / floor",
+                 "both coroutines (like for like)"),
+                ("tether", "floor_threads", "threads_", "tether / threads floor",
+                 "both on threads (floor: its threads variant)")):
+            if job not in d or floor not in d:
+                continue
+            pct, x = d.get(f"{prefix}pct_of_floor"), d.get(f"{prefix}cpu_x_floor")
+            out.append(["W4", f"{c} calls in flight: {label} (calls/s; CPU us a call)",
+                        f"{_n(_get(d, job, 'calls_per_s'))} / "
+                        f"{_n(_get(d, floor, 'calls_per_s'))} ({_n(pct, 1)} %); "
+                        f"{_n(_get(d, job, 'cpu_us_per_call'))} / "
+                        f"{_n(_get(d, floor, 'cpu_us_per_call'))} us (x{_n(x, 2)})",
+                        note, "-", ""])
     row = ["W4", "journaled calls, commits not flushed (diagnostic)"]
     for b in ("sqlite", "postgres"):
         t = _get(w, "W4", b, "tether_nodurable", "calls_per_s")

@@ -138,22 +138,39 @@ def run(backend: str, sz, env) -> dict:
 def in_flight(backend: str, sz, env) -> dict:
     """Issue 25's restated target: the ``ctx.map`` job at each of ``sz.call_in_flight`` calls
     in flight against the floor's durable variant (SQLite: the floor exists there only) at
-    the same, runs interleaved: calls/s as % of the floor's, and CPU per journaled call."""
+    the same, runs interleaved: calls/s as % of the floor's, and CPU per journaled call.
+
+    The durable floor runs its calls as coroutines and the judged job runs them on threads,
+    so each level also sets each job against the floor of its own mechanism: the ``async
+    def`` job (``tether_async``) against the durable floor, the ``ctx.map`` job against the
+    floor's ``threads`` variant (``floor_threads``). The target is judged as before; these
+    say how much of the distance is the engine and how much the threads."""
     out: dict = {}
     for c in sz.call_in_flight:
-        tether, floor = [], []
+        got: dict[str, list] = {"tether": [], "tether_async": [], "floor": [],
+                                "floor_threads": []}
         for r in range(env.runs):
             env.log(f"W4 {backend} {c} calls in flight run {r + 1}/{env.runs}")
-            tether.append(tether_once(backend, sz, concurrency=c))
+            got["tether"].append(tether_once(backend, sz, concurrency=c))
+            got["tether_async"].append(tether_once(backend, sz, "acalls", concurrency=c))
             if backend == "sqlite":
-                floor += call_floor.measure(c, sz.calls, only=("durable",))["durable"]
-            env.log(f"   -> tether {tether[-1]}; floor {floor[-1] if floor else '-'}")
-        row = {"tether": summarize(tether)}
-        if floor:
-            row["floor"] = summarize(floor)
-            t, f = row["tether"].get("calls_per_s"), row["floor"].get("calls_per_s")
-            tc, fc = row["tether"].get("cpu_us_per_call"), row["floor"].get("cpu_us_per_call")
-            row["pct_of_floor"] = t / f * 100 if t and f else None
-            row["cpu_x_floor"] = tc / fc if tc and fc else None
+                floor = call_floor.measure(c, sz.calls, only=("durable", "threads"))
+                got["floor"] += floor["durable"]
+                got["floor_threads"] += floor["threads"]
+            env.log(f"   -> tether {got['tether'][-1]}; async {got['tether_async'][-1]}; "
+                    f"floor {got['floor'][-1] if got['floor'] else '-'}")
+        row = {name: summarize(runs) for name, runs in got.items() if runs}
+        for job, floor, prefix in (("tether", "floor", ""), ("tether_async", "floor", "async_"),
+                                   ("tether", "floor_threads", "threads_")):
+            if floor in row:
+                pct, x = _against(row[job], row[floor])
+                row[f"{prefix}pct_of_floor"], row[f"{prefix}cpu_x_floor"] = pct, x
         out[str(c)] = row
     return out
+
+
+def _against(job: dict, floor: dict) -> tuple[float | None, float | None]:
+    """A job's calls/s as % of a floor's, and its CPU a call as a multiple of the floor's."""
+    t, f = job.get("calls_per_s"), floor.get("calls_per_s")
+    tc, fc = job.get("cpu_us_per_call"), floor.get("cpu_us_per_call")
+    return (t / f * 100 if t and f else None), (tc / fc if tc and fc else None)

@@ -67,6 +67,10 @@ def test_quick_mode_writes_every_workload(tmp_path):
     for row in in_flight.values():
         assert row["pct_of_floor"] > 0 and row["cpu_x_floor"] > 0
         assert row["tether"]["cpu_us_per_call"] > 0 and row["floor"]["cpu_us_per_call"] > 0
+        # and each job against the floor of its own mechanism: coroutines, threads
+        assert row["async_pct_of_floor"] > 0 and row["async_cpu_x_floor"] > 0
+        assert row["threads_pct_of_floor"] > 0 and row["threads_cpu_x_floor"] > 0
+        assert row["floor_threads"]["cpu_us_per_call"] > 0
     # W8: every job drained, set against the ideal, with CPU and commits per call
     calls = sz["llm_jobs"] * sz["llm_calls"]
     ideal = calls * sz["llm_latency_s"] / (sz["llm_workers"] * sz["llm_concurrency"])
