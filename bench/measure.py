@@ -44,8 +44,7 @@ def drain(done: Callable[[], int], n: int, *, timeout: float, poll: float = 0.01
         if procs and all(p.poll() is not None for p in procs):
             died = True
             break
-        sleep(_next_poll(d - n0, n - d, now - t0 if t0 is not None else 0.0,
-                              poll, coarse))
+        sleep(_next_poll(d - n0, n - d, now - t0 if t0 is not None else 0.0, poll, coarse))
     rate = (d - n0) / (now - t0) if t0 is not None and now > t0 and d > n0 else None
     with_startup = rate is None and d > 0
     if with_startup:

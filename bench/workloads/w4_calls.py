@@ -154,9 +154,9 @@ def in_flight(backend: str, sz, env) -> dict:
             got["tether"].append(tether_once(backend, sz, concurrency=c))
             got["tether_async"].append(tether_once(backend, sz, "acalls", concurrency=c))
             if backend == "sqlite":
-                floor = call_floor.measure(c, sz.calls, only=("durable", "threads"))
-                got["floor"] += floor["durable"]
-                got["floor_threads"] += floor["threads"]
+                floors = call_floor.measure(c, sz.calls, only=("durable", "threads"))
+                got["floor"] += floors["durable"]
+                got["floor_threads"] += floors["threads"]
             env.log(f"   -> tether {got['tether'][-1]}; async {got['tether_async'][-1]}; "
                     f"floor {got['floor'][-1] if got['floor'] else '-'}")
         row = {name: summarize(runs) for name, runs in got.items() if runs}
