@@ -9,6 +9,7 @@ from .targets import backend_name as _b
 from .targets import fmt as _n
 from .targets import get as _get
 from .targets import targets
+from .workloads.w4_calls import FLOOR_PAIRS
 
 
 def rows(res: dict) -> list[list[str]]:
@@ -105,13 +106,7 @@ def rows(res: dict) -> list[list[str]]:
         out.append(["W4", variant.label, _n(t) + ceil_note("sqlite", t) if t else "-",
                     variant.note, "-", ""])
     for c, d in (_get(w, "W4", "sqlite", "in_flight") or {}).items():
-        for job, floor, prefix, label, note in (
-                ("tether", "floor", "", "tether / floor",
-                 "floor: call_floor.py durable variant"),
-                ("tether_async", "floor", "async_", "async def job / floor",
-                 "both coroutines (like for like)"),
-                ("tether", "floor_threads", "threads_", "tether / threads floor",
-                 "both on threads (floor: its threads variant)")):
+        for job, floor, prefix, label, note in FLOOR_PAIRS:
             if job not in d or floor not in d:
                 continue
             pct, x = d.get(f"{prefix}pct_of_floor"), d.get(f"{prefix}cpu_x_floor")

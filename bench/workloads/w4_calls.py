@@ -135,6 +135,16 @@ def run(backend: str, sz, env) -> dict:
     return out
 
 
+FLOOR_PAIRS = (
+    ("tether", "floor", "", "tether / floor", "floor: call_floor.py durable variant"),
+    ("tether_async", "floor", "async_", "async def job / floor", "both coroutines (like for like)"),
+    ("tether", "floor_threads", "threads_", "tether / threads floor",
+     "both on threads (floor: its threads variant)"),
+)
+"""Each in-flight row's job set against a floor: (job, floor, key prefix, label, note). The
+first pair is the judged one."""
+
+
 def in_flight(backend: str, sz, env) -> dict:
     """Issue 25's restated target: the ``ctx.map`` job at each of ``sz.call_in_flight`` calls
     in flight against the floor's durable variant (SQLite: the floor exists there only) at
@@ -160,8 +170,7 @@ def in_flight(backend: str, sz, env) -> dict:
             env.log(f"   -> tether {got['tether'][-1]}; async {got['tether_async'][-1]}; "
                     f"floor {got['floor'][-1] if got['floor'] else '-'}")
         row = {name: summarize(runs) for name, runs in got.items() if runs}
-        for job, floor, prefix in (("tether", "floor", ""), ("tether_async", "floor", "async_"),
-                                   ("tether", "floor_threads", "threads_")):
+        for job, floor, prefix, _, _ in FLOOR_PAIRS:
             if floor in row:
                 pct, x = _against(row[job], row[floor])
                 row[f"{prefix}pct_of_floor"], row[f"{prefix}cpu_x_floor"] = pct, x

@@ -61,7 +61,7 @@ def test_the_list_statements_are_planned_on_their_indexes(store, backend, jobs):
                 "AND stxnamespace = current_schema()::regnamespace").fetchone()
         assert row is not None and "m" in row["stxkind"]
         return
-    from tether.store.sqlite.tx import BOUND as _BOUND
+    from tether.store.sqlite.tx import BOUND
     expect = {"list_jobs_in_state": ("jobs_state", {"state": "failed"}),
               "list_jobs_in_project_state": ("jobs_project_state",
                                              {"state": "failed", "project": "p1"}),
@@ -70,7 +70,7 @@ def test_the_list_statements_are_planned_on_their_indexes(store, backend, jobs):
             "state": None, "project": None, "search": None, "search_id": None}
     conn = store._conn()
     for name, (index, params) in expect.items():
-        sql, bind = _BOUND[name]
+        sql, bind = BOUND[name]
         plan = " ".join(str(r[-1]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql,
                                                          bind({**base, **params})))
         assert index in plan and "SCAN j " not in plan + " ", (name, plan)

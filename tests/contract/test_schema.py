@@ -96,8 +96,8 @@ def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it
         conn = store._conn()
         (definition,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = "
                                      "'call_journal_cache'").fetchone()
-        from tether.store.sqlite.tx import BOUND as _BOUND
-        sql, bind = _BOUND["journal_cached"]
+        from tether.store.sqlite.tx import BOUND
+        sql, bind = BOUND["journal_cached"]
         plan = " ".join(str(r[-1]) for r in conn.execute(
             "EXPLAIN QUERY PLAN " + sql, bind({"project": "p", "request_hash": "h"})))
     else:

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from tether.store.queries import positional
-from tether.store.sqlite.tx import BOUND as _BOUND, QUERIES
+from tether.store.sqlite.tx import BOUND, QUERIES
 
 
 def test_names_are_numbered_once_each_and_literals_are_left_alone():
@@ -31,7 +31,7 @@ def test_a_missing_parameter_is_an_error_not_a_null():
 
 def test_every_sqlite_query_binds_each_of_its_names_and_keeps_none_unbound():
     for name, sql in QUERIES.items():
-        text, bind = _BOUND[name]
+        text, bind = BOUND[name]
         names = list(dict.fromkeys(_named(sql)))
         assert bind({n: i for i, n in enumerate(names)}) == tuple(range(len(names))), name
         assert _named(text) == [], name
