@@ -344,6 +344,13 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams):
     def queues(self) -> builtins.list[QueueInfo]:
         return self.store.list_queues()
 
+    def ping(self) -> int:
+        """Read the store once, at a cost that does not grow with its tables: a liveness probe
+        must answer in time beside millions of jobs, and while a prune or a migration holds
+        the jobs table. Returns the schema version; raises ``StoreError`` when the store
+        cannot be read."""
+        return self.store.schema_version()
+
     def pause_queue(self, name: str) -> QueueInfo:
         return self.store.set_queue_paused(self._known_queue(name), True)
 

@@ -24,7 +24,7 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
             summary="Liveness and store reachability (no auth)")
 def healthz(request: Request) -> Health:
     try:
-        request.app.state.tether.queues()
+        request.app.state.tether.ping()
     except Exception as exc:  # noqa: BLE001 - any store failure means unhealthy
         raise Problem(503, "store_unavailable", f"the store cannot be read: {exc}") from None
     return Health(status="ok", version=__version__)

@@ -342,8 +342,9 @@ class SQLiteStore(SQLStore):
         return apply_migrations(c, HERE / "migrations", self._immediate)
 
     def schema_version(self) -> int:
-        row = self._conn().execute("SELECT max(version) FROM schema_migrations").fetchone()
-        return int(row[0] or 0)
+        with self._read() as tx:
+            rows = tx.all("applied_migrations")
+        return max((int(r["version"]) for r in rows), default=0)
 
     def check_integrity(self) -> None:
         """``PRAGMA quick_check`` at start: a corrupt file is reported once, clearly."""
