@@ -9,6 +9,7 @@ import re
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 from tether import JobState, Tether
 from tether.store.base import Outcome
@@ -28,8 +29,11 @@ def _plans(app: Tether, params: dict) -> list[str]:
     numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${names.index(m.group(1)) + 1}", sql)
     args = ", ".join(f"%({n})s::{t}" for n, t in TYPES.items())
     plans = []
-    with app.store._read() as tx:
-        cur = psycopg.ClientCursor(tx.conn)
+    # A connection of its own, that never prepares: after a ROLLBACK psycopg deallocates every
+    # statement it prepared on a connection (a pooled one may hold some), finish_plan with them.
+    with psycopg.connect(app.store.conninfo, autocommit=True, prepare_threshold=None,
+                         row_factory=dict_row) as conn:
+        cur = psycopg.ClientCursor(conn)
         for mode in ("force_custom_plan", "force_generic_plan"):
             cur.execute("BEGIN")
             cur.execute(f"SET LOCAL plan_cache_mode = {mode}")
