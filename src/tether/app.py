@@ -19,13 +19,14 @@ from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
-from .errors import ConfigurationError, JobNotFound, JobStateError, QueueNotFound
+from .errors import ConfigurationError, JobNotFound, JobStateError
 from .facade.forks import ForkMixin
+from .facade.queues import QueueControl
 from .facade.schedules import ScheduleFacade
 from .facade.spend import SpendReports
 from .facade.streams import EventStreams
 from .facade.workflows import Workflows
-from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
+from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
 from .store.base import EngineStats, NewJob, SpendTotal, Store
@@ -39,7 +40,7 @@ from .worker import Worker
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams):
+class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, QueueControl):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
@@ -340,31 +341,6 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams):
         if job_type.estimator is None:
             raise ConfigurationError(f"job type {type!r} declares no estimator")
         return estimate_cost(job_type.estimator(payload), self.price_profile)
-
-    def queues(self) -> builtins.list[QueueInfo]:
-        return self.store.list_queues()
-
-    def ping(self) -> int:
-        """Read the store once, at a cost that does not grow with its tables: a liveness probe
-        must answer in time beside millions of jobs, and while a prune or a migration holds
-        the jobs table. Returns the schema version; raises ``StoreError`` when the store
-        cannot be read."""
-        return self.store.schema_version()
-
-    def pause_queue(self, name: str) -> QueueInfo:
-        return self.store.set_queue_paused(self._known_queue(name), True)
-
-    def resume_queue(self, name: str) -> QueueInfo:
-        return self.store.set_queue_paused(self._known_queue(name), False)
-
-    def _known_queue(self, name: str) -> str:
-        """A queue that has a row (a job was submitted to it, or it was paused) or that a
-        registered job type declares; pausing any other name would create a queue by typo."""
-        declared = {self.registry.get(t).queue for t in self.registry.names()}
-        if checked_name(name, "queue") in declared or name in {q.name for q in self.queues()}:
-            return name
-        raise QueueNotFound(f"queue {name!r} not found: no job was ever submitted to it and "
-                            "no registered job type declares it", queue=name)
 
     def prune(self, *, older_than_s: float) -> int:
         """Delete terminal jobs (with their history) finished more than ``older_than_s`` ago."""

@@ -1,0 +1,53 @@
+"""``Tether``'s queue control and its liveness read.
+
+A mixin of the facade: the CLI's ``tether queue``, the REST queue routes, the MCP queue tools
+and the dashboard's queue page all list, pause and resume queues through these methods, and
+``/healthz`` asks ``ping``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING
+
+from ..errors import QueueNotFound
+from ..records import QueueInfo
+from ..registry import Registry
+from ..store.base import Store
+from ..submission import checked_name
+
+
+class QueueControl:
+    """Queues: their job counts, pausing and resuming them (mixed into ``Tether``)."""
+
+    registry: Registry
+
+    if TYPE_CHECKING:  # Tether's (a read-only property there)
+        @property
+        def store(self) -> Store: ...
+
+    def queues(self) -> builtins.list[QueueInfo]:
+        """Every queue with its jobs counted by state (the count reads every job)."""
+        return self.store.list_queues()
+
+    def ping(self) -> int:
+        """Read the store once, at a cost that does not grow with its tables: a liveness probe
+        must answer in time beside millions of jobs, and while a prune or a migration holds
+        the jobs table. Returns the schema version; raises ``StoreError`` when the store
+        cannot be read."""
+        return self.store.schema_version()
+
+    def pause_queue(self, name: str) -> QueueInfo:
+        return self.store.set_queue_paused(self._known_queue(name), True)
+
+    def resume_queue(self, name: str) -> QueueInfo:
+        return self.store.set_queue_paused(self._known_queue(name), False)
+
+    def _known_queue(self, name: str) -> str:
+        """A queue that has a row (a job was submitted to it, or it was paused) or that a
+        registered job type declares; pausing any other name would create a queue by typo."""
+        declared = {self.registry.get(t).queue for t in self.registry.names()}
+        if checked_name(name, "queue") in declared or name in {q.name for q in self.queues()}:
+            return name
+        raise QueueNotFound(f"queue {name!r} not found: no job was ever submitted to it and "
+                            "no registered job type declares it", queue=name)
