@@ -69,6 +69,13 @@ class Admin(Transitions):
             return tx.run("revoke_token", id=token_id,
                           now=self._now(tx, None)) == 1
 
+    def schema_version(self) -> int:
+        """The newest migration applied: one read of ``schema_migrations``, whatever the size
+        of the other tables (``Tether.ping``)."""
+        with self._read() as tx:
+            rows = tx.all("applied_migrations")
+        return max((int(r["version"]) for r in rows), default=0)
+
     def list_queues(self) -> list[QueueInfo]:
         with self._read() as tx:
             rows = tx.all("list_queues")

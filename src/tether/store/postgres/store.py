@@ -378,11 +378,6 @@ class PostgresStore(GroupedCalls):
     def check_integrity(self) -> None:
         """Nothing to check at start: the server checks and recovers its own files."""
 
-    def schema_version(self) -> int:
-        with self._read() as tx:
-            rows = tx.all("applied_migrations")
-        return max((int(r["version"]) for r in rows), default=0)
-
     def close(self) -> None:
         with self._lock:
             if self._closed:

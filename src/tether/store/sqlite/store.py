@@ -341,11 +341,6 @@ class SQLiteStore(SQLStore):
     def _migrate(self, c: sqlite3.Connection) -> list[int]:
         return apply_migrations(c, HERE / "migrations", self._immediate)
 
-    def schema_version(self) -> int:
-        with self._read() as tx:
-            rows = tx.all("applied_migrations")
-        return max((int(r["version"]) for r in rows), default=0)
-
     def check_integrity(self) -> None:
         """``PRAGMA quick_check`` at start: a corrupt file is reported once, clearly."""
         if not os.path.exists(self.path):
