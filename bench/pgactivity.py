@@ -7,7 +7,8 @@ the benchmark's database: the most backends seen at once (all, and those whose
 heavyweight lock (``wait_event_type = 'Lock'``: a row, a tuple, a transaction, the NOTIFY
 queue's commit lock, a relation's extension...), and which waits and statements those were,
 counted per backend caught, with the longest a caught statement had been running when caught
-(its wait is at most that). Other wait types of active backends (LWLock, IO) are tallied too,
+(its wait is at most that), and what the backends holding those locks were running
+(``pg_blocking_pids``: waiter -> holder, each by its statement). Other wait types of active backends (LWLock, IO) are tallied too,
 as context: they are not heavyweight lock waits, but they show where busy backends stand.
 """
 
@@ -21,7 +22,8 @@ from .config import PG_ADMIN_URL
 
 _SAMPLE = """
 SELECT application_name, state, wait_event_type, wait_event, left(query, %s),
-       extract(epoch FROM clock_timestamp() - query_start)::float8
+       extract(epoch FROM clock_timestamp() - query_start)::float8, pid,
+       CASE WHEN wait_event_type = 'Lock' THEN pg_blocking_pids(pid) END
 FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()
 """
 
@@ -46,6 +48,7 @@ class ActivitySampler:
         self.locks: Counter[tuple[str, str]] = Counter()   # (wait_event, query prefix)
         self.lock_age: dict[tuple[str, str], float] = {}   # longest running when caught (s)
         self.other_waits: Counter[str] = Counter()          # "LWLock:WALWrite", "IO:..."
+        self.blockers: Counter[tuple[str, str]] = Counter()  # (waiter query, holder query)
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -78,10 +81,14 @@ class ActivitySampler:
             self.lock_samples += 1
             self.lock_backends += len(waiting)
             self.max_lock_waiters = max(self.max_lock_waiters, len(waiting))
+            queries = {r[6]: _flat(r[4]) if r[1] != "idle in transaction" else
+                       "(idle in transaction) " + _flat(r[4]) for r in rows}
             for r in waiting:
-                key = (r[3] or "", " ".join((r[4] or "").split()))
+                key = (r[3] or "", _flat(r[4]))
                 self.locks[key] += 1
                 self.lock_age[key] = max(self.lock_age.get(key, 0.0), r[5] or 0.0)
+                for pid in r[7] or []:
+                    self.blockers[(key[1], queries.get(pid, "(another database)"))] += 1
         for r in rows:
             if r[1] == "active" and r[2] and r[2] not in ("Lock", "Client", "Activity"):
                 self.other_waits[f"{r[2]}:{r[3]}"] += 1
@@ -103,6 +110,12 @@ class ActivitySampler:
                 "lock_waits_top": [{"wait_event": e, "query": q, "count": c,
                                     "max_running_s": self.lock_age[(e, q)]}
                                    for (e, q), c in self.locks.most_common(3)],
+                "blockers_top": [{"waiter": w, "holder": h, "count": c}
+                                 for (w, h), c in self.blockers.most_common(3)],
                 "other_waits_top": [{"wait": w, "count": c}
                                     for w, c in self.other_waits.most_common(3)],
                 "errors": self.errors}
+
+
+def _flat(query: str | None) -> str:
+    return " ".join((query or "").split())

@@ -64,11 +64,32 @@ def _top_lock(step: dict) -> str:
                      for k in top) or "none"
 
 
+IDLE = "(idle in transaction) "
+
+
+def _top_holders(step: dict) -> str:
+    """Which statements held the locks waited on, over the step's runs (waiter <- holder,
+    backends caught); "-" for runs sampled before holders were recorded."""
+    count: dict[str, int] = {}
+    seen = False
+    for run in step.get("runs", []):
+        activity = run.get("activity") or {}
+        seen = seen or "blockers_top" in activity
+        for b in activity.get("blockers_top", []):
+            holder = b["holder"]
+            idle = holder.startswith(IDLE)
+            holder = statement(holder.removeprefix(IDLE))
+            key = f"{statement(b['waiter'])} <- {'idle in tx after ' if idle else ''}{holder}"
+            count[key] = count.get(key, 0) + b["count"]
+    top = sorted(count, key=lambda k: -count[k])[:2]
+    return "; ".join(f"{k} x{count[k]}" for k in top) or ("none" if seen else "-")
+
+
 def table(res: dict) -> str:
     pool = ((res.get("workloads", {}).get("W9", {}) or {}).get("postgres") or {}).get("pool", {})
     head = ("| workers x conc. | jobs/s | pickup p50 / p99 (ms) | to claim p50 / p99 (ms) "
             "| markers | max conns: workers (all) | bound | lock-wait samples | lock waits "
-            "(top) | CPU busy |")
+            "(top) | held by (top) | CPU busy |")
     lines = [head, "| " + " | ".join(["---"] * (head.count("|") - 1)) + " |"]
     for s in steps(res):
         lines.append(
@@ -81,7 +102,7 @@ def table(res: dict) -> str:
             f" | {_n(s.get('markers'))} | {_n(s.get('max_worker_connections'))}"
             f" ({_n(s.get('max_connections'))}) | {_n(s.get('connection_bound'))}"
             f" | {_n(s.get('lock_wait_samples'))} / {_n(s.get('activity_samples'))}"
-            f" | {_top_lock(s)} | {_n(s.get('cpu_busy_pct'))} % |")
+            f" | {_top_lock(s)} | {_top_holders(s)} | {_n(s.get('cpu_busy_pct'))} % |")
     if pool:
         lines.append("")
         lines.append(f"Bound = workers x ({pool['pool_max_size']} pool + {pool['listener']} "

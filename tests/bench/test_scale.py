@@ -95,4 +95,9 @@ def test_sampler_reports_a_backend_waiting_on_a_row_lock():
     assert top["wait_event"] == "transactionid"
     assert top["query"] == "UPDATE w9_probe SET v = 2 WHERE id = 1"
     assert top["count"] >= 3 and top["max_running_s"] > 0
+    held = got["blockers_top"][0]  # the holder sits idle in its transaction after its UPDATE
+    assert held["waiter"] == top["query"] and held["count"] == top["count"]
+    assert held["holder"] == "(idle in transaction) UPDATE w9_probe SET v = 1 WHERE id = 1"
+    assert " <- idle in tx after `UPDATE w9_probe SET v = 1" in plot._top_holders(
+        {"runs": [{"activity": got}]})
     assert got["max_worker_connections"] == 1 and got["max_connections"] == 2
