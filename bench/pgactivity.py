@@ -8,8 +8,9 @@ heavyweight lock (``wait_event_type = 'Lock'``: a row, a tuple, a transaction, t
 queue's commit lock, a relation's extension...), and which waits and statements those were,
 counted per backend caught, with the longest a caught statement had been running when caught
 (its wait is at most that), and what the backends holding those locks were running
-(``pg_blocking_pids``: waiter -> holder, each by its statement). Other wait types of active backends (LWLock, IO) are tallied too,
-as context: they are not heavyweight lock waits, but they show where busy backends stand.
+(``pg_blocking_pids``: waiter and holder, each by its statement). Other wait types of active
+backends (LWLock, IO) are tallied too, as context: they are not heavyweight lock waits, but
+they show where busy backends stand.
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ class ActivitySampler:
             self.lock_samples += 1
             self.lock_backends += len(waiting)
             self.max_lock_waiters = max(self.max_lock_waiters, len(waiting))
-            queries = {r[6]: _flat(r[4]) if r[1] != "idle in transaction" else
-                       "(idle in transaction) " + _flat(r[4]) for r in rows}
+            queries = {r[6]: _flat(r[4]) if not (r[1] or "").startswith("idle in transaction")
+                       else "(idle in transaction) " + _flat(r[4]) for r in rows}
             for r in waiting:
                 key = (r[3] or "", _flat(r[4]))
                 self.locks[key] += 1
