@@ -29,9 +29,10 @@ def test_postgresql_keeps_the_lock_a_skipped_recheck_took(pg_url):
             c.execute("INSERT INTO recheck VALUES (1, 'queued'), (2, 'queued')")
         got: list = []
 
-        def claim() -> None:  # its filter sleeps before each row is locked
+        def claim() -> None:  # its filter sleeps on row 1, before that row is locked
             got.extend(slow.execute(
-                "SELECT id FROM recheck WHERE state = 'queued' AND pg_sleep(0.3) IS NOT NULL "
+                "SELECT id FROM recheck WHERE state = 'queued' "
+                "AND pg_sleep(CASE WHEN id = 1 THEN 1.0 ELSE 0 END) IS NOT NULL "
                 "ORDER BY id FOR UPDATE SKIP LOCKED").fetchall())
 
         t = threading.Thread(target=claim)
