@@ -21,6 +21,9 @@ from collections import Counter
 
 from .config import PG_ADMIN_URL
 
+IDLE_HOLDER = "(idle in transaction) "
+"""Prefixed to a holder's statement when it sits idle in its transaction after running it."""
+
 _SAMPLE = """
 SELECT application_name, state, wait_event_type, wait_event, left(query, %s),
        extract(epoch FROM clock_timestamp() - query_start)::float8, pid,
@@ -82,8 +85,8 @@ class ActivitySampler:
             self.lock_samples += 1
             self.lock_backends += len(waiting)
             self.max_lock_waiters = max(self.max_lock_waiters, len(waiting))
-            queries = {r[6]: _flat(r[4]) if not (r[1] or "").startswith("idle in transaction")
-                       else "(idle in transaction) " + _flat(r[4]) for r in rows}
+            queries = {r[6]: (IDLE_HOLDER if (r[1] or "").startswith("idle in transaction")
+                              else "") + _flat(r[4]) for r in rows}
             for r in waiting:
                 key = (r[3] or "", _flat(r[4]))
                 self.locks[key] += 1

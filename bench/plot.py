@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from .config import ROOT
+from .pgactivity import IDLE_HOLDER
 
 DEFAULT_OUT = ROOT / "bench" / "plots" / "scale-out.svg"
 
@@ -64,9 +65,6 @@ def _top_lock(step: dict) -> str:
                      for k in top) or "none"
 
 
-IDLE = "(idle in transaction) "
-
-
 def _top_holders(step: dict) -> str:
     """Which statements held the locks waited on, over the step's runs (waiter <- holder,
     backends caught); "-" for runs sampled before holders were recorded."""
@@ -77,8 +75,8 @@ def _top_holders(step: dict) -> str:
         seen = seen or "blockers_top" in activity
         for b in activity.get("blockers_top", []):
             holder = b["holder"]
-            idle = holder.startswith(IDLE)
-            holder = statement(holder.removeprefix(IDLE))
+            idle = holder.startswith(IDLE_HOLDER)
+            holder = statement(holder.removeprefix(IDLE_HOLDER))
             key = f"{statement(b['waiter'])} <- {'idle in tx after ' if idle else ''}{holder}"
             count[key] = count.get(key, 0) + b["count"]
     top = sorted(count, key=lambda k: -count[k])[:2]
