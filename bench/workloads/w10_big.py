@@ -6,7 +6,8 @@
   p99; a few real ``tether job list`` processes (start-up dominates, reported apart); and
   through a real ``tether serve`` (uvicorn) with httpx: the default list, ``?state=failed``,
   and the dashboard's job-list requests as ``jobs.js`` makes them (``?limit=50``, its next
-  page by cursor, a state filter);
+  page by cursor, a state filter), and a ``/metrics`` scrape (each finished job has one
+  ledger row, so the spend series sit beside as many);
 * prune: ``Tether.prune`` (what ``tether prune`` calls) on the oldest ``big_prune_fraction``
   of the finished jobs: jobs/s, with another thread claiming (and one submitting, so there is
   work to claim) during it; claims p99 during the prune against the same threads before it.
@@ -162,6 +163,14 @@ def _http(url: str, sz, backend: str, middle: int) -> dict:
                         return {"error": f"{name}: HTTP {r.status_code} {r.text[:300]}"}
                     rows = len(r.json()["items"])
                 out[name] = dict(_ms(samples), rows=rows)
+            samples = []
+            for _ in range(sz.big_list_calls):  # what Prometheus asks every scrape
+                t = time.perf_counter()
+                r = client.get(f"http://127.0.0.1:{port}/metrics")
+                samples.append(time.perf_counter() - t)
+                if r.status_code != 200:
+                    return {"error": f"metrics: HTTP {r.status_code} {r.text[:300]}"}
+            out["metrics_scrape"] = dict(_ms(samples), rows=r.text.count("\n"))
             return out
     finally:
         stop([proc])

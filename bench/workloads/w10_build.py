@@ -8,9 +8,10 @@ what makes the copies a plausible history: every ``failed_every``-th job is a fa
 failures are spread over the whole id range, not bunched at the end), projects, queues and
 types rotate over a few names, and finish times are spread evenly over ``span_s`` up to the
 load, oldest id first (so a prune by age takes the oldest ids). Queued copies come last (the
-newest ids, as live work is).
+newest ids, as live work is). Each finished copy also has one cost-ledger row (a paid call,
+two models alternating), so what reads the ledger reads as many rows as there are jobs.
 
-To load in minutes, the secondary indexes of the three tables are dropped before the load and
+To load in minutes, the secondary indexes of the four tables are dropped before the load and
 created again after it from their own definitions (the tables end as tether creates them,
 with freshly built indexes), and on PostgreSQL the loading session runs with
 ``session_replication_role = replica`` (no foreign-key checks or triggers for rows that are
@@ -27,7 +28,7 @@ from tether import Tether
 from ..apps import make_app
 from ..backends import TetherDB
 
-TABLES = ("jobs", "job_events", "job_attempts")
+TABLES = ("jobs", "job_events", "job_attempts", "cost_ledger")
 PROJECTS = 4
 QUEUES = 3
 TYPES = ("summarize", "embed", "classify")
@@ -48,15 +49,16 @@ def columns(db: TetherDB, conn, table: str) -> list[str]:
 
 
 def _secondary_indexes(db: TetherDB, conn) -> list[tuple[str, str]]:
-    """(name, CREATE statement) of the three tables' indexes that no constraint owns."""
+    """(name, CREATE statement) of the four tables' indexes that no constraint owns."""
     if db.backend == "sqlite":
         rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND "
                             "sql IS NOT NULL AND tbl_name IN ('jobs', 'job_events', "
-                            "'job_attempts')").fetchall()
+                            "'job_attempts', 'cost_ledger')").fetchall()
         return [(r[0], r[1]) for r in rows]
     rows = conn.execute(
         "SELECT i.indexname, i.indexdef FROM pg_indexes i WHERE i.schemaname = current_schema() "
-        "AND i.tablename IN ('jobs', 'job_events', 'job_attempts') AND NOT EXISTS (SELECT 1 "
+        "AND i.tablename IN ('jobs', 'job_events', 'job_attempts', 'cost_ledger') "
+        "AND NOT EXISTS (SELECT 1 "
         "FROM pg_constraint c WHERE c.conname = i.indexname "
         "AND c.connamespace = current_schema()::regnamespace)").fetchall()
     return [(r[0], r[1]) for r in rows]
@@ -111,6 +113,14 @@ def _copy_chunk(db: TetherDB, conn, templates: dict, lo: int, hi: int, *, first_
         conn.execute(f"INSERT INTO {table} ({', '.join(tcols)}) SELECT {tsel} FROM jobs j "
                      f"JOIN w10_t_{table} t ON t.job_id = {tpl} "
                      f"WHERE j.id BETWEEN {first_id + lo} AND {first_id + hi}")
+    if finished:  # one paid call a finished job, as an LLM pipeline's would be
+        conn.execute(
+            "INSERT INTO cost_ledger (job_id, project, key, attempt, provider, model, "
+            "input_tokens, output_tokens, input_per_mtok, output_per_mtok, price_profile, "
+            "cost_usd, reserved_usd, confirmed, created_at) SELECT j.id, j.project, 'call', 1, "
+            "'simulated', CASE j.id % 2 WHEN 0 THEN 'sim-small' ELSE 'sim-large' END, 100, 200, "
+            "'0.5', '1.5', 'w10', '0.00035', '0.0005', true, j.finished_at FROM jobs j "
+            f"WHERE j.id BETWEEN {first_id + lo} AND {first_id + hi}")
 
 
 def build(backend: str, *, finished: int, queued: int, failed_every: int, span_s: float,

@@ -335,6 +335,10 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
         """Calls, tokens and spend per provider and model, from the ledger."""
         return self.store.spend_totals(projects)
 
+    def spent_projects(self) -> builtins.list[str]:
+        """Projects whose calls have spent (from the running totals, not the ledger)."""
+        return self.store.spent_projects()
+
     def estimate(self, type: str, payload: Any = None) -> CostEstimate:
         """Price a job without running it, from its type's estimator and the current profile."""
         job_type = self.registry.get(type)

@@ -115,6 +115,7 @@ def _check_w10(w10, sz):
     finished, queued = sz["big_finished"], sz["big_queued"]
     assert w10["rows"]["jobs"] == finished + queued + 3  # + the three template jobs
     assert w10["rows"]["job_events"] >= 3 * finished
+    assert w10["rows"]["cost_ledger"] == finished
     assert w10["rows"]["job_attempts"] >= finished
     assert w10["claim"]["ratio"] > 0 and "error" not in w10["claim"]
     lists = w10["list"]
@@ -123,7 +124,10 @@ def _check_w10(w10, sz):
     assert lists["state_cancelled_none"]["rows"] == 0
     assert lists["search_id"]["rows"] == 1 and lists["search_key_none"]["rows"] == 0
     assert w10["cli"]["rows"] == 50
-    for name, got in w10["http"].items():
+    http = dict(w10["http"])
+    scrape = http.pop("metrics_scrape")
+    assert scrape["rows"] > 20 and scrape["p50_ms"] > 0
+    for name, got in http.items():
         assert got["rows"] == (1 if name == "dashboard_search_id" else 50), name
         assert got["p50_ms"] > 0, name
     prune = w10["prune"]

@@ -45,6 +45,9 @@ EXPECTED = {
                   "priority", "max_attempts", "safe_to_retry", "payload", "budget",
                   "input_config_hash", "price_profile", "estimated_cost_usd", "paused",
                   "next_run_at", "last_run_at", "last_job_id", "created_at", "updated_at"},
+    "spend_totals": {"project", "provider", "model", "calls", "input_tokens", "output_tokens",
+                     "cost_usd", "unconfirmed_calls"},
+    "engine_counters": {"name", "owner", "n"},
 }
 
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
@@ -85,7 +88,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 17
+    assert store.schema_version() == 18
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -121,7 +124,8 @@ def test_migrating_again_changes_nothing(store, backend):
 
 def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypatch):
     """A database written by the previous release (schema 4) migrates to the current one and
-    its ledger rows read back whole: the new cache-write columns take their defaults."""
+    its ledger rows read back whole: the new cache-write columns take their defaults, and the
+    running totals (0018) count what was there."""
     import tether.store.postgres.store as pg_store
     import tether.store.sqlite.schema as sqlite_store
     from tether import Tether
@@ -150,11 +154,15 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
             (job.id, "default", None, "k", 1, "anthropic", "claude-haiku-4-5", 100, 10, 20, 0,
              "1.00", "5.00", "0.10", "old@1", "0.000132", "0.0006", True, False,
              1.7e9 if backend == "sqlite" else datetime.fromtimestamp(1.7e9, timezone.utc)))
+        tx.conn.execute(
+            "INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, finished_at, "
+            f"outcome) VALUES ({', '.join([mark] * 6)})",
+            (job.id, 1, "w-old", at, at, "lease_expired"))
     old.close()
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 17
+        assert new.store.schema_version() == 18
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         with new.store._write() as tx:  # 0009 widened the state check of existing tables
@@ -165,5 +173,11 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
                                                                              Decimal("0.000132"))
         assert (row.cache_write_tokens, row.cache_write_1h_tokens) == (0, 0)
         assert row.cache_write_per_mtok is None and row.cache_write_1h_per_mtok is None
+        # 0018: the running totals start from the history the upgrade found
+        (total,) = new.spend_totals()
+        assert (total["provider"], total["calls"], total["input_tokens"],
+                total["cost_usd"]) == ("anthropic", 1, 100, Decimal("0.000132"))
+        stats = new.engine_stats()
+        assert (stats["claims_total"], stats["lease_expiries_total"]) == (1, 1)
     finally:
         new.close()

@@ -1,7 +1,8 @@
 """Prometheus metrics, computed from the facade at scrape time (no SQL of our own).
 
 Always present:
-  tether_jobs{queue,state}                 jobs by queue and state (gauge)
+  tether_jobs{queue,state}                 jobs by queue and state (gauge; a queue's finished
+                                           jobs beyond 50,000 a state are estimated)
   tether_queue_paused{queue}               1 when the queue is paused
   tether_workers                           workers that have not stopped
   tether_worker_leases                     leases those workers hold
@@ -71,7 +72,7 @@ class TetherCollector(Collector):
                                  labels=["queue", "state"])
         paused = GaugeMetricFamily("tether_queue_paused", "1 when the queue is paused",
                                    labels=["queue"])
-        for queue in self.app.queues():
+        for queue in self.app.queues(estimate=True):
             paused.add_metric([queue.name], 1.0 if queue.paused else 0.0)
             for state, n in sorted(queue.counts.items()):
                 jobs.add_metric([queue.name, state], n)
@@ -117,7 +118,8 @@ class TetherCollector(Collector):
                         "period")
         p_end = gauge("tether_project_period_end_timestamp_seconds", "When a project's "
                       "current budget period ends (unix time)", "period")
-        for project, status in self.app.spend(("project",)).budgets.items():
+        for project in self.app.spent_projects():
+            status = self.app.project_budget(project)
             spent.add_metric([project], float(status.used.spent_usd))
             reserved.add_metric([project], float(status.used.reserved_usd))
             cap = status.limits.max_cost_usd

@@ -27,6 +27,7 @@ from ..core.usage import Usage
 from ..errors import BudgetExhausted
 from .profiles import Profiles
 from .rows import as_decimal, counters_of, limits_of
+from .totals import count_spend
 from .tx import Row, Tx, present
 
 _D0 = Decimal(0)
@@ -157,6 +158,7 @@ class Accounting(Profiles):
         self._adjust(tx, job, now, **delta)
         tx.run("journal_finish", **finish)
         tx.run("insert_ledger", **ledger)
+        count_spend(tx, [ledger])
 
     def _orphan_rows(self, tx: Tx, job: Row, entry: Row, now: float,
                      error: tuple[str, str] | None = None) -> tuple[dict, dict, dict]:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ..core.states import TERMINAL, JobState
 from ..records import QueueInfo, WorkerInfo
 from ..tokens import TokenInfo, hash_secret, new_secret
 from .base import EngineStats
 from .rows import as_datetime, load_json, to_token
 from .transitions import Transitions
-from .tx import present
+from .tx import Tx, present
+
+FINISHED_COUNT_CAP = 50_000
+"""Finished jobs of a queue and state counted exactly by ``queue_counts``; more are estimated."""
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -85,6 +89,31 @@ class Admin(Transitions):
             if r["state"] is not None:
                 q.counts[r["state"]] = int(r["n"])
         return list(queues.values())
+
+    def queue_counts(self, *, cap: int = FINISHED_COUNT_CAP) -> list[QueueInfo]:
+        """``list_queues`` in time that does not grow with the history: live states counted
+        exactly (their rows only), a queue's jobs in each finished state counted up to ``cap``
+        and estimated beyond it (``_estimate_jobs``)."""
+        live = sorted(s.value for s in JobState if s not in TERMINAL)
+        finished = sorted(s.value for s in TERMINAL)
+        with self._read() as tx:
+            counts = {(r["queue"], r["state"]): int(r["n"])
+                      for r in tx.all("count_live_jobs", states=self._list_param(live))}
+            queues: dict[str, QueueInfo] = {}
+            for r in tx.all("count_finished_jobs", states=self._list_param(finished), cap=cap):
+                queues.setdefault(r["queue"], QueueInfo(r["queue"], bool(r["paused"]), {}))
+                n = int(r["n"])
+                if n >= cap:
+                    n = max(cap, self._estimate_jobs(tx, r["queue"], r["state"]))
+                counts[(r["queue"], r["state"])] = n
+        for (queue, state), n in sorted(counts.items()):
+            if n and queue in queues:
+                queues[queue].counts[state] = n
+        return [queues[name] for name in sorted(queues)]
+
+    def _estimate_jobs(self, tx: Tx, queue: str, state: str) -> int:
+        """A queue's jobs in ``state`` beyond the cap: counted (SQLite has no statistics)."""
+        return int(present(tx.one("estimate_jobs", queue=queue, state=state))["n"])
 
     def set_queue_paused(self, name: str, paused: bool) -> QueueInfo:
         with self._write() as tx:

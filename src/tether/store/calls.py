@@ -28,6 +28,7 @@ from .accounting import Accounting, complete_rows
 from .base import AccountResult, CallEntry, CallReserve, CallSettle
 from .book import Book, Shared
 from .rows import as_decimal, to_ledger
+from .totals import count_spend
 from .tx import Row, Tx, present
 
 
@@ -245,5 +246,6 @@ class Calls(Accounting):
                 order = sorted(changed)
                 self._write_accumulators(tx, order, [changed[k][0] for k in order],
                                          [changed[k][1] for k in order], now)
+            count_spend(tx, ledger)
         for job_id, data in events:  # rare (usage above the estimate); each reads its seq
             self._note(tx, job_id, "estimate_overrun", now, data["attempt"], data["event"])

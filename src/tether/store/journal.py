@@ -39,6 +39,11 @@ class Journal(Transitions):
                  "cost_usd": sum((Decimal(x) for x in str(r["costs"] or "").split()), _D0),
                  "unconfirmed_calls": int(r["unconfirmed"] or 0)} for r in rows]
 
+    def spent_projects(self) -> list[str]:
+        """Projects with spend in the running totals (a few rows, not the ledger)."""
+        with self._read() as tx:
+            return [r["project"] for r in tx.all("spent_projects")]
+
     def cached_result(self, project: str, request_hash: str) -> tuple[Any, Usage] | None:
         with self._read() as tx:
             row = tx.one("journal_cached", project=project, request_hash=request_hash)

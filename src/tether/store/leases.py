@@ -17,6 +17,7 @@ from ..errors import LeaseLost
 from .accounting import Accounting
 from .base import Claim
 from .rows import as_seconds, to_job
+from .totals import CLAIMS, LEASE_EXPIRIES, count_engine
 from .tx import Row, Tx
 
 
@@ -57,6 +58,7 @@ class Leases(Accounting):
                                                   "running", token, None))
             tx.many("insert_attempt", attempts)
             tx.many("insert_event", events)
+            count_engine(tx, CLAIMS, len(rows), worker_id)
             self._read_counters(tx, rows)
         return [Claim(to_job(r), int(r["lease_token"]), started=r["state"] == "running")
                 for r in rows]
@@ -139,4 +141,5 @@ class Leases(Accounting):
                        now=now, outcome="lease_expired",
                        error_code="interrupted", error_summary=summary)
                 out.append((int(row["id"]), to))
+            count_engine(tx, LEASE_EXPIRIES, len(out))
         return out

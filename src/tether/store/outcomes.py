@@ -13,6 +13,7 @@ from ..errors import LeaseLost
 from .accounting import Accounting
 from .waits import Waits
 from .base import Outcome
+from .totals import BUDGET_PAUSES, count_engine
 from .tx import Row, Tx
 
 
@@ -134,8 +135,10 @@ class Outcomes(Waits, Accounting):
         if outcome.error_code and to != JobState.SUCCEEDED:
             data.update(error_code=outcome.error_code, error_summary=outcome.error_summary)
         self._transition(tx, row, to, now=now, kind=outcome.kind, data=data, **changes)
-        tx.run("finish_attempt", job_id=job_id, attempt=token, now=now,
-               outcome=str(to) if outcome.kind is None else outcome.kind,
+        ended = str(to) if outcome.kind is None else outcome.kind
+        tx.run("finish_attempt", job_id=job_id, attempt=token, now=now, outcome=ended,
                error_code=outcome.error_code if to != JobState.SUCCEEDED else None,
                error_summary=outcome.error_summary if to != JobState.SUCCEEDED else None)
+        if ended == "budget_exhausted":
+            count_engine(tx, BUDGET_PAUSES, 1)
         return to

@@ -125,9 +125,10 @@ SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
 
 -- The whole claim is this one statement: pick eligible rows in claim order, skipping rows
 -- another worker has locked; lease them (the attempt is counted here, before any job code
--- runs); record the attempt and the 'leased' event. With %(start)s, a first attempt also
--- begins here ('running', its own event); a re-attempt stays 'leased' because its start must
--- first settle what the earlier attempt left open. picked's WHERE and ORDER BY are exactly
+-- runs); record the attempt and the 'leased' event, and count the claims in the worker's own
+-- engine_counters row. With %(start)s, a first attempt also begins here ('running', its own
+-- event); a re-attempt stays 'leased' because its start must first settle what the earlier
+-- attempt left open. picked's WHERE and ORDER BY are exactly
 -- the jobs_claimable index (state = 'queued'; priority, run_after, id).
 -- Its transaction's settings (PgTx.claim, CLAIM_PLAN) keep this plan and commit it without
 -- waiting for the WAL flush.
@@ -170,6 +171,10 @@ WITH clock AS (
     UNION ALL
     SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
     FROM claimed WHERE state = 'running'
+), counted AS (
+    INSERT INTO engine_counters AS c (name, owner, n)
+    SELECT 'claims', %(worker_id)s, count(*) FROM claimed HAVING count(*) > 0
+    ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n
 )
 SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
 
@@ -281,6 +286,24 @@ ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded
 SELECT q.name AS name, q.paused AS paused, j.state AS state, count(j.id) AS n
 FROM queues q LEFT JOIN jobs j ON j.queue = q.name
 GROUP BY q.name, q.paused, j.state ORDER BY q.name;
+
+-- Jobs by queue and state for /metrics, read in time that does not grow with the history:
+-- the live states exactly through jobs_state (only their rows), and each finished state
+-- counted up to %(cap)s jobs a queue through jobs_queue_state (estimate_jobs beyond that).
+-- name: count_live_jobs
+SELECT queue, state, count(*) AS n FROM jobs
+WHERE state = ANY (%(states)s::text[])
+GROUP BY queue, state;
+
+-- name: count_finished_jobs
+SELECT q.name AS queue, q.paused AS paused, s.state AS state,
+       (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.queue = q.name AND j.state = s.state
+                              LIMIT %(cap)s) c) AS n
+FROM queues q CROSS JOIN unnest(%(states)s::text[]) AS s(state);
+
+-- The planner's estimate of a queue's jobs in one state (its statistics of the two columns).
+-- name: estimate_jobs
+EXPLAIN (FORMAT JSON) SELECT 1 FROM jobs WHERE queue = %(queue)s::text AND state = %(state)s::text;
 
 -- name: upsert_worker
 INSERT INTO workers (id, hostname, pid, queues, concurrency, started_at, last_heartbeat_at)
@@ -574,14 +597,29 @@ WHERE scope = %(scope)s AND key = %(key)s;
 -- name: list_ledger
 SELECT * FROM cost_ledger WHERE job_id = %(job_id)s ORDER BY id;
 
+-- From the running totals (spend_totals: a row per project, provider and model), never the
+-- ledger itself.
 -- name: spend_totals
-SELECT provider, model, count(*) AS calls, sum(input_tokens) AS input_tokens,
+SELECT provider, model, sum(calls) AS calls, sum(input_tokens) AS input_tokens,
        sum(output_tokens) AS output_tokens, string_agg(cost_usd::text, ' ') AS costs,
-       count(*) FILTER (WHERE NOT confirmed) AS unconfirmed
-FROM cost_ledger
-WHERE reused_from IS NULL
-  AND (%(projects)s::text[] IS NULL OR project = ANY (%(projects)s::text[]))
+       sum(unconfirmed_calls) AS unconfirmed
+FROM spend_totals
+WHERE %(projects)s::text[] IS NULL OR project = ANY (%(projects)s::text[])
 GROUP BY provider, model ORDER BY provider, model;
+
+-- name: spent_projects
+SELECT DISTINCT project FROM spend_totals ORDER BY project;
+
+-- name: count_spend
+INSERT INTO spend_totals AS t (project, provider, model, calls, input_tokens, output_tokens,
+                               cost_usd, unconfirmed_calls)
+VALUES (%(project)s, %(provider)s, %(model)s, %(calls)s, %(input_tokens)s, %(output_tokens)s,
+        %(cost_usd)s::numeric, %(unconfirmed_calls)s)
+ON CONFLICT (project, provider, model) DO UPDATE
+SET calls = t.calls + excluded.calls, input_tokens = t.input_tokens + excluded.input_tokens,
+    output_tokens = t.output_tokens + excluded.output_tokens,
+    cost_usd = t.cost_usd + excluded.cost_usd,
+    unconfirmed_calls = t.unconfirmed_calls + excluded.unconfirmed_calls;
 
 -- Spend report (store/spend.py): the ledger grouped by the dimensions switched on, each other
 -- dimension a constant NULL, so one statement serves every grouping. Calendar buckets are
@@ -681,11 +719,19 @@ ON CONFLICT (job_id, key) DO NOTHING;
 
 -- ---- engine statistics -----------------------------------------------------------------------
 
+-- Sums over owners (engine_counters: a few rows a worker, never the attempts).
 -- name: engine_counts
-SELECT count(*) AS claims,
-       count(*) FILTER (WHERE outcome = 'lease_expired') AS lease_expiries,
-       count(*) FILTER (WHERE outcome = 'budget_exhausted') AS budget_pauses
-FROM job_attempts;
+SELECT coalesce(sum(n) FILTER (WHERE name = 'claims'), 0) AS claims,
+       coalesce(sum(n) FILTER (WHERE name = 'lease_expiries'), 0) AS lease_expiries,
+       coalesce(sum(n) FILTER (WHERE name = 'budget_pauses'), 0) AS budget_pauses
+FROM engine_counters;
+
+-- name: list_engine_counters
+SELECT name, owner, n FROM engine_counters ORDER BY name, owner;
+
+-- name: count_engine
+INSERT INTO engine_counters AS c (name, owner, n) VALUES (%(name)s, %(owner)s, %(n)s)
+ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n;
 
 -- name: recent_claim_latency
 SELECT (e.data ->> 'waited_s')::float8 AS latency

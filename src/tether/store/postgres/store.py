@@ -40,7 +40,7 @@ from ...records import Job
 from ...wakeup import Wakeup
 from ..base import CallerConnection, Claim, FinishSignal, NewJob, Outcome
 from ..migrate import discover
-from ..rows import to_job
+from ..rows import load_json, to_job
 from ..tx import present
 from . import pooler as pooling
 from .group import GroupedCalls
@@ -195,6 +195,12 @@ class PostgresStore(GroupedCalls):
 
     def _list_param(self, values: Iterable[str] | None) -> Any:
         return None if values is None else sorted(values)
+
+    def _estimate_jobs(self, tx: Any, queue: str, state: str) -> int:
+        """The planner's row estimate, from its statistics of ``jobs`` (refreshed by
+        autovacuum's ANALYZE as the table grows): no row is read."""
+        plan = present(tx.one("estimate_jobs", queue=queue, state=state))["QUERY PLAN"]
+        return int(load_json(plan)[0]["Plan"]["Plan Rows"])
 
     def _recover(self) -> None:
         """Before a retry: drop pooled connections that died with the server (one thread)."""

@@ -200,6 +200,24 @@ SELECT q.name AS name, q.paused AS paused, j.state AS state, count(j.id) AS n
 FROM queues q LEFT JOIN jobs j ON j.queue = q.name
 GROUP BY q.name, q.paused, j.state ORDER BY q.name;
 
+-- Jobs by queue and state for /metrics, read in time that does not grow with the history:
+-- the live states exactly through jobs_state (only their rows), and each finished state
+-- counted up to :cap jobs a queue through jobs_queue_state (estimate_jobs beyond that).
+-- name: count_live_jobs
+SELECT queue, state, count(*) AS n FROM jobs
+WHERE state IN (SELECT value FROM json_each(:states))
+GROUP BY queue, state;
+
+-- name: count_finished_jobs
+SELECT q.name AS queue, q.paused AS paused, s.value AS state,
+       (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.queue = q.name AND j.state = s.value
+                              LIMIT :cap)) AS n
+FROM queues q, json_each(:states) s;
+
+-- SQLite keeps no statistics to estimate from: a queue's jobs in one state, counted.
+-- name: estimate_jobs
+SELECT count(*) AS n FROM jobs WHERE queue = :queue AND state = :state;
+
 -- name: upsert_worker
 INSERT INTO workers (id, hostname, pid, queues, concurrency, started_at, last_heartbeat_at)
 VALUES (:id, :hostname, :pid, :queues, :concurrency, :now, :now)
@@ -450,14 +468,31 @@ ORDER BY b.scope, b.key;
 -- name: list_ledger
 SELECT * FROM cost_ledger WHERE job_id = :job_id ORDER BY id;
 
+-- From the running totals (spend_totals: a row per project, provider and model), never the
+-- ledger itself.
 -- name: spend_totals
-SELECT provider, model, count(*) AS calls, sum(input_tokens) AS input_tokens,
+SELECT provider, model, sum(calls) AS calls, sum(input_tokens) AS input_tokens,
        sum(output_tokens) AS output_tokens, group_concat(cost_usd, ' ') AS costs,
-       sum(1 - confirmed) AS unconfirmed
-FROM cost_ledger
-WHERE reused_from IS NULL
-  AND (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+       sum(unconfirmed_calls) AS unconfirmed
+FROM spend_totals
+WHERE :projects IS NULL OR project IN (SELECT value FROM json_each(:projects))
 GROUP BY provider, model ORDER BY provider, model;
+
+-- name: spent_projects
+SELECT DISTINCT project FROM spend_totals ORDER BY project;
+
+-- Money adds as exact decimals (as add_budget_row does).
+-- name: count_spend
+INSERT INTO spend_totals (project, provider, model, calls, input_tokens, output_tokens,
+                          cost_usd, unconfirmed_calls)
+VALUES (:project, :provider, :model, :calls, :input_tokens, :output_tokens, :cost_usd,
+        :unconfirmed_calls)
+ON CONFLICT (project, provider, model) DO UPDATE
+SET calls = calls + excluded.calls, input_tokens = input_tokens + excluded.input_tokens,
+    output_tokens = output_tokens + excluded.output_tokens,
+    cost_usd = (SELECT tether_decimal_sum(v) FROM (SELECT spend_totals.cost_usd AS v
+                                                   UNION ALL SELECT :cost_usd)),
+    unconfirmed_calls = unconfirmed_calls + excluded.unconfirmed_calls;
 
 -- Spend report (store/spend.py): the ledger grouped by the dimensions switched on, each other
 -- dimension a constant NULL, so one statement serves every grouping. local_ts shifts a call's
@@ -556,11 +591,19 @@ ON CONFLICT (job_id, key) DO NOTHING;
 
 -- ---- engine statistics -----------------------------------------------------------------------
 
+-- Sums over owners (engine_counters: a few rows a worker, never the attempts).
 -- name: engine_counts
-SELECT count(*) AS claims,
-       coalesce(sum(outcome = 'lease_expired'), 0) AS lease_expiries,
-       coalesce(sum(outcome = 'budget_exhausted'), 0) AS budget_pauses
-FROM job_attempts;
+SELECT coalesce(sum(CASE WHEN name = 'claims' THEN n END), 0) AS claims,
+       coalesce(sum(CASE WHEN name = 'lease_expiries' THEN n END), 0) AS lease_expiries,
+       coalesce(sum(CASE WHEN name = 'budget_pauses' THEN n END), 0) AS budget_pauses
+FROM engine_counters;
+
+-- name: list_engine_counters
+SELECT name, owner, n FROM engine_counters ORDER BY name, owner;
+
+-- name: count_engine
+INSERT INTO engine_counters (name, owner, n) VALUES (:name, :owner, :n)
+ON CONFLICT (name, owner) DO UPDATE SET n = n + excluded.n;
 
 -- name: recent_claim_latency
 SELECT json_extract(e.data, '$.waited_s') AS latency
