@@ -3,11 +3,13 @@
 * ``tether_decimal_sum(text)``: an aggregate summing money kept as decimal text exactly.
   SQLite's ``sum()`` would read each value as a float and drift by fractions of a cent over
   many rows; the ledger's promise is to the cent and beyond, as PostgreSQL's ``numeric`` is.
+* ``tether_decimal_add(text, text)``: the exact sum of two such amounts (a running total's
+  upsert adds to its row with it, in one call instead of an aggregate's subquery).
 * ``tether_utc_offset(unix_seconds, zone)``: the zone's offset from UTC at that instant, in
   seconds (daylight saving included), so calendar buckets can be taken in a zone SQLite does
   not know (its ``localtime`` only knows the process's own zone).
 
-Both run inside SQLite's own evaluation of the statement (GROUP BY and all): the rows never
+They run inside SQLite's own evaluation of the statement (GROUP BY and all): the rows never
 come back to the caller one by one.
 """
 
@@ -43,6 +45,13 @@ class _DecimalSum:
             return str(sum(map(Decimal, values), Decimal(0)))
 
 
+def _decimal_add(a: object, b: object) -> str | None:
+    if a is None or b is None:
+        return None if a is None and b is None else str(b if a is None else a)
+    with localcontext(_EXACT):
+        return str(Decimal(str(a)) + Decimal(str(b)))
+
+
 @lru_cache(maxsize=64)
 def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
@@ -58,4 +67,5 @@ def _utc_offset(ts: float | None, zone: str | None) -> float | None:
 def install(conn: sqlite3.Connection) -> None:
     """Register tether's functions on ``conn``."""
     conn.create_aggregate("tether_decimal_sum", 1, _DecimalSum)  # type: ignore[arg-type]
+    conn.create_function("tether_decimal_add", 2, _decimal_add, deterministic=True)
     conn.create_function("tether_utc_offset", 2, _utc_offset, deterministic=True)

@@ -481,7 +481,7 @@ GROUP BY provider, model ORDER BY provider, model;
 -- name: spent_projects
 SELECT DISTINCT project FROM spend_totals ORDER BY project;
 
--- Money adds as exact decimals (as add_budget_row does).
+-- Money adds as exact decimals.
 -- name: count_spend
 INSERT INTO spend_totals (project, provider, model, calls, input_tokens, output_tokens,
                           cost_usd, unconfirmed_calls)
@@ -490,8 +490,7 @@ VALUES (:project, :provider, :model, :calls, :input_tokens, :output_tokens, :cos
 ON CONFLICT (project, provider, model) DO UPDATE
 SET calls = calls + excluded.calls, input_tokens = input_tokens + excluded.input_tokens,
     output_tokens = output_tokens + excluded.output_tokens,
-    cost_usd = (SELECT tether_decimal_sum(v) FROM (SELECT spend_totals.cost_usd AS v
-                                                   UNION ALL SELECT :cost_usd)),
+    cost_usd = tether_decimal_add(spend_totals.cost_usd, excluded.cost_usd),
     unconfirmed_calls = unconfirmed_calls + excluded.unconfirmed_calls;
 
 -- Spend report (store/spend.py): the ledger grouped by the dimensions switched on, each other
