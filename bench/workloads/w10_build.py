@@ -171,6 +171,10 @@ def _load(db: TetherDB, conn, templates: dict, *, finished: int, queued: int,
         conn.execute("SET session_replication_role = replica")
         conn.execute("SET synchronous_commit = off")
         conn.execute("SET maintenance_work_mem = '512MB'")
+    false = "0" if db.backend == "sqlite" else "false"
+    for q in range(QUEUES):  # as a submit would have made them: what lists queues reads them
+        conn.execute(f"INSERT INTO queues (name, paused, updated_at) VALUES ('queue-{q}', "
+                     f"{false}, {_time(db, repr(time.time()))}) ON CONFLICT (name) DO NOTHING")
     for name, _ in indexes:
         conn.execute(f"DROP INDEX {name}")
     loaded = time.perf_counter()
