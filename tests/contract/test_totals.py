@@ -71,6 +71,28 @@ def test_each_worker_counts_its_claims_in_its_own_row(app):
     assert app.engine_stats()["claims_total"] == 5
 
 
+def test_prune_folds_the_counts_of_workers_stopped_before_its_cutoff(app, clock):
+    from datetime import datetime, timezone
+    from tether.records import WorkerInfo
+
+    app.register("t", lambda ctx, payload: payload)
+    now = datetime.now(timezone.utc)
+    for name in ("gone", "live"):
+        app.store.register_worker(WorkerInfo(name, "h", 1, ["default"], 1, now, now, None))
+        app.submit("t", {})
+        app.submit("t", {})
+        assert len(app.store.claim(name, queues=None, limit=2, lease_ttl=30)) == 2
+    app.store.stop_worker("gone")
+    clock.advance(3600)
+    app.prune(older_than_s=60)
+    with app.store._read() as tx:
+        rows = {(r["name"], r["owner"]): int(r["n"]) for r in tx.all("list_engine_counters")}
+    assert rows == {("claims", ""): 2, ("claims", "live"): 2}
+    assert app.engine_stats()["claims_total"] == 4
+    app.prune(older_than_s=60)  # nothing left to fold: the totals stay
+    assert app.engine_stats()["claims_total"] == 4
+
+
 def test_a_budget_pause_is_counted(app, tmp_path):
     provider = SimulatedProvider(tmp_path / "bill.jsonl")
 

@@ -13,6 +13,7 @@ from ..errors import InvalidArgument, JobStateError
 from ..records import Job
 from .rows import limits_of, to_job
 from .transitions import Transitions
+from .totals import fold_stopped
 from .tx import Row, Tx, present
 
 PRUNE_BATCH = 1000
@@ -129,4 +130,5 @@ class Control(Transitions):
         with self._write() as tx:
             # Only old blobs: a fresh one may belong to a checkpoint about to commit.
             tx.run("prune_blobs", cutoff=cutoff)
+            fold_stopped(tx, cutoff)
         return total

@@ -26,6 +26,16 @@ def count_engine(tx: Tx, name: str, n: int, owner: str = "") -> None:
         tx.run("count_engine", name=name, owner=owner, n=n)
 
 
+def fold_stopped(tx: Tx, cutoff: float) -> None:
+    """Move the counts of workers stopped before ``cutoff`` to owner '' (prune's last step):
+    the rows deleted are exactly the rows added, in one transaction."""
+    folded: dict[str, int] = {}
+    for row in tx.all("take_stopped_counters", cutoff=cutoff):
+        folded[row["name"]] = folded.get(row["name"], 0) + int(row["n"])
+    for name in sorted(folded):
+        count_engine(tx, name, folded[name])
+
+
 def count_spend(tx: Tx, ledger: Iterable[Row]) -> None:
     """Add ``insert_ledger`` rows to their project, provider and model's totals, one upsert
     per key in key order. Called after the rows' project accumulators were written in the

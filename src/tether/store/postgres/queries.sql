@@ -729,6 +729,13 @@ FROM engine_counters;
 -- name: list_engine_counters
 SELECT name, owner, n FROM engine_counters ORDER BY name, owner;
 
+-- Prune's last step takes the counter rows of workers stopped before the cutoff (the caller
+-- adds them to owner ''), so the table keeps a row per live worker, not per worker ever run.
+-- name: take_stopped_counters
+DELETE FROM engine_counters c USING workers w
+WHERE c.owner = w.id AND w.stopped_at < %(cutoff)s
+RETURNING c.name, c.n;
+
 -- name: count_engine
 INSERT INTO engine_counters AS c (name, owner, n) VALUES (%(name)s, %(owner)s, %(n)s)
 ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n;

@@ -600,6 +600,13 @@ FROM engine_counters;
 -- name: list_engine_counters
 SELECT name, owner, n FROM engine_counters ORDER BY name, owner;
 
+-- Prune's last step takes the counter rows of workers stopped before the cutoff (the caller
+-- adds them to owner ''), so the table keeps a row per live worker, not per worker ever run.
+-- name: take_stopped_counters
+DELETE FROM engine_counters
+WHERE owner IN (SELECT id FROM workers WHERE stopped_at < :cutoff)
+RETURNING name, n;
+
 -- name: count_engine
 INSERT INTO engine_counters (name, owner, n) VALUES (:name, :owner, :n)
 ON CONFLICT (name, owner) DO UPDATE SET n = n + excluded.n;
