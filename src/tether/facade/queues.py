@@ -28,10 +28,10 @@ class QueueControl:
 
     def queues(self, *, estimate: bool = False) -> builtins.list[QueueInfo]:
         """Every queue with its jobs counted by state. Exact by default, which reads every
-        job. ``estimate``: in time that does not grow with the history (what ``/metrics``
-        reports on every scrape): live states still exact, but a queue's succeeded, failed
-        or cancelled jobs beyond ``FINISHED_COUNT_CAP`` (50,000) are PostgreSQL's planner
-        estimate, as Oban Met reports big counts; SQLite keeps no statistics and counts."""
+        job. ``estimate`` is what ``/metrics`` reads on every scrape: live states still
+        exact, but a queue's succeeded, failed or cancelled jobs beyond ``FINISHED_COUNT_CAP``
+        (50,000) are PostgreSQL's planner estimate, read in time that does not grow with the
+        history, as Oban Met reports big counts; SQLite keeps no statistics and counts them."""
         return self.store.queue_counts() if estimate else self.store.list_queues()
 
     def ping(self) -> int:
