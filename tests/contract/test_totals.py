@@ -21,6 +21,12 @@ def _ledger_totals(app, job_ids):
             sum((r.cost_usd for r in rows), Decimal(0)), sum(1 for r in rows if not r.confirmed))
 
 
+def _engine_counters(app):
+    with app.store._read() as tx:
+        rows = tx.conn.execute("SELECT name, owner, n FROM engine_counters").fetchall()
+    return {(r["name"], r["owner"]): int(r["n"]) for r in rows}
+
+
 def _totals(app):
     (row,) = app.spend_totals()
     return (row["calls"], row["input_tokens"], row["output_tokens"], row["cost_usd"],
@@ -64,9 +70,8 @@ def test_each_worker_counts_its_claims_in_its_own_row(app):
     assert len(app.store.claim("w1", queues=None, limit=3, lease_ttl=30)) == 3
     assert len(app.store.claim("w2", queues=None, limit=3, lease_ttl=30)) == 2
     assert app.store.claim("w2", queues=None, limit=3, lease_ttl=30) == []
-    with app.store._read() as tx:
-        rows = tx.all("list_engine_counters")
-    assert {(r["owner"], int(r["n"])) for r in rows if r["name"] == "claims"} == {
+    rows = _engine_counters(app)
+    assert {(owner, n) for (name, owner), n in rows.items() if name == "claims"} == {
         ("w1", 3), ("w2", 2)}
     assert app.engine_stats()["claims_total"] == 5
 
@@ -85,9 +90,7 @@ def test_prune_folds_the_counts_of_workers_stopped_before_its_cutoff(app, clock)
     app.store.stop_worker("gone")
     clock.advance(3600)
     app.prune(older_than_s=60)
-    with app.store._read() as tx:
-        rows = {(r["name"], r["owner"]): int(r["n"]) for r in tx.all("list_engine_counters")}
-    assert rows == {("claims", ""): 2, ("claims", "live"): 2}
+    assert _engine_counters(app) == {("claims", ""): 2, ("claims", "live"): 2}
     assert app.engine_stats()["claims_total"] == 4
     app.prune(older_than_s=60)  # nothing left to fold: the totals stay
     assert app.engine_stats()["claims_total"] == 4

@@ -8,13 +8,10 @@ from collections.abc import Sequence
 from ..core.states import TERMINAL, JobState
 from ..records import QueueInfo, WorkerInfo
 from ..tokens import TokenInfo, hash_secret, new_secret
-from .base import EngineStats
+from .base import FINISHED_COUNT_CAP, EngineStats
 from .rows import as_datetime, load_json, to_token
 from .transitions import Transitions
 from .tx import Tx, present
-
-FINISHED_COUNT_CAP = 50_000
-"""Finished jobs of a queue and state counted exactly by ``queue_counts``; more are estimated."""
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 

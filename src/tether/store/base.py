@@ -148,6 +148,11 @@ class SpendTotal(TypedDict):
     unconfirmed_calls: int
 
 
+FINISHED_COUNT_CAP = 50_000
+"""Jobs of a queue in one finished state that ``queue_counts`` counts exactly; beyond it they
+are estimated (PostgreSQL's planner) or counted (SQLite)."""
+
+
 class EngineStats(TypedDict):
     """Totals every process agrees on (``Store.engine_stats``); ``claim_latency_seconds`` is
     ``{"count", "sum", "buckets"}`` with cumulative buckets, Prometheus style."""
@@ -321,7 +326,7 @@ class Store(Protocol):
                    declared: Sequence[str] | None = None,
                    projects: Iterable[str] | None = None) -> Job: ...
     def list_queues(self) -> list[QueueInfo]: ...
-    def queue_counts(self, *, cap: int = 50_000) -> list[QueueInfo]: ...
+    def queue_counts(self, *, cap: int = FINISHED_COUNT_CAP) -> list[QueueInfo]: ...
     def set_queue_paused(self, name: str, paused: bool) -> QueueInfo: ...
     def engine_stats(self, *, recent: int = 1000) -> EngineStats: ...
     def create_token(self, *, name: str | None, projects: Sequence[str],

@@ -128,8 +128,8 @@ SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
 -- runs); record the attempt and the 'leased' event, and count the claims in the worker's own
 -- engine_counters row. With %(start)s, a first attempt also begins here ('running', its own
 -- event); a re-attempt stays 'leased' because its start must first settle what the earlier
--- attempt left open. picked's WHERE and ORDER BY are exactly
--- the jobs_claimable index (state = 'queued'; priority, run_after, id).
+-- attempt left open. picked's WHERE and ORDER BY are exactly the jobs_claimable index
+-- (state = 'queued'; priority, run_after, id).
 -- Its transaction's settings (PgTx.claim, CLAIM_PLAN) keep this plan and commit it without
 -- waiting for the WAL flush.
 -- name: claim_jobs
@@ -725,9 +725,6 @@ SELECT coalesce(sum(n) FILTER (WHERE name = 'claims'), 0) AS claims,
        coalesce(sum(n) FILTER (WHERE name = 'lease_expiries'), 0) AS lease_expiries,
        coalesce(sum(n) FILTER (WHERE name = 'budget_pauses'), 0) AS budget_pauses
 FROM engine_counters;
-
--- name: list_engine_counters
-SELECT name, owner, n FROM engine_counters ORDER BY name, owner;
 
 -- Prune's last step takes the counter rows of workers stopped before the cutoff (the caller
 -- adds them to owner ''), so the table keeps a row per live worker, not per worker ever run.

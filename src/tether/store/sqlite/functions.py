@@ -47,7 +47,7 @@ class _DecimalSum:
 
 def _decimal_add(a: object, b: object) -> str | None:
     if a is None or b is None:
-        return None if a is None and b is None else str(b if a is None else a)
+        return None
     with localcontext(_EXACT):
         return str(Decimal(str(a)) + Decimal(str(b)))
 

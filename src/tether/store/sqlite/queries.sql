@@ -597,9 +597,6 @@ SELECT coalesce(sum(CASE WHEN name = 'claims' THEN n END), 0) AS claims,
        coalesce(sum(CASE WHEN name = 'budget_pauses' THEN n END), 0) AS budget_pauses
 FROM engine_counters;
 
--- name: list_engine_counters
-SELECT name, owner, n FROM engine_counters ORDER BY name, owner;
-
 -- Prune's last step takes the counter rows of workers stopped before the cutoff (the caller
 -- adds them to owner ''), so the table keeps a row per live worker, not per worker ever run.
 -- name: take_stopped_counters
