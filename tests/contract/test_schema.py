@@ -88,7 +88,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 18
+    assert store.schema_version() == 19
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -124,8 +124,9 @@ def test_migrating_again_changes_nothing(store, backend):
 
 def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypatch):
     """A database written by the previous release (schema 4) migrates to the current one and
-    its ledger rows read back whole: the new cache-write columns take their defaults, and the
-    running totals (0018) count what was there."""
+    its ledger rows read back whole: the new cache-write columns take their defaults, the
+    running totals (0018) count what was there, and budget rows of jobs pruned before 0019
+    are removed."""
     import tether.store.postgres.store as pg_store
     import tether.store.sqlite.schema as sqlite_store
     from tether import Tether
@@ -158,11 +159,15 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
             "INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, finished_at, "
             f"outcome) VALUES ({', '.join([mark] * 6)})",
             (job.id, 1, "w-old", at, at, "lease_expired"))
+        for scope, key in (("job", str(job.id)), ("job", str(job.id + 1000)),
+                           ("project", "default")):
+            tx.conn.execute(f"INSERT INTO budgets (scope, key, updated_at) VALUES "
+                            f"({mark}, {mark}, {mark})", (scope, key, at))
     old.close()
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 18
+        assert new.store.schema_version() == 19
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         with new.store._write() as tx:  # 0009 widened the state check of existing tables
@@ -179,5 +184,10 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
                 total["cost_usd"]) == ("anthropic", 1, 100, Decimal("0.000132"))
         stats = new.engine_stats()
         assert (stats["claims_total"], stats["lease_expiries_total"]) == (1, 1)
+        # 0019: the budget row of a job an earlier prune deleted is gone, the rest kept
+        with new.store._read() as tx:
+            budgets = tx.conn.execute("SELECT scope, key FROM budgets").fetchall()
+        assert {(r["scope"], r["key"]) for r in budgets} == {("job", str(job.id)),
+                                                             ("project", "default")}
     finally:
         new.close()

@@ -76,7 +76,7 @@ def test_each_worker_counts_its_claims_in_its_own_row(app):
     assert app.engine_stats()["claims_total"] == 5
 
 
-def test_prune_folds_the_counts_of_workers_stopped_before_its_cutoff(app, clock):
+def test_prune_folds_the_counts_of_workers_gone_before_its_cutoff(app, clock):
     from datetime import datetime, timezone
     from tether.records import WorkerInfo
 
@@ -89,8 +89,11 @@ def test_prune_folds_the_counts_of_workers_stopped_before_its_cutoff(app, clock)
         assert len(app.store.claim(name, queues=None, limit=2, lease_ttl=30)) == 2
     app.store.stop_worker("gone")
     clock.advance(3600)
+    app.store.heartbeat("live", lease_ttl=30)
+    app.store.expire_leases()  # the stopped worker's leases, taken back
     app.prune(older_than_s=60)
-    assert _engine_counters(app) == {("claims", ""): 2, ("claims", "live"): 2}
+    assert _engine_counters(app) == {("claims", ""): 2, ("claims", "live"): 2,
+                                     ("lease_expiries", ""): 2}
     assert app.engine_stats()["claims_total"] == 4
     app.prune(older_than_s=60)  # nothing left to fold: the totals stay
     assert app.engine_stats()["claims_total"] == 4

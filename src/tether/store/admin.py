@@ -16,15 +16,20 @@ from .tx import Tx, present
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
+def upsert_worker(tx: Tx, worker: WorkerInfo, now: float) -> None:
+    tx.run("upsert_worker", id=worker.id, hostname=worker.hostname, pid=worker.pid,
+           queues=json.dumps(worker.queues), concurrency=worker.concurrency, now=now)
+
+
 class Admin(Transitions):
     """Workers, queues, API tokens and engine statistics."""
 
     def register_worker(self, worker: WorkerInfo) -> None:
+        """Write the worker's row, and remember it: a worker whose row a prune deleted while
+        it was silent (``forget_gone_workers``) is written again at its next heartbeat."""
+        self.__dict__.setdefault("_registered_workers", {})[worker.id] = worker
         with self._write() as tx:
-            now = self._now(tx, None)
-            tx.run("upsert_worker", id=worker.id, hostname=worker.hostname, pid=worker.pid,
-                   queues=json.dumps(worker.queues), concurrency=worker.concurrency,
-                   now=now)
+            upsert_worker(tx, worker, self._now(tx, None))
 
     def stop_worker(self, worker_id: str) -> None:
         with self._write() as tx:

@@ -13,7 +13,7 @@ from ..errors import InvalidArgument, JobStateError
 from ..records import Job
 from .rows import limits_of, to_job
 from .transitions import Transitions
-from .totals import fold_stopped
+from .totals import fold_gone
 from .tx import Row, Tx, present
 
 PRUNE_BATCH = 1000
@@ -105,12 +105,13 @@ class Control(Transitions):
     def prune(self, *, older_than_s: float, now: float | None = None,
               batch: int | None = None) -> int:
         """Delete terminal jobs finished before ``now - older_than_s`` (their events,
-        attempts, journal, ledger rows, checkpoints, waits and signals cascade), oldest
-        first, ``batch`` jobs a transaction (default: the backend's): no lock a claim needs
-        (SQLite's one writer lock; PostgreSQL's row locks) is held for longer than one batch,
-        however many jobs go. The cutoff is fixed once, so a prune ends even while jobs
-        finish. Returns how many jobs were deleted; an interrupted prune keeps what it
-        deleted."""
+        attempts, journal, ledger rows, checkpoints, waits, signals and own budget rows go
+        with them), oldest first, ``batch`` jobs a transaction (default: the backend's): no
+        lock a claim needs (SQLite's one writer lock; PostgreSQL's row locks) is held for
+        longer than one batch, however many jobs go. The cutoff is fixed once, so a prune
+        ends even while jobs finish. Then the workers gone before the cutoff (stopped, or
+        silent since) and holding no lease are forgotten, their counts kept in the totals.
+        Returns how many jobs were deleted; an interrupted prune keeps what it deleted."""
         batch = self._prune_batch if batch is None else batch
         if batch < 1:
             raise InvalidArgument(f"prune batch must be at least 1, not {batch}")
@@ -130,5 +131,6 @@ class Control(Transitions):
         with self._write() as tx:
             # Only old blobs: a fresh one may belong to a checkpoint about to commit.
             tx.run("prune_blobs", cutoff=cutoff)
-            fold_stopped(tx, cutoff)
+            fold_gone(tx, cutoff)
+            tx.run("forget_gone_workers", cutoff=cutoff)
         return total

@@ -15,6 +15,7 @@ from ..core.budget import COUNTER_FIELDS
 from ..core.states import JobState, check_transition, expiry_target
 from ..errors import LeaseLost
 from .accounting import Accounting
+from .admin import upsert_worker
 from .base import Claim
 from .rows import as_seconds, to_job
 from .totals import CLAIMS, LEASE_EXPIRIES, count_engine
@@ -97,7 +98,10 @@ class Leases(Accounting):
             rows = tx.all("heartbeat", worker_id=worker_id, lease_ttl=lease_ttl,
                           now=now,
                           jobs=None if jobs is None else self._array_param(list(jobs)))
-            tx.run("touch_worker", worker_id=worker_id, now=now)
+            if not tx.run("touch_worker", worker_id=worker_id, now=now):
+                known = self.__dict__.get("_registered_workers", {}).get(worker_id)
+                if known is not None:
+                    upsert_worker(tx, known, now)
         return {int(r["id"]): (int(r["lease_token"]), JobState(r["state"])) for r in rows}
 
     def lease_state(self, job_id: int, token: int) -> JobState:

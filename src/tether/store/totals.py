@@ -26,11 +26,12 @@ def count_engine(tx: Tx, name: str, n: int, owner: str = "") -> None:
         tx.run("count_engine", name=name, owner=owner, n=n)
 
 
-def fold_stopped(tx: Tx, cutoff: float) -> None:
-    """Move the counts of workers stopped before ``cutoff`` to owner '' (prune's last step):
-    the rows deleted are exactly the rows added, in one transaction."""
+def fold_gone(tx: Tx, cutoff: float) -> None:
+    """Move the counts of workers gone before ``cutoff`` (``take_gone_counters``) to owner
+    '' (prune's last step, before it deletes those workers): the rows deleted are exactly
+    the rows added, in one transaction."""
     folded: dict[str, int] = {}
-    for row in tx.all("take_stopped_counters", cutoff=cutoff):
+    for row in tx.all("take_gone_counters", cutoff=cutoff):
         folded[row["name"]] = folded.get(row["name"], 0) + int(row["n"])
     for name in sorted(folded):
         count_engine(tx, name, folded[name])

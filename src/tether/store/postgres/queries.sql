@@ -726,12 +726,20 @@ SELECT coalesce(sum(n) FILTER (WHERE name = 'claims'), 0) AS claims,
        coalesce(sum(n) FILTER (WHERE name = 'budget_pauses'), 0) AS budget_pauses
 FROM engine_counters;
 
--- Prune's last step takes the counter rows of workers stopped before the cutoff (the caller
--- adds them to owner ''), so the table keeps a row per live worker, not per worker ever run.
--- name: take_stopped_counters
+-- Prune's last step forgets the workers gone before the cutoff: stopped then, or silent since
+-- (killed), and holding no lease. It takes their counter rows first (the caller adds them to
+-- owner ''), then deletes the workers, so both tables keep a row per live worker, not per
+-- worker ever run. A worker that comes back registers again at its next heartbeat.
+-- name: take_gone_counters
 DELETE FROM engine_counters c USING workers w
-WHERE c.owner = w.id AND w.stopped_at < %(cutoff)s
+WHERE c.owner = w.id AND coalesce(w.stopped_at, w.last_heartbeat_at) < %(cutoff)s
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL)
 RETURNING c.name, c.n;
+
+-- name: forget_gone_workers
+DELETE FROM workers w
+WHERE coalesce(w.stopped_at, w.last_heartbeat_at) < %(cutoff)s
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL);
 
 -- name: count_engine
 INSERT INTO engine_counters AS c (name, owner, n) VALUES (%(name)s, %(owner)s, %(n)s)

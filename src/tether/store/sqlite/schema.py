@@ -45,6 +45,16 @@ def apply_migrations(c: sqlite3.Connection, folder: Path,
 
 
 def split_sql(sql: str) -> list[str]:
-    """Statements of a migration file (no triggers with inner semicolons are used)."""
-    lines = [ln for ln in sql.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    """Statements of a migration file, a trigger's body with its inner semicolons included
+    (a statement ends where ``sqlite3.complete_statement`` says it does)."""
+    statements, pending = [], ""
+    for line in sql.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        pending += line + "\n"
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip().rstrip(";").strip())
+            pending = ""
+    if pending.strip():
+        statements.append(pending.strip())
+    return [s for s in statements if s]
