@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from tether import Estimate, JobNotFound, JobState, JobStateError, Metered
+from tether import Estimate, IdempotencyConflict, JobNotFound, JobState, JobStateError
+from tether import Metered
 from tether import PolicyBlock, Usage
 from tether.errors import InvalidArgument
 from tests.contract.test_context import claim_and_run
@@ -132,6 +133,39 @@ def test_fork_refuses_unknown_and_unreached_stages_and_other_projects(app):
     assert claim_and_run(app).state == JobState.SUCCEEDED
     assert [k for j, k in made if j == fork.id] == ["review-0", "review-1", "export-0",
                                                     "export-1"]
+
+
+def test_a_fork_with_an_idempotency_key_is_made_once(app):
+    """A retried fork request (same key, source, stage, configuration) returns the fork it
+    made and carries nothing again; the key used for anything else is a conflict."""
+    made = []
+    five_stages(app, made)
+    src = app.submit("five", {"topic": "cats", "prompt": "old"})
+    assert claim_and_run(app).state == JobState.SUCCEEDED
+    payload = {"topic": "cats", "prompt": "new"}
+
+    fork, created = app.fork_with_status(src.id, from_stage="validate", payload=payload,
+                                         idempotency_key="fork-1")
+    assert created and fork.idempotency_key == "fork-1"
+    again, created = app.fork_with_status(src.id, from_stage="validate", payload=payload,
+                                          idempotency_key="fork-1")
+    assert (again.id, created) == (fork.id, False)
+    assert app.fork(src.id, from_stage="validate", payload=payload,
+                    idempotency_key="fork-1").id == fork.id
+    assert len(app.checkpoints(fork.id)) == 2
+    assert len([r for r in app.ledger(fork.id) if r.reused_from is not None]) == 4
+    assert [e.data["job_id"] for e in app.events(src.id) if e.kind == "forked_to"] == [fork.id]
+    assert len(app.list(type="five")) == 2
+
+    for other in ({"from_stage": "review", "payload": payload},
+                  {"from_stage": "validate", "payload": {"topic": "cats", "prompt": "newer"}}):
+        with pytest.raises(IdempotencyConflict):
+            app.fork(src.id, idempotency_key="fork-1", **other)
+    with pytest.raises(IdempotencyConflict):  # a plain submit under the fork's key
+        app.submit("five", payload, idempotency_key="fork-1")
+    second = app.fork(src.id, from_stage="validate", payload=payload, idempotency_key="fork-2")
+    assert second.id not in (src.id, fork.id)
+    assert len(app.list(type="five")) == 3
 
 
 def test_retry_from_a_stage_drops_that_stage_on_and_pays_its_calls_again(app):

@@ -107,3 +107,23 @@ def test_retry_from_a_stage_over_rest(api):
     assert billed == {"draft": 2, "outline": 2, "validate": 4, "review": 4, "export": 2}
     twice = api.p1.post(url)  # no body: the plain retry, refused for a job that is not failed
     assert twice.status_code == 409 and twice.json()["code"] == "invalid_transition"
+
+
+def test_a_fork_request_retried_with_its_idempotency_key_makes_one_fork(api):
+    src = submit(api, {"topic": "tides", "prompt": "short"})
+    url = f"/api/v1/jobs/{src['id']}/fork"
+    body = {"from_stage": "review", "payload": {"topic": "tides", "prompt": "long"}}
+    first = api.p1.post(url, json=body, headers={"Idempotency-Key": "fork-a"})
+    assert first.status_code == 201, first.text
+    again = api.p1.post(url, json=body, headers={"Idempotency-Key": "fork-a"})
+    assert again.status_code == 200, again.text
+    assert again.json()["id"] == first.json()["id"] and "location" not in again.headers
+    forked_to = [e for e in api.local.events(src["id"]) if e.kind == "forked_to"]
+    assert [e.data["job_id"] for e in forked_to] == [first.json()["id"]]
+
+    other = api.p1.post(url, json={**body, "from_stage": "export"},
+                        headers={"Idempotency-Key": "fork-a"})
+    assert other.status_code == 422 and other.json()["code"] == "idempotency_conflict"
+    bad = api.p1.post(url, json=body, headers={"Idempotency-Key": "no spaces"})
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_idempotency_key"
+    assert finished(api.p1, first.json()["id"])["state"] == "succeeded"

@@ -32,10 +32,14 @@ def test_fork_and_retry_from_a_stage_over_mcp(database_url, local):
 
     async def session():
         async with stdio(database_url, token) as client:
-            fork = data(await client.call_tool("tether_fork_job", {
-                "job_id": src.id, "from_stage": "validate",
-                "payload": {"topic": "t", "prompt": "q"}, "budget": {"max_calls": 20}}))
+            args = {"job_id": src.id, "from_stage": "validate", "idempotency_key": "f-1",
+                    "payload": {"topic": "t", "prompt": "q"}, "budget": {"max_calls": 20}}
+            fork = data(await client.call_tool("tether_fork_job", args))
             assert fork["state"] == "queued" and fork["project"] == "mine"
+            repeat = data(await client.call_tool("tether_fork_job", args))  # a retried call
+            assert repeat["id"] == fork["id"]
+            conflict = await client.call_tool("tether_fork_job", {**args, "from_stage": "review"})
+            assert code(conflict) == "idempotency_conflict"
             assert fork["budget"]["limits"]["max_calls"] == 20
             unknown = await client.call_tool("tether_fork_job",
                                              {"job_id": src.id, "from_stage": "nope"})

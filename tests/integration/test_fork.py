@@ -37,11 +37,14 @@ def test_fork_from_the_third_of_five_stages_with_a_new_prompt(database_url, tmp_
         billed_before = len(read_bill(bill))
         assert billed_before == 10
 
-        made = tether("job", "fork", str(src.id), "--from-stage", "validate",
-                      "--payload", json.dumps({"topic": "tides", "prompt": "be thorough"}),
-                      "--json", db=database_url)
+        args = ("job", "fork", str(src.id), "--from-stage", "validate", "--payload",
+                json.dumps({"topic": "tides", "prompt": "be thorough"}), "-k", "fork-cli")
+        made = tether(*args, "--json", db=database_url)
         assert made.code == 0, made
         fork_id = made.json()["id"]
+        repeat = tether(*args, db=database_url)  # a retried command: the same fork
+        assert repeat.code == 0, repeat
+        assert f"job {fork_id}: already forked with key fork-cli" in " ".join(repeat.out.split())
         wait_until(lambda: app.get(fork_id).terminal, timeout=60, what="the fork")
     finally:
         stop(worker)

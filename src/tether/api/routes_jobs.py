@@ -237,19 +237,31 @@ def retry_job(job_id: JobId, who: Principal = Depends(principal),
 
 
 @router.post("/{job_id}/fork", status_code=201, response_model=JobOut,
-             responses=_errors(404, 413),
+             responses={200: {"model": JobOut, "description": "the fork this key already made"},
+                        **_errors(400, 404, 413)},
              summary="Make a new job from a job's stage on, reusing the stages before it",
              description="The source's finished stages before `from_stage` and their calls are "
                          "carried over: not run, paid or counted again (the fork's ledger lists "
-                         "them at cost 0 with `reused_from`). 201 with the new job; 422 "
-                         "`invalid_argument` for a stage the source does not have or never "
-                         "reached.")
+                         "them at cost 0 with `reused_from`). 201 with the new job; 200 with "
+                         "the fork already made when the Idempotency-Key, source, stage and "
+                         "body repeat; 422 `idempotency_conflict` when the key was used "
+                         "otherwise; 422 `invalid_argument` for a stage the source does not "
+                         "have or never reached.")
 def fork_job(job_id: JobId, body: ForkRequest, response: Response,
-             who: Principal = Depends(principal), app: Tether = Depends(tether)) -> JobOut:
+             who: Principal = Depends(principal), app: Tether = Depends(tether),
+             idempotency_key: Annotated[str | None, Header(
+                 alias=idempotency.HEADER, description="1-200 visible ASCII characters; any "
+                 "other is 400 invalid_idempotency_key",
+                 json_schema_extra={"pattern": "^[!-~]{1,200}$"})] = None) -> JobOut:
+    key = idempotency.parse_key(idempotency_key)
     budget = body.budget.to_facade() if body.budget is not None else None
-    job = app.fork(job_id, from_stage=body.from_stage, payload=body.payload, budget=budget,
-                   projects=who.scope)
-    response.headers["Location"] = f"/api/v1/jobs/{job.id}"
+    job, created = app.fork_with_status(job_id, from_stage=body.from_stage,
+                                        payload=body.payload, budget=budget,
+                                        idempotency_key=key, projects=who.scope)
+    if created:
+        response.headers["Location"] = f"/api/v1/jobs/{job.id}"
+    else:
+        response.status_code = 200
     return JobOut.of(job)
 _control("requeue", "Queue an interrupted (or paused, or failed) job again")
 

@@ -206,6 +206,10 @@ def fork(
     max_output_tokens: MaxOutputTokens = None,
     max_duration: MaxDuration = None,
     max_examples: MaxExamples = None,
+    idempotency_key: Annotated[str | None, typer.Option(
+        "--idempotency-key", "-k", metavar="KEY",
+        help="Forking again with the same key, stage and configuration prints the fork "
+             "already made.")] = None,
     as_json: Json = False,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -224,10 +228,15 @@ def fork(
                    if payload is not None or payload_file is not None else None)
     app = open_app(database_url)
     source = app.get(job_id)
-    job = app.fork(job_id, from_stage=from_stage, payload=new_payload,
-                   budget=source.budget.limits.merged(limits))
+    job, created = app.fork_with_status(job_id, from_stage=from_stage, payload=new_payload,
+                                        budget=source.budget.limits.merged(limits),
+                                        idempotency_key=idempotency_key)
     if as_json:
         emit_json(job)
+        return
+    if not created:
+        out().print(f"job {job.id}: already forked with key {escape(str(idempotency_key))}, "
+                    f"{state_text(job.state)}")
         return
     data = next((e.data for e in app.events(job.id) if e.kind == "forked_from"), {})
     reused = ", ".join(data.get("stages") or []) or "no stage"

@@ -9,6 +9,7 @@ the fork's budget; the fork's ledger shows each of them as reused from the job t
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import TYPE_CHECKING, Any
 from collections.abc import Iterable, Mapping
 
@@ -19,6 +20,13 @@ from ..records import Job
 from ..registry import JobType, Registry
 from ..store.base import Store
 from ..submission import Resolver, as_budget, checked_name
+
+
+def fork_hash(config_hash: str, source_id: int, from_stage: str) -> str:
+    """A fork's identity for its idempotency key: its configuration, and which job and stage
+    it forks (the same payload forked from another stage is another fork)."""
+    text = f"{config_hash}\nfork of {source_id} from {from_stage}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class ForkMixin:
@@ -36,6 +44,7 @@ class ForkMixin:
 
     def fork(self, job_id: int, *, from_stage: str, payload: Any = None,
              budget: Budget | Mapping[str, Any] | None = None, project: str | None = None,
+             idempotency_key: str | None = None,
              projects: Iterable[str] | None = None) -> Job:
         """A new job of ``job_id``'s type that starts at ``from_stage``: the source's finished
         stages before it (checkpoints and their done calls) are carried over, so they are not
@@ -44,7 +53,20 @@ class ForkMixin:
         (default: the source's limits) are the fork's own; the fork stays in the source's
         project (``project``, if given, must name it). Records ``forked_to`` on the source and
         ``forked_from`` on the fork. ``invalid_argument`` for a stage the source does not
-        have or never reached; ``job_not_found`` for a source outside ``projects``."""
+        have or never reached; ``job_not_found`` for a source outside ``projects``.
+
+        With ``idempotency_key``, forking again with the same key, source, stage and
+        configuration returns the fork already made (nothing is carried twice), and anything
+        else under that key in the project raises ``IdempotencyConflict``, as ``submit``."""
+        return self.fork_with_status(job_id, from_stage=from_stage, payload=payload,
+                                     budget=budget, project=project,
+                                     idempotency_key=idempotency_key, projects=projects)[0]
+
+    def fork_with_status(self, job_id: int, *, from_stage: str, payload: Any = None,
+                         budget: Budget | Mapping[str, Any] | None = None,
+                         project: str | None = None, idempotency_key: str | None = None,
+                         projects: Iterable[str] | None = None) -> tuple[Job, bool]:
+        """Like ``fork``; also says whether the fork was made (False: an idempotent repeat)."""
         validate.name(from_stage, "stage")
         source = self.get(validate.job_id(job_id), projects=projects)
         target = source.project if project is None else checked_name(project, "project")
@@ -52,8 +74,10 @@ class ForkMixin:
         spec = self._resolver().one(
             source.type, source.payload if payload is None else payload, project=target,
             queue=source.queue, priority=source.priority, max_attempts=source.max_attempts,
-            budget=limits)
-        spec = dataclasses.replace(spec, safe_to_retry=source.safe_to_retry)
+            budget=limits, idempotency_key=idempotency_key)
+        spec = dataclasses.replace(spec, safe_to_retry=source.safe_to_retry,
+                                   input_config_hash=fork_hash(spec.input_config_hash,
+                                                               source.id, from_stage))
         return self.store.fork(source.id, spec, from_stage=from_stage,
                                declared=self._declared_stages(source.type),
                                projects=projects, profile=self.price_profile)

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from ..app import Tether
 from ..records import Job
+from ..wire import idempotency
 from ..wire.models import JobOut, job_detail
 from .arguments import Flag, JobId, Limits, Name, PrincipalFor
 from .strict import strict_tool
@@ -67,10 +68,14 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             "the fork's payload (any JSON value); default: the source's"))] = None,
         budget: Annotated[Limits | None, Field(description=(
             "the fork's limits; default: the source's limits"))] = None,
+        idempotency_key: Annotated[str | None, Field(description=(
+            "1-200 visible ASCII characters; forking again with the same key, source, stage "
+            "and configuration returns the fork already made instead of a second one"))] = None,
     ) -> JobOut:
+        key = idempotency.parse_key(idempotency_key)
         return JobOut.of(app.fork(job_id, from_stage=from_stage, payload=payload,
                                   budget=budget.to_facade() if budget is not None else None,
-                                  projects=principal_for(ctx).scope))
+                                  idempotency_key=key, projects=principal_for(ctx).scope))
     def signal_job(
         ctx: Context, job_id: JobId,
         name: Annotated[str, Field(min_length=1, max_length=200, description=(

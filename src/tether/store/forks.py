@@ -68,10 +68,13 @@ class Forks(Jobs):
 
     def fork(self, source_id: int, spec: NewJob, *, from_stage: str,
              declared: Sequence[str] | None = None, projects: Iterable[str] | None = None,
-             profile: PriceProfile | None = None) -> Job:
+             profile: PriceProfile | None = None) -> tuple[Job, bool]:
         """Insert ``spec`` as a fork of job ``source_id`` from ``from_stage`` (see the module
         docstring); ``profile`` is the price profile the fork pins, saved in the same
-        transaction. JobNotFound for a source outside ``projects``; InvalidArgument for a
+        transaction. Returns the fork and True; or, when ``spec``'s idempotency key already
+        names a job of the same configuration (its hash names the source and stage too),
+        that job and False, having carried nothing (``IdempotencyConflict`` for another
+        configuration). JobNotFound for a source outside ``projects``; InvalidArgument for a
         stage the source does not have or did not reach, or a fork into another project."""
         with self._write() as tx:
             now = self._now(tx, None)
@@ -89,7 +92,8 @@ class Forks(Jobs):
                 self._save_profile(tx, profile, now)
             tx.run("ensure_queue", name=spec.queue, now=now)
             (job,) = self._insert_jobs(tx, [spec], now)
-            assert job is not None  # a fork carries no idempotency key
+            if job is None:
+                return self._existing(spec, self._jobs_by_keys(tx, [spec])), False
             params = {"job_id": job.id, "source_id": source_id, "now": now,
                           "stages": self._list_param(stages)}
             tx.run("fork_checkpoints", **params)
@@ -102,7 +106,7 @@ class Forks(Jobs):
             self._note(tx, job.id, "forked_from", now, None,
                        {"job_id": source_id, "from_stage": from_stage, "stages": stages,
                         "calls": calls, "reused_cost_usd": str(reused)})
-            return to_job(present(tx.one("get_job", id=job.id)))
+            return to_job(present(tx.one("get_job", id=job.id))), True
 
     def retry_from(self, job_id: int, from_stage: str, *,
                    declared: Sequence[str] | None = None,
