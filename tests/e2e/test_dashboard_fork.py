@@ -80,10 +80,26 @@ def test_fork_from_a_stage_picked_on_the_job_page(context, site):
     expect(page.locator("#confirm-error")).to_contain_text("not valid JSON")
     page.fill("#fork-payload", json.dumps({"topic": "rivers", "prompt": "detailed"}))
     shot(page, "fork-dialog")
+    sent = []
+
+    def lose_the_first_answer(route):
+        sent.append(route.request.headers.get("idempotency-key"))
+        if len(sent) == 1:
+            route.fetch()  # the server makes the fork; its answer never reaches the page
+            route.abort()
+        else:
+            route.continue_()
+
+    page.route(re.compile(r".*/api/v1/jobs/\d+/fork$"), lose_the_first_answer)
     page.click("#confirm-ok")
+    expect(page.locator("#confirm-error")).to_contain_text("did not answer")
+    page.click("#confirm-ok")  # the user tries again
     expect(page).to_have_url(re.compile(r"/jobs/(\d+)$"))
     expect(page).not_to_have_url(re.compile(rf"/jobs/{src}$"))
     fork_id = int(page.url.rsplit("/", 1)[1])
+    assert len(sent) == 2 and sent[0] == sent[1] and sent[0].startswith("dashboard-fork-")
+    forked_to = [e.data["job_id"] for e in site.app.events(src) if e.kind == "forked_to"]
+    assert forked_to == [fork_id]  # one fork, though the request was sent twice
 
     expect(page.locator("#job-state")).to_have_attribute("data-state", "succeeded",
                                                          timeout=30_000)

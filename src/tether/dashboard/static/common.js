@@ -49,11 +49,19 @@
     return url.pathname + url.search;
   };
 
+  /** A fresh random key for an Idempotency-Key header (crypto.getRandomValues works on plain
+   *  http too, where crypto.randomUUID does not). */
+  T.newKey = function (prefix) {
+    const bytes = crypto.getRandomValues(new Uint8Array(12));
+    return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  };
+
   /** Call the REST API with the stored token. Resolves to the parsed JSON body (or null);
    *  rejects with ApiError carrying the problem document. A 401 sends the user to sign in. */
   T.api = async function (method, path, opts) {
     opts = opts || {};
-    const headers = { Accept: "application/json, application/problem+json" };
+    const headers = Object.assign({ Accept: "application/json, application/problem+json" },
+      opts.headers);
     const token = opts.token !== undefined ? opts.token : T.token.get();
     if (token) headers.Authorization = "Bearer " + token;
     const init = { method, headers, cache: "no-store" };

@@ -1,6 +1,7 @@
 /* Job page: "Fork from stage…". The stage picker lists the job's
  * checkpointed stages in order (and the stage it stopped in); the fork reuses every stage
- * before the one picked, so their calls are not paid again. */
+ * before the one picked, so their calls are not paid again. A request sent again after its
+ * answer was lost carries the same Idempotency-Key, so it cannot make a second fork. */
 "use strict";
 
 (function () {
@@ -41,6 +42,8 @@
     const payload = T.el("textarea", { class: "input", id: "fork-payload", name: "payload", rows: "6", spellcheck: "false" });
     payload.value = JSON.stringify(job.payload, null, 2);
     let created = null;
+    let sent = null;
+    let key = null;
     const done = await T.confirm({
       title: "Fork job #" + job.id + " from a stage",
       text: "A new job of type " + job.type + " runs from the stage you pick with the payload below. The finished stages before it and their calls are carried over: not run, paid or counted again. The fork keeps this job's budget limits.",
@@ -52,7 +55,12 @@
         const body = { from_stage: pick.value };
         const value = parsePayload(payload.value);
         if (value !== undefined) body.payload = value;
-        created = await T.api("POST", "/jobs/" + job.id + "/fork", { body });
+        if (JSON.stringify(body) !== sent) {  // a retry of the same fork reuses its key
+          sent = JSON.stringify(body);
+          key = T.newKey("dashboard-fork-");
+        }
+        created = await T.api("POST", "/jobs/" + job.id + "/fork",
+          { body, headers: { "Idempotency-Key": key } });
       },
     });
     if (done && created) window.location.assign("/jobs/" + created.id);
