@@ -18,6 +18,8 @@ TOOLS = {
     "tether_get_waits",
     "tether_list_queues", "tether_pause_queue", "tether_resume_queue", "tether_list_workers",
     "tether_spend", "tether_get_project_budget", "tether_set_project_budget",
+    "tether_create_schedule", "tether_list_schedules", "tether_get_schedule",
+    "tether_pause_schedule", "tether_resume_schedule", "tether_delete_schedule",
 }
 JOB_TOOLS = ["tether_get_job", "tether_get_events", "tether_get_attempts", "tether_get_ledger",
              "tether_get_checkpoints", "tether_cancel_job", "tether_pause_job",

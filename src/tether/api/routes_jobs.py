@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from ..app import DEFAULT_PROJECT, Tether
+from ..app import Tether
 from ..core.states import JobState
 from ..records import Job
 from ..wire import idempotency, pagination
@@ -49,13 +49,7 @@ def tether(request: Request) -> Tether:
 
 
 def _options(body: JobCreate, who: Principal) -> dict[str, Any]:
-    project = body.project or who.default_project(DEFAULT_PROJECT)
-    if project is None:
-        raise Problem(422, "validation_error", "project: this token has several projects; "
-                      "name one", errors=[{"field": "project", "in": "body", "message":
-                                           "required for a token with several projects"}])
-    if not who.allows(project):
-        raise Problem(403, "forbidden", f"this token may not submit to project {project!r}")
+    project = who.write_project(body.project, where="body", verb="submit to")
     options: dict[str, Any] = {"type": body.type, "payload": body.payload, "project": project}
     for name in ("queue", "priority", "run_after", "max_attempts"):
         value = getattr(body, name)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from ..app import DEFAULT_PROJECT, Tether
+from ..app import Tether
 from ..wire.problems import Problem
 from ..wire.schedules import ScheduleCreate, ScheduleList, ScheduleOut
 from .auth import Principal, principal
@@ -44,14 +44,7 @@ def list_schedules(who: Principal = Depends(principal), app: Tether = Depends(te
 def create_schedule(body: ScheduleCreate, response: Response,
                     who: Principal = Depends(principal),
                     app: Tether = Depends(tether)) -> ScheduleOut:
-    project = body.project or who.default_project(DEFAULT_PROJECT)
-    if project is None:
-        raise Problem(422, "validation_error", "project: this token has several projects; "
-                      "name one", errors=[{
-                          "field": "project", "in": "body",
-                          "message": "required for a token with several projects"}])
-    if not who.allows(project):
-        raise Problem(403, "forbidden", f"this token may not write project {project!r}")
+    project = who.write_project(body.project, where="body")
     schedule, created = app.schedule_with_status(
         body.name, cron=body.cron, timezone=body.timezone, type=body.type,
         payload=body.payload, project=project, queue=body.queue,

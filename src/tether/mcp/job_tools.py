@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from pydantic import BaseModel, Field
 
-from ..app import DEFAULT_PROJECT, Tether
+from ..app import Tether
 from ..core.states import JobState
 from ..wire import idempotency, pagination
 from ..wire.models import (
@@ -65,14 +65,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
     ) -> Submitted:
         who = principal_for(ctx)
         key = idempotency.parse_key(idempotency_key)
-        project = project or who.default_project(DEFAULT_PROJECT)
-        if project is None:
-            raise Problem(422, "validation_error", "project: this token has several projects; "
-                          "name one", errors=[{"field": "project", "in": "arguments",
-                                               "message": "required for a token with several "
-                                                          "projects"}])
-        if not who.allows(project):
-            raise Problem(403, "forbidden", f"this token may not submit to project {project!r}")
+        project = who.write_project(project, where="arguments", verb="submit to")
         options: dict[str, Any] = {"type": type, "payload": payload, "project": project}
         for name, value in (("queue", queue), ("priority", priority),
                             ("max_attempts", max_attempts), ("run_after", run_after)):

@@ -1,6 +1,7 @@
 """``tether mcp``: the MCP server (official ``mcp`` SDK, ``MCPServer``), stdio or streamable HTTP.
 
-Every operation of the REST API is a tool (``job_tools``, ``control_tools``, ``admin_tools``);
+Every operation of the REST API is a tool (``job_tools``, ``control_tools``, ``admin_tools``,
+``spend_tools``, ``budget_tools``, ``schedule_tools``);
 every tool refuses arguments it does not know, and every failure is a tool error whose text
 starts with the stable code REST would give (``failures``).
 
@@ -34,6 +35,7 @@ from .budget_tools import budget_tools
 from .control_tools import control_tools
 from .http_auth import BearerGate, principal_from_request
 from .job_tools import job_tools
+from .schedule_tools import schedule_tools
 from .spend_tools import spend_tools
 
 log = logging.getLogger("tether.mcp")
@@ -47,7 +49,8 @@ INSTRUCTIONS = (
     "budget_exhausted pause); tether_get_project_budget shows a project's budget (a job "
     "paused with period_budget_exhausted resumes at its run_after); tether_fork_job re-runs "
     "a job from a stage without paying again for the stages before it; tether_spend reports "
-    "where the money went. A job in "
+    "where the money went; tether_create_schedule defines a cron schedule that enqueues a "
+    "job at each tick (tether_list_schedules, tether_pause_schedule, ... manage it). A job in "
     "state waiting may wait for an answer: tether_get_job shows its question (waiting_for), "
     "tether_signal_job answers it. Errors start with a stable code such as job_not_found, "
     "invalid_transition or validation_error; unknown arguments are refused."
@@ -83,7 +86,7 @@ def build_server(app: Tether, principal_for: PrincipalFor) -> MCPServer:
     """An ``MCPServer`` exposing the tether tools; ``principal_for(ctx)`` names the caller."""
     tools = [*job_tools(app, principal_for), *control_tools(app, principal_for),
              *admin_tools(app, principal_for), *spend_tools(app, principal_for),
-             *budget_tools(app, principal_for)]
+             *budget_tools(app, principal_for), *schedule_tools(app, principal_for)]
     return TetherServer(tools, name="tether", version=__version__, instructions=INSTRUCTIONS)
 
 
