@@ -34,6 +34,9 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 
 MAX_WAIT_S = 300.0
 JobId = Annotated[int, Path(ge=1, le=INT63, description="job id")]
+IdempotencyKey = Annotated[str | None, Header(
+    alias=idempotency.HEADER, description="1-200 visible ASCII characters; any other is 400 "
+    "invalid_idempotency_key", json_schema_extra={"pattern": "^[!-~]{1,200}$"})]
 
 
 class WaitKind(StrEnum):
@@ -79,10 +82,7 @@ async def submit_job(
     body: JobCreate, response: Response,
     who: Principal = Depends(principal), app: Tether = Depends(tether),
     hub: WaitHub = Depends(waits),
-    idempotency_key: Annotated[str | None, Header(
-        alias=idempotency.HEADER, description="1-200 visible ASCII characters; any other "
-        "is 400 invalid_idempotency_key", json_schema_extra={"pattern": "^[!-~]{1,200}$"})
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
     wait: Annotated[float | None, Query(ge=0, le=MAX_WAIT_S, description=(
         "seconds to wait for a terminal state"))] = None,
 ) -> JobOut:
@@ -243,10 +243,7 @@ def retry_job(job_id: JobId, who: Principal = Depends(principal),
                          "have or never reached.")
 def fork_job(job_id: JobId, body: ForkRequest, response: Response,
              who: Principal = Depends(principal), app: Tether = Depends(tether),
-             idempotency_key: Annotated[str | None, Header(
-                 alias=idempotency.HEADER, description="1-200 visible ASCII characters; any "
-                 "other is 400 invalid_idempotency_key",
-                 json_schema_extra={"pattern": "^[!-~]{1,200}$"})] = None) -> JobOut:
+             idempotency_key: IdempotencyKey = None) -> JobOut:
     key = idempotency.parse_key(idempotency_key)
     budget = body.budget.to_facade() if body.budget is not None else None
     job, created = app.fork_with_status(job_id, from_stage=body.from_stage,

@@ -13,7 +13,7 @@ from ..errors import InvalidArgument, JobStateError
 from ..records import Job
 from .rows import limits_of, to_job
 from .transitions import Transitions
-from .totals import fold_gone
+from .totals import fold_counters
 from .tx import Row, Tx, present
 
 PRUNE_BATCH = 1000
@@ -131,6 +131,7 @@ class Control(Transitions):
         with self._write() as tx:
             # Only old blobs: a fresh one may belong to a checkpoint about to commit.
             tx.run("prune_blobs", cutoff=cutoff)
-            fold_gone(tx, cutoff)
-            tx.run("forget_gone_workers", cutoff=cutoff)
+            gone = [r["id"] for r in tx.all("forget_gone_workers", cutoff=cutoff)]
+            if gone:
+                fold_counters(tx, self._array_param(gone))
         return total

@@ -10,6 +10,7 @@ Totals are Prometheus counters: pruning history does not lower them.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 from collections.abc import Iterable
 
 from .tx import Row, Tx
@@ -26,12 +27,11 @@ def count_engine(tx: Tx, name: str, n: int, owner: str = "") -> None:
         tx.run("count_engine", name=name, owner=owner, n=n)
 
 
-def fold_gone(tx: Tx, cutoff: float) -> None:
-    """Move the counts of workers gone before ``cutoff`` (``take_gone_counters``) to owner
-    '' (prune's last step, before it deletes those workers): the rows deleted are exactly
-    the rows added, in one transaction."""
+def fold_counters(tx: Tx, owners: Any) -> None:
+    """Move the counts of ``owners`` (workers prune just forgot; bound as the backend's
+    array) to owner '': the rows deleted are exactly the rows added, in one transaction."""
     folded: dict[str, int] = {}
-    for row in tx.all("take_gone_counters", cutoff=cutoff):
+    for row in tx.all("take_counters", owners=owners):
         folded[row["name"]] = folded.get(row["name"], 0) + int(row["n"])
     for name in sorted(folded):
         count_engine(tx, name, folded[name])

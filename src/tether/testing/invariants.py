@@ -16,9 +16,9 @@ An empty list means the promise held. Nothing here writes.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from itertools import pairwise
 from dataclasses import dataclass, field
 from decimal import Decimal
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterable, Sequence

@@ -46,22 +46,21 @@ class Principal:
     def allows(self, project: str) -> bool:
         return self.scope is None or project in self.scope
 
-    def default_project(self, fallback: str) -> str | None:
-        """The project a submission without one goes to, or ``None`` when it is ambiguous."""
-        if self.scope is None:
-            return fallback
-        return self.scope[0] if len(self.scope) == 1 else None
-
     def write_project(self, project: str | None, *, where: str, verb: str = "write") -> str:
         """The project a write names, else this caller's default (``DEFAULT_PROJECT`` for
         an unrestricted caller): ``validation_error`` when a token of several projects names
         none (``where`` the request carries it: ``body``, ``arguments``), ``forbidden`` for a
         project outside the token."""
-        project = project or self.default_project(DEFAULT_PROJECT)
-        if project is None:
-            raise Problem(422, "validation_error", "project: this token has several projects; "
-                          "name one", errors=[{"field": "project", "in": where, "message":
-                                               "required for a token with several projects"}])
+        if not project:
+            if self.scope is None:
+                project = DEFAULT_PROJECT
+            elif len(self.scope) == 1:
+                project = self.scope[0]
+            else:
+                raise Problem(422, "validation_error", "project: this token has several "
+                              "projects; name one", errors=[{
+                                  "field": "project", "in": where,
+                                  "message": "required for a token with several projects"}])
         if not self.allows(project):
             raise Problem(403, "forbidden", f"this token may not {verb} project {project!r}")
         return project

@@ -727,19 +727,18 @@ SELECT coalesce(sum(n) FILTER (WHERE name = 'claims'), 0) AS claims,
 FROM engine_counters;
 
 -- Prune's last step forgets the workers gone before the cutoff: stopped then, or silent since
--- (killed), and holding no lease. It takes their counter rows first (the caller adds them to
--- owner ''), then deletes the workers, so both tables keep a row per live worker, not per
--- worker ever run. A worker that comes back registers again at its next heartbeat.
--- name: take_gone_counters
-DELETE FROM engine_counters c USING workers w
-WHERE c.owner = w.id AND coalesce(w.stopped_at, w.last_heartbeat_at) < %(cutoff)s
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL)
-RETURNING c.name, c.n;
-
+-- (killed), and holding no lease; then it takes their counter rows (``take_counters``; the
+-- caller adds them to owner ''), so both tables keep a row per live worker, not per worker
+-- ever run. A worker that comes back registers again at its next heartbeat.
 -- name: forget_gone_workers
 DELETE FROM workers w
 WHERE coalesce(w.stopped_at, w.last_heartbeat_at) < %(cutoff)s
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL);
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL)
+RETURNING w.id;
+
+-- name: take_counters
+DELETE FROM engine_counters WHERE owner = ANY (%(owners)s::text[])
+RETURNING name, n;
 
 -- name: count_engine
 INSERT INTO engine_counters AS c (name, owner, n) VALUES (%(name)s, %(owner)s, %(n)s)

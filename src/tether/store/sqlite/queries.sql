@@ -598,22 +598,19 @@ SELECT coalesce(sum(CASE WHEN name = 'claims' THEN n END), 0) AS claims,
 FROM engine_counters;
 
 -- Prune's last step forgets the workers gone before the cutoff: stopped then, or silent since
--- (killed), and holding no lease. It takes their counter rows first (the caller adds them to
--- owner ''), then deletes the workers, so both tables keep a row per live worker, not per
--- worker ever run. A worker that comes back registers again at its next heartbeat.
--- name: take_gone_counters
-DELETE FROM engine_counters
-WHERE owner IN (SELECT w.id FROM workers w
-                WHERE coalesce(w.stopped_at, w.last_heartbeat_at) < :cutoff
-                  AND NOT EXISTS (SELECT 1 FROM jobs j
-                                  WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL))
-RETURNING name, n;
-
+-- (killed), and holding no lease; then it takes their counter rows (``take_counters``; the
+-- caller adds them to owner ''), so both tables keep a row per live worker, not per worker
+-- ever run. A worker that comes back registers again at its next heartbeat.
 -- name: forget_gone_workers
 DELETE FROM workers
 WHERE coalesce(stopped_at, last_heartbeat_at) < :cutoff
   AND NOT EXISTS (SELECT 1 FROM jobs j
-                  WHERE j.lease_owner = workers.id AND j.lease_token IS NOT NULL);
+                  WHERE j.lease_owner = workers.id AND j.lease_token IS NOT NULL)
+RETURNING id;
+
+-- name: take_counters
+DELETE FROM engine_counters WHERE owner IN (SELECT value FROM json_each(:owners))
+RETURNING name, n;
 
 -- name: count_engine
 INSERT INTO engine_counters (name, owner, n) VALUES (:name, :owner, :n)
