@@ -75,11 +75,26 @@ def test_invalid_json_is_422_naming_the_body(api):
     ({"type": "t", "budget": {"max_dollars": 1}}, "budget.max_dollars"),
     ({"type": "t", "colour": "red"}, "colour"),
     ({"type": "t", "run_after": "yesterday-ish"}, "run_after"),
+    ({"type": "t", "priority": True}, "priority"),  # lax pydantic would read 1
+    ({"type": "t", "max_attempts": "3"}, "max_attempts"),  # and 3
+    ({"type": "t", "budget": {"max_duration_s": True}}, "budget.max_duration_s"),
+    ({"type": "t", "budget": {"max_calls": "5"}}, "budget.max_calls"),
+    ({"type": "t", "budget": {"max_output_tokens": False}}, "budget.max_output_tokens"),
 ])
 def test_invalid_fields_are_422_naming_the_field(api, payload, field):
     body = assert_problem(api.c.post("/api/v1/jobs", json=payload), 422, "validation_error")
     assert field in [e["field"] for e in body["errors"]]
     assert body["detail"].startswith(body["errors"][0]["field"])
+
+
+def test_numbers_written_as_whole_floats_are_integers_as_json_schema_says(api):
+    r = api.c.post("/api/v1/jobs", json={"type": "t", "priority": 3.0, "max_attempts": 2.0,
+                                         "budget": {"max_calls": 5.0, "max_duration_s": 2}})
+    assert r.status_code == 201, r.text
+    job = r.json()
+    assert (job["priority"], job["max_attempts"]) == (3, 2)
+    assert job["budget"]["limits"]["max_calls"] == 5
+    assert job["budget"]["limits"]["max_duration_s"] == 2.0
 
 
 def test_a_payload_tether_cannot_store_is_422_invalid_payload(api):

@@ -92,6 +92,8 @@ def test_put_replaces_the_limits_and_answers_the_new_budget(period_site):
     ({"max_cost_usd": "-1"}, "validation_error", "max_cost_usd"),
     ({"max_cost_usd": -0.5}, "validation_error", "max_cost_usd"),
     ({"max_calls": 2, "colour": "red"}, "validation_error", "colour"),
+    ({"max_duration_s": True}, "validation_error", "max_duration_s"),  # not 1 second
+    ({"max_calls": "2"}, "validation_error", "max_calls"),
     ({"period": "day", "timezone": "Mars/Olympus"}, "invalid_payload", None),
     ({"timezone": "Europe/Berlin"}, "invalid_payload", None),
 ])

@@ -129,6 +129,32 @@ def test_ids_past_two_to_the_63_are_validation_errors_on_every_tool(database_url
     assert local.get(job.id).state == JobState.QUEUED
 
 
+def test_booleans_and_text_are_no_numbers_on_any_tool(database_url, local):
+    """The SDK's pydantic would read true as 1 and "7" as 7: job 1, a page of 7."""
+    job = local.submit("echo", {})
+
+    async def session():
+        async with stdio(database_url) as client:
+            for args in ({"job_id": True}, {"job_id": str(job.id)}):
+                assert code(await client.call_tool("tether_get_job", args)) == \
+                    "validation_error", args
+            for args in ({"limit": True}, {"limit": "7"}):
+                assert code(await client.call_tool("tether_list_jobs", args)) == \
+                    "validation_error", args
+            events = await client.call_tool("tether_get_events", {"job_id": job.id,
+                                                                  "after": False})
+            assert code(events) == "validation_error"
+            for extra in ({"priority": True}, {"max_attempts": "2"},
+                          {"budget": {"max_duration_s": True}}):
+                result = await client.call_tool("tether_submit_job", {"type": "echo", **extra})
+                assert code(result) == "validation_error", extra
+            whole = data(await client.call_tool("tether_list_jobs", {"limit": 1.0}))
+            assert [j["id"] for j in whole["items"]] == [job.id]
+
+    anyio.run(session)
+    assert [j.id for j in local.list()] == [job.id]
+
+
 def test_a_malformed_idempotency_key_is_invalid_idempotency_key(database_url, local):
     async def session():
         async with stdio(database_url) as client:

@@ -15,13 +15,14 @@ from mcp.server.mcpserver import Context
 from pydantic import ConfigDict, Field, Strict
 
 from ..wire.budgets import ProjectLimitsIn
-from ..wire.models import INT63, BudgetLimits
+from ..wire.models import INT63, BudgetLimits, JsonNumber
 from ..wire.principal import Principal
 
 PrincipalFor = Callable[[Context], Principal]
 """Names the caller of one tool call (the stdio token, or the HTTP request's bearer token)."""
 
-JobId = Annotated[int, Field(ge=1, le=INT63, description="the job id (1 to 2^63-1)")]
+JobId = Annotated[int, Field(ge=1, le=INT63, description="the job id (1 to 2^63-1)"),
+                  JsonNumber]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Flag = Annotated[bool, Strict()]
 

@@ -19,7 +19,7 @@ from ..core.states import JobState
 from ..wire import idempotency, pagination
 from ..wire.models import (
     INT32, INT63, AttemptList, AttemptOut, CheckpointList, CheckpointOut,
-    EventOut, EventPage, JobOut, JobPage, LedgerEntryOut, LedgerList, job_detail,
+    EventOut, EventPage, JobOut, JobPage, JsonNumber, LedgerEntryOut, LedgerList, job_detail,
 )
 from ..wire.signals import WaitList, WaitOut
 from ..wire.problems import Problem
@@ -54,9 +54,9 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             "second one"))] = None,
         queue: Annotated[Name | None, Field(description="default: the job type's queue")] = None,
         priority: Annotated[int | None, Field(ge=-INT32, le=INT32, description=(
-            "lower runs first; default: the job type's"))] = None,
+            "lower runs first; default: the job type's")), JsonNumber] = None,
         max_attempts: Annotated[int | None, Field(ge=1, le=1000, description=(
-            "attempts before the job fails; default: the job type's"))] = None,
+            "attempts before the job fails; default: the job type's")), JsonNumber] = None,
         run_after: Annotated[datetime | None, Field(description=(
             "ISO 8601 time; the job does not start before it"))] = None,
         budget: Annotated[Limits | None, Field(description=(
@@ -88,7 +88,8 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         queue: Annotated[Name | None, Field(description="only this queue")] = None,
         search: Annotated[Name | None, Field(description=(
             "a job id or an idempotency key"))] = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_LIST, description="page size")] = 20,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST, description="page size"),
+                         JsonNumber] = 20,
         cursor: Annotated[str | None, Field(max_length=100, description=(
             "next_cursor of the previous page"))] = None,
         waiting_for: Annotated[Literal["signal", "timer", "children"] | None, Field(
@@ -114,8 +115,10 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
     def get_events(
         ctx: Context, job_id: JobId,
         after: Annotated[int, Field(ge=0, le=INT63, description=(
-            "return events with seq greater than this (next_after of the last call)"))] = 0,
-        limit: Annotated[int, Field(ge=1, le=MAX_EVENTS, description="page size")] = 200,
+            "return events with seq greater than this (next_after of the last call)")),
+            JsonNumber] = 0,
+        limit: Annotated[int, Field(ge=1, le=MAX_EVENTS, description="page size"),
+                         JsonNumber] = 200,
     ) -> EventPage:
         events = app.events(job_id, after=after, limit=limit + 1,
                             projects=principal_for(ctx).scope)

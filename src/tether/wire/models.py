@@ -45,6 +45,21 @@ USD_LIMIT = Annotated[Decimal, BeforeValidator(_usd_text), WithJsonSchema({
 NAME = Field(min_length=1, max_length=200)
 
 
+def _json_number(value: Any) -> Any:
+    """A count, a priority or a duration arrives as a JSON number, as the document says:
+    pydantic's lax mode would read ``true`` as 1 and ``"5"`` as 5, and a client that sent
+    either has a bug the server should name, not guess around. A float with no fraction
+    (``5.0``) stays a valid integer, as JSON Schema counts it."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a JSON number, not a boolean or a string")
+    return value
+
+
+JsonNumber = BeforeValidator(_json_number)
+"""For the numbers of request bodies and MCP arguments, after their bounds:
+``Annotated[int | None, Field(ge=0), JsonNumber]`` (before them, the schema loses the bounds)."""
+
+
 def _money(value: Any) -> str | None:
     """Money as plain fixed-point text without trailing zeros (``"0"``, ``"0.0000125"``,
     ``"100"``), never an exponent: SQLite hands back ``0E-7`` where PostgreSQL's numeric says
@@ -74,11 +89,11 @@ class BudgetLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_cost_usd: USD_LIMIT | None = Field(None, ge=0, le=USD_MAX)
-    max_calls: int | None = Field(None, ge=0, le=COUNT_MAX)
-    max_input_tokens: int | None = Field(None, ge=0, le=COUNT_MAX)
-    max_output_tokens: int | None = Field(None, ge=0, le=COUNT_MAX)
-    max_duration_s: float | None = Field(None, ge=0, le=1e12)
-    max_examples: int | None = Field(None, ge=0, le=COUNT_MAX)
+    max_calls: Annotated[int | None, Field(ge=0, le=COUNT_MAX), JsonNumber] = None
+    max_input_tokens: Annotated[int | None, Field(ge=0, le=COUNT_MAX), JsonNumber] = None
+    max_output_tokens: Annotated[int | None, Field(ge=0, le=COUNT_MAX), JsonNumber] = None
+    max_duration_s: Annotated[float | None, Field(ge=0, le=1e12), JsonNumber] = None
+    max_examples: Annotated[int | None, Field(ge=0, le=COUNT_MAX), JsonNumber] = None
 
     def to_facade(self) -> dict[str, Any]:
         out = self.model_dump(exclude_none=True)
@@ -110,9 +125,10 @@ class JobCreate(BaseModel):
     project: str | None = Field(None, min_length=1, max_length=200,
                                 description="defaults to the token's only project (admin: default)")
     queue: str | None = Field(None, min_length=1, max_length=200)
-    priority: int | None = Field(None, ge=-INT32, le=INT32, description="lower runs first")
+    priority: Annotated[int | None, Field(ge=-INT32, le=INT32, description="lower runs first"),
+                        JsonNumber] = None
     run_after: datetime | None = Field(None, description="do not start before this time")
-    max_attempts: int | None = Field(None, ge=1, le=1000)
+    max_attempts: Annotated[int | None, Field(ge=1, le=1000), JsonNumber] = None
     budget: BudgetLimits | None = None
 
 
