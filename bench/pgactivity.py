@@ -8,9 +8,12 @@ heavyweight lock (``wait_event_type = 'Lock'``: a row, a tuple, a transaction, t
 queue's commit lock, a relation's extension...), and which waits and statements those were,
 counted per backend caught, with the longest a caught statement had been running when caught
 (its wait is at most that), and what the backends holding those locks were running
-(``pg_blocking_pids``: waiter and holder, each by its statement). Other wait types of active
-backends (LWLock, IO) are tallied too, as context: they are not heavyweight lock waits, but
-they show where busy backends stand.
+(``pg_blocking_pids``: waiter and holder, each by its statement), and where each wait is
+(``pg_locks``): a backend waiting for a row holds that row's tuple lock while it waits for
+the row's locker to end, so a ``transactionid`` wait with a tuple lock of table T is a row wait
+in T, and one with none is not a row wait (an index's uniqueness check waits that way). Other
+wait types of active backends (LWLock, IO) are tallied too, as context: they are not
+heavyweight lock waits, but they show where busy backends stand.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ SELECT application_name, state, wait_event_type, wait_event, left(query, %s),
        extract(epoch FROM clock_timestamp() - query_start)::float8, pid,
        CASE WHEN wait_event_type = 'Lock' THEN pg_blocking_pids(pid) END
 FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()
+  AND application_name <> 'tether-bench-sampler'
+"""
+
+_WHERE = """
+SELECT pid, locktype, relation::text, granted FROM pg_locks
+WHERE pid = ANY (%s) AND (locktype = 'tuple' OR NOT granted)
 """
 
 
@@ -53,6 +62,7 @@ class ActivitySampler:
         self.lock_age: dict[tuple[str, str], float] = {}   # longest running when caught (s)
         self.other_waits: Counter[str] = Counter()          # "LWLock:WALWrite", "IO:..."
         self.blockers: Counter[tuple[str, str]] = Counter()  # (waiter query, holder query)
+        self.where: Counter[tuple[str, str]] = Counter()     # (waiter query, its pg_locks)
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -69,12 +79,14 @@ class ActivitySampler:
                 while not self._stop.is_set():
                     t = time.monotonic()
                     rows = conn.execute(_SAMPLE, (self.query_prefix, self.dbname)).fetchall()
-                    self._take(rows)
+                    waiting = [r[6] for r in rows if r[2] == "Lock"]
+                    where = _where(conn.execute(_WHERE, (waiting,)).fetchall()) if waiting else {}
+                    self._take(rows, where)
                     self._stop.wait(max(0.0, self.interval - (time.monotonic() - t)))
         except Exception as exc:  # noqa: BLE001 - reported in the summary, never raised
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
-    def _take(self, rows: list[tuple]) -> None:
+    def _take(self, rows: list[tuple], where: dict[int, str] | None = None) -> None:
         self.samples += 1
         self.max_connections = max(self.max_connections, len(rows))
         workers = sum(1 for r in rows if r[0] == self.worker_app)
@@ -93,6 +105,7 @@ class ActivitySampler:
                 self.lock_age[key] = max(self.lock_age.get(key, 0.0), r[5] or 0.0)
                 for pid in r[7] or []:
                     self.blockers[(key[1], queries.get(pid, "(another database)"))] += 1
+                self.where[(key[1], (where or {}).get(r[6], "(gone)"))] += 1
         for r in rows:
             if r[1] == "active" and r[2] and r[2] not in ("Lock", "Client", "Activity"):
                 self.other_waits[f"{r[2]}:{r[3]}"] += 1
@@ -116,9 +129,49 @@ class ActivitySampler:
                                    for (e, q), c in self.locks.most_common(3)],
                 "blockers_top": [{"waiter": w, "holder": h, "count": c}
                                  for (w, h), c in self.blockers.most_common(3)],
+                "waits_where": [{"waiter": w, "locks": self._named(x), "count": c}
+                                for (w, x), c in self.where.most_common(5)],
                 "other_waits_top": [{"wait": w, "count": c}
                                     for w, c in self.other_waits.most_common(3)],
                 "errors": self.errors}
+
+    def _named(self, locks: str) -> str:
+        """``tuple:<oid>`` with the table's name (read from the benchmark's database, whose
+        catalog the admin connection cannot see)."""
+        oids = {w.split(":", 1)[1].rstrip(";") for w in locks.split() if w.startswith("tuple:")}
+        if not oids:
+            return locks
+        names = self.__dict__.setdefault("_names", {})
+        missing = [o for o in oids if o not in names]
+        if missing:
+            import psycopg
+            from psycopg.conninfo import make_conninfo
+            try:
+                with psycopg.connect(make_conninfo(self.admin, dbname=self.dbname),
+                                     application_name="tether-bench-sampler") as conn:
+                    for oid, name in conn.execute(
+                            "SELECT oid::text, relname FROM pg_class WHERE oid = ANY (%s::oid[])",
+                            (missing,)).fetchall():
+                        names[oid] = name
+            except Exception as exc:  # noqa: BLE001 - the OID stands in for the name
+                self.errors.append(f"naming tables: {type(exc).__name__}: {exc}")
+        for oid in oids:
+            locks = locks.replace(f"tuple:{oid}", f"row lock in {names.get(oid, oid)}")
+        return locks
+
+
+def _where(rows: list[tuple]) -> dict[int, str]:
+    """Per waiting pid: the tuple locks it holds (``tuple:<oid>``), then what it awaits."""
+    held: dict[int, set[str]] = {}
+    awaits: dict[int, set[str]] = {}
+    for pid, locktype, relation, granted in rows:
+        if granted:
+            held.setdefault(pid, set()).add(f"tuple:{relation}")
+        else:
+            awaits.setdefault(pid, set()).add(locktype)
+    return {pid: "; ".join([*sorted(held.get(pid, ())),
+                            *(f"awaits {t}" for t in sorted(awaits.get(pid, ())))])
+            for pid in held.keys() | awaits.keys()}
 
 
 def _flat(query: str | None) -> str:

@@ -83,11 +83,26 @@ def _top_holders(step: dict) -> str:
     return "; ".join(f"{k} x{count[k]}" for k in top) or ("none" if seen else "-")
 
 
+def _top_where(step: dict) -> str:
+    """Where the caught waits were (``pg_locks``: a row lock held while waiting is a row
+    wait), over the step's runs; "-" for runs sampled before this was recorded."""
+    count: dict[str, int] = {}
+    seen = False
+    for run in step.get("runs", []):
+        activity = run.get("activity") or {}
+        seen = seen or "waits_where" in activity
+        for w in activity.get("waits_where", []):
+            key = f"{statement(w['waiter'])}: {w['locks']}"
+            count[key] = count.get(key, 0) + w["count"]
+    top = sorted(count, key=lambda k: -count[k])[:3]
+    return "; ".join(f"{k} x{count[k]}" for k in top) or ("none" if seen else "-")
+
+
 def table(res: dict) -> str:
     pool = ((res.get("workloads", {}).get("W9", {}) or {}).get("postgres") or {}).get("pool", {})
     head = ("| workers x conc. | jobs/s | pickup p50 / p99 (ms) | to claim p50 / p99 (ms) "
             "| markers | max conns: workers (all) | bound | lock-wait samples | lock waits "
-            "(top) | held by (top) | CPU busy |")
+            "(top) | held by (top) | where (top) | CPU busy |")
     lines = [head, "| " + " | ".join(["---"] * (head.count("|") - 1)) + " |"]
     for s in steps(res):
         lines.append(
@@ -100,7 +115,8 @@ def table(res: dict) -> str:
             f" | {_n(s.get('markers'))} | {_n(s.get('max_worker_connections'))}"
             f" ({_n(s.get('max_connections'))}) | {_n(s.get('connection_bound'))}"
             f" | {_n(s.get('lock_wait_samples'))} / {_n(s.get('activity_samples'))}"
-            f" | {_top_lock(s)} | {_top_holders(s)} | {_n(s.get('cpu_busy_pct'))} % |")
+            f" | {_top_lock(s)} | {_top_holders(s)} | {_top_where(s)}"
+            f" | {_n(s.get('cpu_busy_pct'))} % |")
     if pool:
         lines.append("")
         lines.append(f"Bound = workers x ({pool['pool_max_size']} pool + {pool['listener']} "

@@ -60,8 +60,8 @@ def test_quick_w9_two_workers_drain_with_claim_latency_and_bounded_connections(t
         assert svg.read_text().lstrip().startswith("<?xml")
 
 
-@pytest.mark.timeout(60)
-def test_sampler_reports_a_backend_waiting_on_a_row_lock():
+def _caught_waiting(held: str, waiting: str) -> dict:
+    """The sampler's summary while ``waiting`` waits for the transaction that ran ``held``."""
     name = f"w9lock_{uuid.uuid4().hex[:6]}"
     url = fresh_pg_database(name)
     dbname = f"tether_bench_{name}"
@@ -71,11 +71,14 @@ def test_sampler_reports_a_backend_waiting_on_a_row_lock():
         holder.execute("CREATE TABLE w9_probe (id int PRIMARY KEY, v int)")
         holder.execute("INSERT INTO w9_probe VALUES (1, 0)")
         holder.execute("BEGIN")
-        holder.execute("UPDATE w9_probe SET v = 1 WHERE id = 1")
+        holder.execute(held)
 
         def blocked() -> None:
             with psycopg.connect(url, autocommit=True, application_name="blocked-one") as c:
-                c.execute("UPDATE w9_probe SET v = 2 WHERE id = 1")
+                try:
+                    c.execute(waiting)
+                except psycopg.errors.UniqueViolation:
+                    pass  # only if the holder committed
 
         waiter = threading.Thread(target=blocked)
         waiter.start()
@@ -90,6 +93,13 @@ def test_sampler_reports_a_backend_waiting_on_a_row_lock():
         sampler.stop()
         holder.close()
         drop_pg_database(name)
+    return got
+
+
+@pytest.mark.timeout(60)
+def test_sampler_reports_a_backend_waiting_on_a_row_lock():
+    got = _caught_waiting("UPDATE w9_probe SET v = 1 WHERE id = 1",
+                          "UPDATE w9_probe SET v = 2 WHERE id = 1")
     assert got["lock_wait_samples"] >= 3 and got["max_lock_waiters"] == 1
     top = got["lock_waits_top"][0]
     assert top["wait_event"] == "transactionid"
@@ -101,3 +111,18 @@ def test_sampler_reports_a_backend_waiting_on_a_row_lock():
     assert " <- idle in tx after `UPDATE w9_probe SET v = 1" in plot._top_holders(
         {"runs": [{"activity": got}]})
     assert got["max_worker_connections"] == 1 and got["max_connections"] == 2
+    where = got["waits_where"][0]
+    assert where["waiter"] == top["query"] and where["count"] == top["count"]
+    assert where["locks"] == "row lock in w9_probe; awaits transactionid"
+
+
+@pytest.mark.timeout(60)
+def test_sampler_tells_a_uniqueness_wait_from_a_row_wait():
+    """A second insert of a key whose first insert has not committed waits for that
+    transaction too, but holds no row's tuple lock: the wait is in the index."""
+    got = _caught_waiting("INSERT INTO w9_probe VALUES (2, 0)",
+                          "INSERT INTO w9_probe VALUES (2, 1)")
+    top = got["lock_waits_top"][0]
+    assert top["wait_event"] == "transactionid" and top["count"] >= 3
+    assert got["waits_where"][0] == {"waiter": "INSERT INTO w9_probe VALUES (2, 1)",
+                                     "locks": "awaits transactionid", "count": top["count"]}
