@@ -26,9 +26,10 @@ from .openapi import problem_responses as _errors
 from ..wire.problems import Problem
 from ..wire.forks import ForkRequest, RetryRequest
 from ..wire.models import (
-    INT63, AttemptList, AttemptOut, BudgetChange, CancelRequest, CheckpointList, CheckpointOut,
+    AttemptList, AttemptOut, BudgetChange, CancelRequest, CheckpointList, CheckpointOut,
     EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList, job_detail,
 )
+from ..wire.numbers import INT63
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 

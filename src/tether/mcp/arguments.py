@@ -15,7 +15,8 @@ from mcp.server.mcpserver import Context
 from pydantic import ConfigDict, Field, Strict
 
 from ..wire.budgets import ProjectLimitsIn
-from ..wire.models import INT63, BudgetLimits, JsonNumber
+from ..wire.models import BudgetLimits
+from ..wire.numbers import INT63, JsonNumber
 from ..wire.principal import Principal
 
 PrincipalFor = Callable[[Context], Principal]

@@ -18,9 +18,10 @@ from ..app import Tether
 from ..core.states import JobState
 from ..wire import idempotency, pagination
 from ..wire.models import (
-    INT32, INT63, AttemptList, AttemptOut, CheckpointList, CheckpointOut,
-    EventOut, EventPage, JobOut, JobPage, JsonNumber, LedgerEntryOut, LedgerList, job_detail,
+    AttemptList, AttemptOut, CheckpointList, CheckpointOut, EventOut, EventPage, JobOut, JobPage,
+    LedgerEntryOut, LedgerList, job_detail,
 )
+from ..wire.numbers import INT32, INT63, JsonNumber
 from ..wire.signals import WaitList, WaitOut
 from ..wire.problems import Problem
 from .arguments import JobId, Limits, Name, PrincipalFor

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from ..core.spend import DIMENSIONS, SpendReport, SpendRow
 from .budgets import ProjectBudgetOut
-from .models import Money
+from .numbers import Money
 
 
 class SpendTotals(BaseModel):
