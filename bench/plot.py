@@ -14,6 +14,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from .config import ROOT
 from .pgactivity import IDLE_HOLDER
@@ -65,37 +66,38 @@ def _top_lock(step: dict) -> str:
                      for k in top) or "none"
 
 
-def _top_holders(step: dict) -> str:
-    """Which statements held the locks waited on, over the step's runs (waiter <- holder,
-    backends caught); "-" for runs sampled before holders were recorded."""
+def _summed(step: dict, field: str, name: Any, top: int) -> str:
+    """The ``top`` entries of the runs' ``activity[field]`` lists, counts summed by
+    ``name(entry)``; "-" for runs sampled before ``field`` was recorded."""
     count: dict[str, int] = {}
     seen = False
     for run in step.get("runs", []):
         activity = run.get("activity") or {}
-        seen = seen or "blockers_top" in activity
-        for b in activity.get("blockers_top", []):
-            holder = b["holder"]
-            idle = holder.startswith(IDLE_HOLDER)
-            holder = statement(holder.removeprefix(IDLE_HOLDER))
-            key = f"{statement(b['waiter'])} <- {'idle in tx after ' if idle else ''}{holder}"
-            count[key] = count.get(key, 0) + b["count"]
-    top = sorted(count, key=lambda k: -count[k])[:2]
-    return "; ".join(f"{k} x{count[k]}" for k in top) or ("none" if seen else "-")
+        seen = seen or field in activity
+        for entry in activity.get(field, []):
+            key = name(entry)
+            count[key] = count.get(key, 0) + entry["count"]
+    best = sorted(count, key=lambda k: -count[k])[:top]
+    return "; ".join(f"{k} x{count[k]}" for k in best) or ("none" if seen else "-")
+
+
+def _holding(entry: dict) -> str:
+    holder = entry["holder"]
+    idle = "idle in tx after " if holder.startswith(IDLE_HOLDER) else ""
+    return f"{statement(entry['waiter'])} <- {idle}{statement(holder.removeprefix(IDLE_HOLDER))}"
+
+
+def _top_holders(step: dict) -> str:
+    """Which statements held the locks waited on, over the step's runs (waiter <- holder,
+    backends caught)."""
+    return _summed(step, "blockers_top", _holding, 2)
 
 
 def _top_where(step: dict) -> str:
     """Where the caught waits were (``pg_locks``: a row lock held while waiting is a row
-    wait), over the step's runs; "-" for runs sampled before this was recorded."""
-    count: dict[str, int] = {}
-    seen = False
-    for run in step.get("runs", []):
-        activity = run.get("activity") or {}
-        seen = seen or "waits_where" in activity
-        for w in activity.get("waits_where", []):
-            key = f"{statement(w['waiter'])}: {w['locks']}"
-            count[key] = count.get(key, 0) + w["count"]
-    top = sorted(count, key=lambda k: -count[k])[:3]
-    return "; ".join(f"{k} x{count[k]}" for k in top) or ("none" if seen else "-")
+    wait), over the step's runs."""
+    return _summed(step, "waits_where",
+                   lambda w: f"{statement(w['waiter'])}: {w['locks']}", 3)
 
 
 def table(res: dict) -> str:
