@@ -41,6 +41,11 @@ WHERE pid = ANY (%s) AND (locktype = 'tuple' OR NOT granted)
 """
 
 
+Where = tuple[tuple[str, ...], tuple[str, ...]]
+"""A waiting backend's place: the OIDs of the tables whose tuple locks it held, and the lock
+types it awaited (both sorted)."""
+
+
 class ActivitySampler:
     """``start()``, then ``stop()`` returns the summary (``summary()`` reads it at any time)."""
 
@@ -62,7 +67,8 @@ class ActivitySampler:
         self.lock_age: dict[tuple[str, str], float] = {}   # longest running when caught (s)
         self.other_waits: Counter[str] = Counter()          # "LWLock:WALWrite", "IO:..."
         self.blockers: Counter[tuple[str, str]] = Counter()  # (waiter query, holder query)
-        self.where: Counter[tuple[str, str]] = Counter()     # (waiter query, its pg_locks)
+        self.where: Counter[tuple[str, Where | None]] = Counter()  # (waiter query, pg_locks)
+        self._tables: dict[str, str] = {}  # OID -> name, read from the benchmark's database
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -86,7 +92,7 @@ class ActivitySampler:
         except Exception as exc:  # noqa: BLE001 - reported in the summary, never raised
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
-    def _take(self, rows: list[tuple], where: dict[int, str] | None = None) -> None:
+    def _take(self, rows: list[tuple], where: dict[int, Where] | None = None) -> None:
         self.samples += 1
         self.max_connections = max(self.max_connections, len(rows))
         workers = sum(1 for r in rows if r[0] == self.worker_app)
@@ -105,7 +111,7 @@ class ActivitySampler:
                 self.lock_age[key] = max(self.lock_age.get(key, 0.0), r[5] or 0.0)
                 for pid in r[7] or []:
                     self.blockers[(key[1], queries.get(pid, "(another database)"))] += 1
-                self.where[(key[1], (where or {}).get(r[6], "(gone)"))] += 1
+                self.where[(key[1], (where or {}).get(r[6]))] += 1
         for r in rows:
             if r[1] == "active" and r[2] and r[2] not in ("Lock", "Client", "Activity"):
                 self.other_waits[f"{r[2]}:{r[3]}"] += 1
@@ -129,48 +135,44 @@ class ActivitySampler:
                                    for (e, q), c in self.locks.most_common(3)],
                 "blockers_top": [{"waiter": w, "holder": h, "count": c}
                                  for (w, h), c in self.blockers.most_common(3)],
-                "waits_where": [{"waiter": w, "locks": self._named(x), "count": c}
+                "waits_where": [{"waiter": w, "locks": self._describe(x), "count": c}
                                 for (w, x), c in self.where.most_common(5)],
                 "other_waits_top": [{"wait": w, "count": c}
                                     for w, c in self.other_waits.most_common(3)],
                 "errors": self.errors}
 
-    def _named(self, locks: str) -> str:
-        """``tuple:<oid>`` with the table's name (read from the benchmark's database, whose
-        catalog the admin connection cannot see)."""
-        oids = {w.split(":", 1)[1].rstrip(";") for w in locks.split() if w.startswith("tuple:")}
-        if not oids:
-            return locks
-        names = self.__dict__.setdefault("_names", {})
-        missing = [o for o in oids if o not in names]
+    def _describe(self, where: Where | None) -> str:
+        """``row lock in jobs; awaits transactionid``: the tables whose tuple locks the waiter
+        held, by name, then the lock types it awaited; ``(gone)`` if it had ended."""
+        if where is None:
+            return "(gone)"
+        held, awaits = where
+        missing = [oid for oid in held if oid not in self._tables]
         if missing:
             import psycopg
             from psycopg.conninfo import make_conninfo
-            try:
+            try:  # the admin connection cannot see the benchmark database's catalog
                 with psycopg.connect(make_conninfo(self.admin, dbname=self.dbname),
                                      application_name="tether-bench-sampler") as conn:
-                    for oid, name in conn.execute(
-                            "SELECT oid::text, relname FROM pg_class WHERE oid = ANY (%s::oid[])",
-                            (missing,)).fetchall():
-                        names[oid] = name
+                    self._tables.update(conn.execute(
+                        "SELECT oid::text, relname FROM pg_class WHERE oid = ANY (%s::oid[])",
+                        (missing,)).fetchall())
             except Exception as exc:  # noqa: BLE001 - the OID stands in for the name
                 self.errors.append(f"naming tables: {type(exc).__name__}: {exc}")
-        for oid in oids:
-            locks = locks.replace(f"tuple:{oid}", f"row lock in {names.get(oid, oid)}")
-        return locks
+        return "; ".join([*(f"row lock in {self._tables.get(oid, oid)}" for oid in held),
+                          *(f"awaits {t}" for t in awaits)])
 
 
-def _where(rows: list[tuple]) -> dict[int, str]:
-    """Per waiting pid: the tuple locks it holds (``tuple:<oid>``), then what it awaits."""
+def _where(rows: list[tuple]) -> dict[int, Where]:
+    """Per waiting pid, from its ``pg_locks`` rows: see ``Where``."""
     held: dict[int, set[str]] = {}
     awaits: dict[int, set[str]] = {}
     for pid, locktype, relation, granted in rows:
         if granted:
-            held.setdefault(pid, set()).add(f"tuple:{relation}")
+            held.setdefault(pid, set()).add(relation)
         else:
             awaits.setdefault(pid, set()).add(locktype)
-    return {pid: "; ".join([*sorted(held.get(pid, ())),
-                            *(f"awaits {t}" for t in sorted(awaits.get(pid, ())))])
+    return {pid: (tuple(sorted(held.get(pid, ()))), tuple(sorted(awaits.get(pid, ()))))
             for pid in held.keys() | awaits.keys()}
 
 

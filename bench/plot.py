@@ -14,7 +14,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 from .config import ROOT
 from .pgactivity import IDLE_HOLDER
@@ -66,7 +66,7 @@ def _top_lock(step: dict) -> str:
                      for k in top) or "none"
 
 
-def _summed(step: dict, field: str, name: Any, top: int) -> str:
+def _summed(step: dict, field: str, name: Callable[[dict], str], top: int) -> str:
     """The ``top`` entries of the runs' ``activity[field]`` lists, counts summed by
     ``name(entry)``; "-" for runs sampled before ``field`` was recorded."""
     count: dict[str, int] = {}

@@ -49,7 +49,15 @@ def _as_openapi(tools: list) -> dict:
             "paths": paths, "components": {"schemas": components}}
 
 
-TOOL_NAMES = [t.name for t in _tools(Tether("sqlite:///:memory:"))[1]]
+def _tool_names() -> list[str]:
+    app = Tether("sqlite:///:memory:")
+    try:
+        return [t.name for t in _tools(app)[1]]
+    finally:
+        app.close()
+
+
+TOOL_NAMES = _tool_names()
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

@@ -174,6 +174,7 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
                              f"{len(expected)} submitted, {len(by_id)} in the store"))
 
     ledgers = {j.id: app.store.ledger(j.id) for j in jobs}
+    histories = {j.id: app.store.events(j.id, limit=100_000) for j in jobs}
     ledger_total = sum((r.cost_usd for rows in ledgers.values() for r in rows), Decimal(0))
     if bill_path is not None:
         bill = read_bill(bill_path)
@@ -194,7 +195,7 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
             if job_id not in by_id:
                 problems.append(f"the bill names call {key!r} of unknown job {job_id}")
             elif confirmed > 1 and not repaid_by_retries(
-                    [r for r in rows if r.confirmed], app.store.events(job_id, limit=100_000)):
+                    [r for r in rows if r.confirmed], histories[job_id]):
                 problems.append(f"job {job_id} call {key!r}: {confirmed} confirmed ledger rows")
             elif n > confirmed and unconf == 0:
                 problems.append(f"job {job_id} call {key!r} billed {n} times, no unconfirmed row")
@@ -259,7 +260,7 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
     problems = []
     n_events = n_attempts = 0
     for j in jobs:
-        events = app.store.events(j.id, limit=100_000)
+        events = histories[j.id]
         attempts = app.store.attempts(j.id)
         n_events += len(events)
         n_attempts += len(attempts)
@@ -275,7 +276,7 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
             continue
         done = [w for w in waits if w.done]
         n_waits += len(waits)
-        woken = sum(1 for e in app.store.events(j.id, limit=100_000) if e.kind == "woken")
+        woken = sum(1 for e in histories[j.id] if e.kind == "woken")
         n_woken += woken
         if woken > len(done):
             problems.append(f"job {j.id}: woken {woken} times for {len(done)} satisfied waits")
