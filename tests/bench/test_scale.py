@@ -84,11 +84,11 @@ def _caught_waiting(held: str, waiting: str) -> dict:
         waiter.start()
         sampler.start()
         deadline = time.monotonic() + 20
-        while sampler.summary()["lock_wait_samples"] < 3 and time.monotonic() < deadline:
+        while sampler.lock_samples < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
+        got = sampler.stop()  # before the holder ends: no sample may catch the wait ending
         holder.execute("ROLLBACK")
         waiter.join(10)
-        got = sampler.stop()
     finally:
         sampler.stop()
         holder.close()
