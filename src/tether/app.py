@@ -232,6 +232,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
              limit: int = 50) -> list[Job]:
         validate.texts(project=project, type=type, queue=queue, search=search)
         validate.state(state)
+        validate.page(before_id, limit)
         scope = None if projects is None else set(projects)
         if project is not None:
             scope = {project} if scope is None else scope & {project}
@@ -242,7 +243,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                projects: Iterable[str] | None = None) -> builtins.list[Event]:
         """The job's log after ``after`` (a seq), oldest first; JobNotFound for no such job."""
         self.get(job_id, projects=projects)
-        return self.store.events(int(job_id), after=validate.seq(after), limit=limit)
+        return self.store.events(int(job_id), after=validate.seq(after),
+                                 limit=validate.count(limit, "limit"))
 
     def attempts(self, job_id: int, *,
                  projects: Iterable[str] | None = None) -> builtins.list[Attempt]:

@@ -17,15 +17,26 @@ def utc(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
 
 
+FIRST_TS = datetime(1, 1, 1, tzinfo=UTC).timestamp()
+LAST_TS = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+
+
 def to_ts(value: datetime | float | int | None) -> float | None:
-    """An aware datetime (naive means UTC) or unix seconds to unix seconds."""
+    """An aware datetime (naive means UTC) or unix seconds to unix seconds. ValueError for a
+    time that no ``datetime`` holds (not finite, before year 1 or after 9999): PostgreSQL would
+    refuse some of those, and no store could give any of them back as a ``datetime``."""
     if value is None:
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
+    try:
+        if isinstance(value, (int, float)):
+            seconds = float(value)
+        else:
+            seconds = (value.replace(tzinfo=UTC) if value.tzinfo is None else value).timestamp()
+    except OverflowError:
+        raise ValueError(f"{value!r} is outside the years 1 to 9999") from None
+    if not FIRST_TS <= seconds <= LAST_TS:  # NaN fails this too
+        raise ValueError(f"{value!r} is outside the years 1 to 9999")
+    return seconds
 
 
 class Clock:

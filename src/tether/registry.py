@@ -8,9 +8,10 @@ from functools import cached_property
 from typing import Any
 from collections.abc import Callable, Sequence
 
+from .core import validate
 from .core.budget import Budget
 from .core.retry import RetryPolicy
-from .errors import ConfigurationError, UnknownJobType
+from .errors import ConfigurationError, InvalidArgument, UnknownJobType
 
 JobFn = Callable[..., Any]
 
@@ -39,8 +40,11 @@ class JobType:
     def __post_init__(self) -> None:
         if (self.fn is None) == (not self.stages):
             raise ConfigurationError(f"job type {self.name!r} needs a function or stages, not both")
-        if self.max_attempts < 1:
-            raise ConfigurationError(f"job type {self.name!r}: max_attempts must be >= 1")
+        try:  # refused at registration, not at the first submit
+            validate.max_attempts(self.max_attempts)
+            validate.priority(self.priority)
+        except InvalidArgument as exc:
+            raise ConfigurationError(f"job type {self.name!r}: {exc.message}") from None
 
     @cached_property
     def is_async(self) -> bool:

@@ -132,7 +132,8 @@ class Resolver:
             run_at = to_ts(run_after)
         except (TypeError, ValueError, AttributeError):
             raise InvalidPayload(
-                f"run_after must be a datetime or unix time, got {run_after!r}") from None
+                "run_after must be a datetime or unix time in the years 1 to 9999, got "
+                f"{run_after!r:.60}") from None
         return record(NewJob, {
             "type": type, "payload_json": payload_json, "project": project, "queue": queue,
             "priority": priority, "run_after": run_at, "max_attempts": max_attempts,
@@ -153,14 +154,11 @@ class Resolver:
         self._name(project, "project")
         validate.idempotency_key(idempotency_key)
         queue = self._name(queue or (job_type.queue if job_type else DEFAULT_QUEUE), "queue")
-        if priority is None:
-            priority = job_type.priority if job_type else 0
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise InvalidPayload(f"priority must be an integer, got {priority!r}")
-        if max_attempts is None:
-            max_attempts = job_type.max_attempts if job_type else 3
-        if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
-            raise InvalidPayload(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
+        priority = validate.priority(
+            priority if priority is not None else job_type.priority if job_type else 0)
+        max_attempts = validate.max_attempts(
+            max_attempts if max_attempts is not None
+            else job_type.max_attempts if job_type else 3)
         limits = job_limits(as_budget(budget))
         if job_type and job_type.budget is not None:
             limits = job_limits(job_type.budget).merged(limits)

@@ -5,6 +5,7 @@ index: a full scan of a table of millions of finished jobs is what bench W10 cau
 import pytest
 
 from tether import JobState
+from tether.errors import InvalidArgument
 
 
 @pytest.fixture
@@ -74,3 +75,27 @@ def test_the_list_statements_are_planned_on_their_indexes(store, backend, jobs):
         plan = " ".join(str(r[-1]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql,
                                                          bind({**base, **params})))
         assert index in plan and "SCAN j " not in plan + " ", (name, plan)
+
+
+@pytest.mark.parametrize("read, argument", [
+    (lambda app, job: app.list(limit=-1), "limit"),
+    (lambda app, job: app.list(limit=2**63), "limit"),
+    (lambda app, job: app.list(before_id=-5), "before_id"),
+    (lambda app, job: app.list(before_id=2**64), "before_id"),
+    (lambda app, job: app.list_waiting(limit=-1), "limit"),
+    (lambda app, job: app.events(job.id, limit=-1), "limit"),
+    (lambda app, job: app.events(job.id, limit=2**64), "limit"),
+    (lambda app, job: app.events(job.id, limit=True), "limit"),
+])
+def test_a_page_no_store_can_hold_is_refused_alike(app, jobs, read, argument):
+    """SQLite read ``LIMIT -1`` as every row and PostgreSQL refused it; a bound past 64 bits
+    raised OverflowError on one and a store error on the other."""
+    with pytest.raises(InvalidArgument) as info:
+        read(app, jobs[0])
+    assert info.value.details["argument"] == argument
+
+
+def test_the_widest_pages_are_read(app, jobs):
+    assert len(app.list(limit=2**63 - 1, before_id=2**63 - 1)) == len(jobs)
+    assert app.list(limit=0) == [] and app.list(before_id=0) == []
+    assert len(app.events(jobs[1].id, limit=2**63 - 1)) == 1

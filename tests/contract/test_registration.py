@@ -111,3 +111,11 @@ def test_registering_the_same_function_again_is_harmless_but_another_is_refused(
     with pytest.raises(ConfigurationError, match="stage names must be unique"):
         app.job("dup", stages=[words])(words)
     assert succeeded(app, "same", {}).result == 1
+
+
+@pytest.mark.parametrize("options", [{"max_attempts": 0}, {"max_attempts": 2**31},
+                                     {"priority": 2**31}, {"priority": -2**31}])
+def test_a_job_type_whose_defaults_no_store_can_hold_is_refused_at_registration(app, options):
+    with pytest.raises(ConfigurationError, match=next(iter(options))):
+        app.job("wide", **options)(lambda ctx, payload: None)
+    assert "wide" not in app.registry

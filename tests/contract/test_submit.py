@@ -1,5 +1,7 @@
 """Submission and idempotency: every backend."""
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 from tether import IdempotencyConflict, InvalidPayload, JobState, UnknownJobType
@@ -98,6 +100,62 @@ def test_bad_input_is_a_clear_error_and_the_store_is_unchanged(app, bad):
         app.submit(bad.pop("type"), bad.pop("payload"), **bad)
     assert info.value.code in ("unknown_job_type", "invalid_payload", "invalid_argument")
     assert snapshot(app.store) == before
+
+
+@pytest.mark.parametrize("option", [
+    {"priority": 2**31}, {"priority": -2**31}, {"priority": 2**40}, {"priority": True},
+    {"max_attempts": 2**31}, {"max_attempts": 0}, {"max_attempts": 3.0},
+])
+def test_a_priority_or_attempt_count_out_of_range_is_refused_alike(app, option):
+    """Both are 32-bit integers in PostgreSQL: what it cannot hold, SQLite refuses too, with
+    the same code and nothing stored, on a single submit and on a batch alike."""
+    register(app)
+    app.submit("echo", {"ok": True})
+    before = snapshot(app.store)
+    with pytest.raises(InvalidArgument) as info:
+        app.submit("echo", {}, **option)
+    assert info.value.code == "invalid_argument"
+    assert info.value.details["argument"] == next(iter(option))
+    with pytest.raises(InvalidArgument):
+        app.submit_many([{"type": "echo", "payload": {"i": 1}},
+                         {"type": "echo", "payload": {"i": 2}, **option}])
+    assert snapshot(app.store) == before
+
+
+def test_the_widest_priority_and_attempt_count_are_kept(app):
+    register(app)
+    high = app.submit("echo", {}, priority=2**31 - 1, max_attempts=2**31 - 1)
+    low = app.submit_many([{"type": "echo", "payload": {}, "priority": -(2**31 - 1)}])[0]
+    assert (app.get(high.id).priority, app.get(high.id).max_attempts) == (2**31 - 1, 2**31 - 1)
+    assert app.get(low.id).priority == -(2**31 - 1)
+    assert [c.job.id for c in app.store.claim("w", queues=None, limit=2, lease_ttl=30)
+            ] == [low.id, high.id]
+
+
+@pytest.mark.parametrize("run_after", [
+    1e12, -1e12, float("inf"), float("nan"), 10**400,
+    datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))),  # before year 1 in UTC
+])
+def test_a_start_time_no_datetime_can_hold_is_refused_alike(app, run_after):
+    """PostgreSQL refused some of these with a bare store error, SQLite with a ValueError: both
+    now refuse every one before anything is written."""
+    register(app)
+    app.submit("echo", {"ok": True})
+    before = snapshot(app.store)
+    for submit in (lambda: app.submit("echo", {}, run_after=run_after),
+                   lambda: app.submit_many([{"type": "echo"},
+                                            {"type": "echo", "run_after": run_after}])):
+        with pytest.raises(InvalidPayload, match="years 1 to 9999"):
+            submit()
+    assert snapshot(app.store) == before
+
+
+def test_the_last_start_time_a_datetime_holds_is_kept(app):
+    register(app)
+    end = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
+    job = app.submit("echo", {}, run_after=end)
+    assert app.get(job.id).run_after == end and app.list(limit=5)[0].run_after == end
+    assert app.store.claim("w", queues=None, limit=1, lease_ttl=30) == []
 
 
 def test_submit_many_is_all_or_nothing(app):

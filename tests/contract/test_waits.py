@@ -1,6 +1,8 @@
 """Waits on every backend: gather, timers and signals hold no lease, wake from durable rows by
 the store's clock, and replay to the wait with its recorded value (injected clock, no sleeps)."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from tether import ChildFailure, JobState, JobStateError, PolicyBlock
@@ -275,3 +277,41 @@ def test_pause_and_resume_a_waiting_job(app, clock):
     assert app.store.wake_due() == 0, "a paused job is not woken"
     app.resume(job.id)
     assert run_next(app).result == "ok", "the timer fired meanwhile: the replay runs on"
+
+
+@pytest.mark.parametrize("forever", [1e300, float("inf"), 10**400, timedelta(days=10**8)])
+def test_a_wait_longer_than_the_calendar_parks_until_its_end(app, clock, forever):
+    """Python cannot hold a time after 9999, so neither may the store: a timer or a signal
+    timeout beyond it waits until 9999-12-31 23:59:59 UTC and every read of the job works."""
+    @app.job("forever")
+    def long_nap(ctx, payload):
+        if payload == "signal":
+            return ctx.wait_for_signal("go", timeout=forever)
+        ctx.sleep(forever)
+        return "rested"
+    napper = app.submit("forever", "sleep")
+    listener = app.submit("forever", "signal")
+    run_next(app)
+    run_next(app)
+    end = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    for job in (napper, listener):
+        assert_parked(app, job.id)
+        (w,) = app.waits(job.id)
+        assert w.wake_at == end and app.get(job.id).run_after == end
+    assert {j.id for j in app.list(state="waiting")} == {napper.id, listener.id}
+    clock.advance(10**9)
+    assert app.store.wake_due() == 0
+    app.signal(listener.id, "go", "at last")
+    assert run_next(app).result == "at last"
+
+
+@pytest.mark.parametrize("duration", [-1, float("nan"), "soon", None, -10**400])
+def test_a_sleep_of_no_duration_fails_the_job_with_invalid_argument(app, duration):
+    @app.job("bad_nap")
+    def bad_nap(ctx, payload):
+        ctx.sleep(duration)
+    job = app.submit("bad_nap")
+    done = run_next(app)
+    assert (done.state, done.error_code) == (JobState.FAILED, "invalid_argument")
+    assert "sleep needs a duration >= 0 seconds" in done.error_summary
+    assert app.waits(job.id) == []

@@ -57,9 +57,11 @@ def test_bad_input_in_a_batch_raises_what_a_single_submit_raises():
     for bad in ({"project": ""}, {"queue": "a\nb"}):
         with pytest.raises(InvalidArgument):
             r.many([{"type": "typed", **bad}])
-    for bad in ({"priority": True}, {"max_attempts": 0}, {"budget": 3}, {"run_after": "soon"},
-                {"payload": float("nan")}):
-        with pytest.raises(InvalidPayload):
+    for bad, error in (({"priority": True}, InvalidArgument),
+                       ({"max_attempts": 0}, InvalidArgument), ({"budget": 3}, InvalidPayload),
+                       ({"run_after": "soon"}, InvalidPayload),
+                       ({"payload": float("nan")}, InvalidPayload)):
+        with pytest.raises(error):
             r.many([{"type": "typed", **bad}])
 
 
@@ -69,8 +71,8 @@ def test_options_resolved_once_per_shape_still_check_each_job():
     type (True == 1) is not taken for it."""
     r = Resolver(registry(), load_profile(None), strict=False)
     ok = {"type": "typed", "priority": 1, "max_attempts": 2, "budget": Budget(max_calls=1)}
-    for bad, error in (({"priority": True}, InvalidPayload),
-                       ({"max_attempts": True}, InvalidPayload),
+    for bad, error in (({"priority": True}, InvalidArgument),
+                       ({"max_attempts": True}, InvalidArgument),
                        ({"idempotency_key": ""}, InvalidArgument),
                        ({"payload": float("nan")}, InvalidPayload),
                        ({"run_after": "soon"}, InvalidPayload)):

@@ -16,6 +16,9 @@ from .states import JobState
 MAX_NAME = 200
 MAX_KEY = 200
 MAX_ID = 2**63 - 1
+MAX_INT = 2**31 - 1
+"""The bound of a priority (either way) and of ``max_attempts``: PostgreSQL keeps both as
+32-bit integers, and SQLite, which would hold more, must refuse what PostgreSQL cannot."""
 
 
 def name(value: Any, what: str) -> str:
@@ -41,6 +44,26 @@ def idempotency_key(value: Any) -> str | None:
         raise InvalidIdempotencyKey(f"idempotency key must be 1 to {MAX_KEY} visible ASCII "
                                     f"characters, got {value!r:.60}")
     return value
+
+
+def priority(value: Any) -> int:
+    """An integer from -(2^31 - 1) to 2^31 - 1 (lower runs first)."""
+    if not _integer(value) or not -MAX_INT <= value <= MAX_INT:
+        raise InvalidArgument(f"priority must be an integer from {-MAX_INT} to {MAX_INT}, "
+                              f"got {value!r:.60}", argument="priority")
+    return int(value)
+
+
+def max_attempts(value: Any) -> int:
+    """An integer from 1 to 2^31 - 1."""
+    if not _integer(value) or not 1 <= value <= MAX_INT:
+        raise InvalidArgument(f"max_attempts must be an integer from 1 to {MAX_INT}, "
+                              f"got {value!r:.60}", argument="max_attempts")
+    return int(value)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def text(value: Any, what: str) -> str | None:
@@ -81,10 +104,23 @@ def job_id(value: Any) -> int:
 
 def seq(value: Any, what: str = "after") -> int:
     """An event sequence number to read after: an integer in 0..2^63-1."""
+    return count(value, what)
+
+
+def count(value: Any, what: str) -> int:
+    """A limit, a cursor or a position: an integer in 0..2^63-1, what both stores' integers
+    hold (SQLite read a negative ``LIMIT`` as no limit, PostgreSQL refused it)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
         raise InvalidArgument(f"{what} must be an integer between 0 and {MAX_ID}, got "
                               f"{value!r:.40}", argument=what)
     return value
+
+
+def page(before_id: Any, limit: Any) -> None:
+    """A list's page: ``before_id`` None or a position, ``limit`` a count (see ``count``)."""
+    if before_id is not None:
+        count(before_id, "before_id")
+    count(limit, "limit")
 
 
 def state(value: Any) -> str | None:

@@ -97,6 +97,7 @@ class Workflows:
             raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}, got {kind!r}",
                                   argument="kind")
         validate.texts(project=project, type=type, queue=queue, search=search)
+        validate.page(before_id, limit)
         scope = None if projects is None else set(projects)
         if project is not None:
             scope = {project} if scope is None else scope & {project}

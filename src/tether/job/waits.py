@@ -71,9 +71,7 @@ def gather(ctx: RunningJob, children: Iterable[Job | int], *, fail: str = "fast"
 
 def sleep(ctx: RunningJob, duration: float | timedelta, *, key: str | None = None) -> None:
     """Wait ``duration`` by the store's clock, without a lease; survives worker restarts."""
-    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
-    if not seconds >= 0:
-        raise InvalidArgument(f"sleep needs a duration >= 0 seconds, got {duration!r}")
+    seconds = _seconds(duration, "sleep needs a duration")
     wait(ctx, WaitSpec(key=key or ctx.waits.next_sleep(), kind="timer", delay_s=seconds))
 
 
@@ -82,7 +80,8 @@ def sleep_until(ctx: RunningJob, when: datetime | float, *, key: str | None = No
     try:
         at = to_ts(when)
     except (TypeError, ValueError, AttributeError):
-        raise InvalidArgument(f"sleep_until needs a datetime, got {when!r}") from None
+        raise InvalidArgument("sleep_until needs a datetime (or unix time) in the years 1 "
+                              f"to 9999, got {when!r:.60}") from None
     wait(ctx, WaitSpec(key=key or ctx.waits.next_sleep(), kind="timer", wake_at=at))
 
 
@@ -97,11 +96,23 @@ def wait_for_signal(ctx: RunningJob, name: str, *, timeout: float | timedelta | 
         raise InvalidArgument(f"a signal name must be 1 to 200 characters, got {name!r}")
     delay = None
     if timeout is not None:
-        delay = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
-        if not delay >= 0:
-            raise InvalidArgument(f"timeout must be >= 0 seconds, got {timeout!r}")
+        delay = _seconds(timeout, "timeout must be")
     done = wait(ctx, WaitSpec(key=key or ctx.waits.next_signal(name), kind="signal",
                               signal=name, delay_s=delay, prompt=prompt, schema=schema))
     if done.outcome == "timeout":
         raise SignalTimeout(f"no signal {name!r} within {delay:g}s", signal=name)
     return done.value
+
+
+def _seconds(value: Any, what: str) -> float:
+    """A duration in seconds, >= 0 (a timedelta or a number). A duration beyond the calendar
+    (``inf`` included) is kept: the store wakes it at the calendar's end, year 9999."""
+    try:
+        seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    except OverflowError:  # an int too large for a float: beyond the calendar too
+        seconds = float("inf") if value > 0 else float("nan")
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not seconds >= 0:
+        raise InvalidArgument(f"{what} >= 0 seconds, got {value!r:.60}")
+    return seconds

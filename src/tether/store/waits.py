@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Iterable
 
+from ..clock import LAST_TS
 from ..core.states import TERMINAL, JobState
 from ..core.waits import Wake, WaitSpec, child_ids, decide, recheck_at
 from ..errors import JobNotFound, JobStateError
@@ -71,7 +72,7 @@ class Waits(Transitions):
             if row is None:
                 wake_at = spec.wake_at
                 if wake_at is None and spec.delay_s is not None:
-                    wake_at = now + max(0.0, float(spec.delay_s))
+                    wake_at = min(now + max(0.0, float(spec.delay_s)), LAST_TS)
                 tx.run("wait_insert", job_id=job_id, key=spec.key, kind=spec.kind,
                        wake_at=wake_at,
                        children=self._json_param(list(spec.children)) if spec.children
