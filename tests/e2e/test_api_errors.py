@@ -97,6 +97,21 @@ def test_numbers_written_as_whole_floats_are_integers_as_json_schema_says(api):
     assert job["budget"]["limits"]["max_duration_s"] == 2.0
 
 
+def test_a_start_time_as_a_number_is_unix_seconds_at_any_size(api):
+    """As the Python API reads it: pydantic alone took a number past 2e10 for milliseconds
+    (4e10 would have been 1971-04-26)."""
+    from datetime import UTC, datetime
+    r = api.c.post("/api/v1/jobs", json={"type": "t", "run_after": 4e10})
+    assert r.status_code == 201, r.text
+    assert datetime.fromisoformat(r.json()["run_after"]) == datetime.fromtimestamp(4e10, UTC)
+    for late in (1e12, 253402300800):  # past 9999-12-31 23:59:59 UTC
+        body = assert_problem(api.c.post("/api/v1/jobs", json={"type": "t", "run_after": late}),
+                              422, "validation_error")
+        assert body["errors"][0]["field"] == "run_after" and "Unix seconds" in body["detail"]
+    r = api.c.post("/api/v1/jobs", json={"type": "t", "run_after": "9999-12-31T23:59:59-01:00"})
+    assert_problem(r, 422, "invalid_payload")
+
+
 def test_a_payload_tether_cannot_store_is_422_invalid_payload(api):
     r = api.c.post("/api/v1/jobs", content=b'{"type": "t", "payload": NaN}',
                    headers={"content-type": "application/json"})

@@ -155,6 +155,23 @@ def test_booleans_and_text_are_no_numbers_on_any_tool(database_url, local):
     assert [j.id for j in local.list()] == [job.id]
 
 
+def test_a_start_time_as_a_number_is_unix_seconds_as_in_python(database_url, local):
+    """The SDK's pydantic would read 4e10 as milliseconds (1971); a time past 9999 is refused."""
+    from datetime import UTC, datetime
+
+    async def session():
+        async with stdio(database_url) as client:
+            made = data(await client.call_tool("tether_submit_job", {
+                "type": "echo", "run_after": 4e10}))
+            late = await client.call_tool("tether_submit_job", {"type": "echo",
+                                                                 "run_after": 1e12})
+            return made["job"]["id"], code(late)
+
+    job_id, late = anyio.run(session)
+    assert local.get(job_id).run_after == datetime.fromtimestamp(4e10, UTC)
+    assert late == "validation_error" and len(local.list()) == 1
+
+
 def test_a_malformed_idempotency_key_is_invalid_idempotency_key(database_url, local):
     async def session():
         async with stdio(database_url) as client:

@@ -21,7 +21,7 @@ from ..wire.models import (
     AttemptList, AttemptOut, CheckpointList, CheckpointOut, EventOut, EventPage, JobOut, JobPage,
     LedgerEntryOut, LedgerList, job_detail,
 )
-from ..wire.numbers import INT32, INT63, JsonNumber
+from ..wire.numbers import INT32, INT63, JsonNumber, UnixSeconds
 from ..wire.signals import WaitList, WaitOut
 from ..wire.problems import Problem
 from .arguments import JobId, Limits, Name, PrincipalFor
@@ -59,7 +59,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         max_attempts: Annotated[int | None, Field(ge=1, le=1000, description=(
             "attempts before the job fails; default: the job type's")), JsonNumber] = None,
         run_after: Annotated[datetime | None, Field(description=(
-            "ISO 8601 time; the job does not start before it"))] = None,
+            "ISO 8601 time; the job does not start before it")), UnixSeconds] = None,
         budget: Annotated[Limits | None, Field(description=(
             "hard limits for this job; a call that would cross one is not made and the job "
             "pauses with budget_exhausted"))] = None,

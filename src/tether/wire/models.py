@@ -18,7 +18,7 @@ from ..core.states import JobState
 from ..facade.workflows import WaitingFor, Workflows
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
 from .numbers import (COUNT_MAX, INT32, USD_LIMIT, USD_MAX, JsonNumber, MaybeMoney, Money,
-                      money_text)
+                      UnixSeconds, money_text)
 from .signals import WaitingForOut
 
 
@@ -68,7 +68,8 @@ class JobCreate(BaseModel):
     queue: str | None = Field(None, min_length=1, max_length=200)
     priority: Annotated[int | None, Field(ge=-INT32, le=INT32, description="lower runs first"),
                         JsonNumber] = None
-    run_after: datetime | None = Field(None, description="do not start before this time")
+    run_after: Annotated[datetime | None, UnixSeconds] = Field(
+        None, description="do not start before this time")
     max_attempts: Annotated[int | None, Field(ge=1, le=1000), JsonNumber] = None
     budget: BudgetLimits | None = None
 

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
 
+from ..clock import to_ts, utc
+
 INT32 = 2**31 - 1
 INT63 = 2**63 - 1
 COUNT_MAX = 2**53 - 1
@@ -69,3 +71,19 @@ def money_text(value: Any) -> str | None:
 
 Money = Annotated[str, BeforeValidator(money_text)]
 MaybeMoney = Annotated[str | None, BeforeValidator(money_text)]
+
+
+def _unix_seconds(value: Any) -> Any:
+    """A time given as a number is Unix seconds, as in the Python API and the CLI: pydantic
+    alone would read one beyond 2e10 (the year 2603) as milliseconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return utc(float(to_ts(value) or 0.0))
+        except ValueError:
+            raise ValueError("a time as a number is Unix seconds in the years 1 to 9999"
+                             ) from None
+    return value
+
+
+UnixSeconds = BeforeValidator(_unix_seconds)
+"""For a request's times: ``Annotated[datetime | None, Field(...), UnixSeconds]``."""
