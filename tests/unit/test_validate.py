@@ -71,3 +71,44 @@ def test_event_seqs_and_states():
     assert validate.state("failed") == "failed" and validate.state(None) is None
     with pytest.raises(InvalidArgument, match="state must be one of"):
         validate.state("sleeping")
+
+
+def test_priorities_and_attempt_counts_are_what_a_32_bit_integer_holds():
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = -5
+    assert validate.priority(2**31 - 1) == 2**31 - 1 and validate.priority(-(2**31 - 1)) < 0
+    assert validate.priority(Level.HIGH) == -5 and type(validate.priority(Level.HIGH)) is int
+    assert validate.max_attempts(1) == 1 and validate.max_attempts(2**31 - 1) == 2**31 - 1
+    for check, bad in ((validate.priority, 2**31), (validate.priority, -2**31),
+                       (validate.priority, True), (validate.priority, 1.0),
+                       (validate.max_attempts, 0), (validate.max_attempts, 2**31),
+                       (validate.max_attempts, "3")):
+        with pytest.raises(InvalidArgument) as info:
+            check(bad)
+        assert info.value.details["argument"] == check.__name__
+
+
+def test_pages_are_counts_both_stores_hold():
+    validate.page(None, 0)
+    validate.page(2**63 - 1, 2**63 - 1)
+    for before_id, limit, argument in ((None, -1, "limit"), (None, 2**63, "limit"),
+                                       (-1, 5, "before_id"), ("5", 5, "before_id"),
+                                       (None, 1.5, "limit")):
+        with pytest.raises(InvalidArgument) as info:
+            validate.page(before_id, limit)
+        assert info.value.details["argument"] == argument
+
+
+def test_a_time_is_one_a_datetime_holds():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from tether.clock import LAST_TS, to_ts
+    assert to_ts(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)) == LAST_TS
+    assert to_ts(datetime(2026, 1, 1)) == datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    assert to_ts(0) == 0.0 and to_ts(None) is None
+    for bad in (LAST_TS + 1, float("inf"), float("nan"), -1e12, 10**400,
+                datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))):
+        with pytest.raises(ValueError, match="years 1 to 9999"):
+            to_ts(bad)
