@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime, UTC
+from typing import overload
 
 
 def utc(ts: float) -> datetime:
@@ -21,7 +22,11 @@ FIRST_TS = datetime(1, 1, 1, tzinfo=UTC).timestamp()
 LAST_TS = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
-def to_ts(value: datetime | float | int | None) -> float | None:
+@overload
+def to_ts(value: datetime | float) -> float: ...
+@overload
+def to_ts(value: None) -> None: ...
+def to_ts(value: datetime | float | None) -> float | None:
     """An aware datetime (naive means UTC) or unix seconds to unix seconds. ValueError for a
     time that no ``datetime`` holds (not finite, before year 1 or after 9999): PostgreSQL would
     refuse some of those, and no store could give any of them back as a ``datetime``."""

@@ -154,11 +154,12 @@ class Resolver:
         self._name(project, "project")
         validate.idempotency_key(idempotency_key)
         queue = self._name(queue or (job_type.queue if job_type else DEFAULT_QUEUE), "queue")
-        priority = validate.priority(
-            priority if priority is not None else job_type.priority if job_type else 0)
-        max_attempts = validate.max_attempts(
-            max_attempts if max_attempts is not None
-            else job_type.max_attempts if job_type else 3)
+        if priority is None:
+            priority = job_type.priority if job_type else 0
+        if max_attempts is None:
+            max_attempts = job_type.max_attempts if job_type else 3
+        priority = validate.priority(priority)
+        max_attempts = validate.max_attempts(max_attempts)
         limits = job_limits(as_budget(budget))
         if job_type and job_type.budget is not None:
             limits = job_limits(job_type.budget).merged(limits)

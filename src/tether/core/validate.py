@@ -110,7 +110,7 @@ def seq(value: Any, what: str = "after") -> int:
 def count(value: Any, what: str) -> int:
     """A limit, a cursor or a position: an integer in 0..2^63-1, what both stores' integers
     hold (SQLite read a negative ``LIMIT`` as no limit, PostgreSQL refused it)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
+    if not _integer(value) or not 0 <= value <= MAX_ID:
         raise InvalidArgument(f"{what} must be an integer between 0 and {MAX_ID}, got "
                               f"{value!r:.40}", argument=what)
     return value

@@ -14,9 +14,10 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, WithJsonSchema
 
 from ..clock import to_ts, utc
+from ..core.validate import MAX_ID, MAX_INT
 
-INT32 = 2**31 - 1
-INT63 = 2**63 - 1
+INT32 = MAX_INT
+INT63 = MAX_ID
 COUNT_MAX = 2**53 - 1
 """Largest count a budget limit takes: every JSON number up to it is exact, even one a client
 wrote as a float, so the document's ``maximum`` and the server agree on the boundary."""
@@ -78,7 +79,7 @@ def _unix_seconds(value: Any) -> Any:
     alone would read one beyond 2e10 (the year 2603) as milliseconds."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         try:
-            return utc(float(to_ts(value) or 0.0))
+            return utc(to_ts(value))
         except ValueError:
             raise ValueError("a time as a number is Unix seconds in the years 1 to 9999"
                              ) from None
