@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
+# A child process imports tether from this checkout, whatever the environment has installed.
+CHILD_PYTHONPATH = os.pathsep.join((str(ROOT / "src"), str(ROOT)))
 
 
 def start_worker(database_url: str, *, app: str = "tests.apps.basic:app", concurrency: int = 4,
@@ -21,7 +23,7 @@ def start_worker(database_url: str, *, app: str = "tests.apps.basic:app", concur
            "--poll-interval", str(poll)]
     if queues:
         cmd += ["--queues", queues]
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1", **(env or {})}
+    full_env = {**os.environ, "PYTHONPATH": CHILD_PYTHONPATH, "PYTHONFAULTHANDLER": "1", **(env or {})}
     out = open(log, "ab") if log else subprocess.DEVNULL
     return subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out, stderr=out)
 

@@ -16,6 +16,7 @@ from typing import Iterator
 import httpx
 import pytest
 
+from tests.procs import CHILD_PYTHONPATH
 from tests.conftest import PG_URL, require_postgres
 from tests.pg import fresh_schema_url
 
@@ -80,7 +81,7 @@ def run_server(database_url: str, log_dir: Path, *, app_spec: str | None = None,
     if max_body_bytes is not None:
         args += ["--max-body-bytes", str(max_body_bytes)]
     full_env = {**os.environ, "TETHER_RUN_WORKER": "true" if run_worker else "false",
-                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                "PYTHONPATH": CHILD_PYTHONPATH,
                 **(env or {})}
     log = log_dir / f"api-{port}.log"
     with open(log, "wb") as fh:

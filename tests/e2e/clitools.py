@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.procs import CHILD_PYTHONPATH
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.e2e.cli_jobs:app"
 
@@ -16,7 +18,7 @@ APP = "tests.e2e.cli_jobs:app"
 def cli_env(database_url: str | None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("TETHER_DATABASE_URL", "TETHER_APP", "FORCE_COLOR", "NO_COLOR")}
-    env.update(PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200")
+    env.update(PYTHONPATH=CHILD_PYTHONPATH, NO_COLOR="1", COLUMNS="200")
     if database_url:
         env["TETHER_DATABASE_URL"] = database_url
     env.update(extra)

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tether import Budget, Tether
+from tests.procs import CHILD_PYTHONPATH
 from tests.pg import free_port
 from tests.procs import stop, wait_until
 
@@ -102,7 +103,7 @@ def site(tmp_path_factory) -> Iterator[Site]:
     port = free_port()
     env = {**os.environ, "TETHER_DATABASE_URL": url, "TETHER_RUN_WORKER": "true",
            "TETHER_SIM_BILL": str(tmp / "bill.jsonl"), "TETHER_REVIEW_STEPS": "25",
-           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+           "PYTHONPATH": CHILD_PYTHONPATH}
     tether_cli = Path(sys.executable).with_name("tether")
     log = tmp / "serve.log"
     with open(log, "wb") as out:

@@ -15,6 +15,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tether import Estimate, JobState, Metered, PolicyBlock, Tether, Usage
 from tether.core.states import TERMINAL
+from tests.procs import CHILD_PYTHONPATH
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +24,7 @@ def params(database_url: str, *args: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "tether.mcp", "--database-url", database_url, *args],
-        cwd=str(ROOT), env={"PYTHONPATH": str(ROOT), "TETHER_RUN_WORKER": "false"})
+        cwd=str(ROOT), env={"PYTHONPATH": CHILD_PYTHONPATH, "TETHER_RUN_WORKER": "false"})
 
 
 @asynccontextmanager

@@ -20,6 +20,7 @@ import pytest
 
 from tether import Tether
 from tether.providers.simulated import read_bill
+from tests.procs import CHILD_PYTHONPATH
 from tests.e2e.dashboard_site import (  # noqa: F401 - fixtures
     MARKS, ROOT, Site, browser, context, expect, shot, signed_in, wait_for)
 from tests.pg import free_port
@@ -37,7 +38,7 @@ def site(tmp_path_factory) -> Iterator[Site]:
     port = free_port()
     env = {**os.environ, "TETHER_DATABASE_URL": url, "TETHER_RUN_WORKER": "true",
            "TETHER_SIM_BILL": str(tmp / "bill.jsonl"),
-           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+           "PYTHONPATH": CHILD_PYTHONPATH}
     log = tmp / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(Path(sys.executable).with_name("tether")), "serve", "--app",

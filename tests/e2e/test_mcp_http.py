@@ -19,6 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tether import Tether
+from tests.procs import CHILD_PYTHONPATH
 from tests.e2e.api_harness import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +38,7 @@ def mcp_http(tmp_path_factory):
         proc = subprocess.Popen(
             [sys.executable, "-m", "tether.mcp", "--transport", "http", "--port", str(port),
              "--database-url", url],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=fh,
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": CHILD_PYTHONPATH}, stdout=fh,
             stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30

@@ -16,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 from tether import Tether
 from tether.errors import ConfigurationError
 from tether.mcp.server import stdio_principal
+from tests.procs import CHILD_PYTHONPATH
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.e2e.api_app:app"
@@ -26,7 +27,7 @@ def params(database_url: str, *args: str, env: dict[str, str] | None = None):
         command=sys.executable,
         args=["-m", "tether.mcp", "--database-url", database_url, *args],
         cwd=str(ROOT),
-        env={"PYTHONPATH": str(ROOT), "TETHER_RUN_WORKER": "false", **(env or {})})
+        env={"PYTHONPATH": CHILD_PYTHONPATH, "TETHER_RUN_WORKER": "false", **(env or {})})
 
 
 def data(result) -> dict:
@@ -133,7 +134,7 @@ def test_pause_and_resume_over_stdio_unrestricted(db):
 def test_stdio_refuses_to_start_without_a_token_or_with_a_bad_one(db):
     url, local = db
     import subprocess
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": CHILD_PYTHONPATH}
     env.pop("TETHER_MCP_TOKEN", None)
     proc = subprocess.run([sys.executable, "-m", "tether.mcp", "--database-url", url],
                           cwd=ROOT, env=env, input=b"", capture_output=True, timeout=60)

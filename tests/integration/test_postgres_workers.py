@@ -11,6 +11,7 @@ from collections import Counter
 import pytest
 
 from tether import JobState, Tether
+from tests.procs import CHILD_PYTHONPATH
 from tests.apps.basic import app as basic_app
 from tests.pg import count_jobs
 from tests.procs import ROOT, start_worker, stop, wait_until
@@ -34,7 +35,7 @@ def skewed_worker(url: str, offset_s: float, log, *, lease_ttl: float) -> subpro
             f"'--concurrency', '1', '--lease-ttl', '{lease_ttl}', '--poll-interval', '0.05'])")
     out = open(log, "ab")
     return subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=out, stderr=out,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                            env=dict(os.environ, PYTHONPATH=CHILD_PYTHONPATH))
 
 
 def test_four_workers_process_2000_jobs_each_side_effect_exactly_once(client, pg_url, tmp_path):

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 import pytest
 
 from tether import FakeClock, Tether
+from tests.procs import CHILD_PYTHONPATH
 from tests.procs import ROOT
 
 pytestmark = pytest.mark.slow
@@ -34,7 +35,7 @@ class Driver:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.integration.schedule_driver", url], cwd=ROOT,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1,
-            env={**os.environ, "PYTHONPATH": str(ROOT)})
+            env={**os.environ, "PYTHONPATH": CHILD_PYTHONPATH})
         assert self.proc.stdout.readline().strip() == "ready"
 
     def send(self, now: float) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from tether import Tether
+from tests.procs import CHILD_PYTHONPATH
 from tests.procs import ROOT, start_worker, stop
 
 APP = "tests.reliability.apps:app"
@@ -80,7 +81,7 @@ def cli(*args: str, db: str, timeout: float = 60,
     """``tether ARGS...`` in a subprocess, as a user runs it."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("TETHER_DATABASE_URL",
                                                                    "TETHER_APP")}
-    full_env.update(PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200",
+    full_env.update(PYTHONPATH=CHILD_PYTHONPATH, NO_COLOR="1", COLUMNS="200",
                     TETHER_DATABASE_URL=db, **(env or {}))
     return subprocess.run([sys.executable, "-m", "tether.cli.main", *args], cwd=ROOT,
                           env=full_env, capture_output=True, text=True, timeout=timeout)
