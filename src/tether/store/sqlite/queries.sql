@@ -498,6 +498,7 @@ SET calls = calls + excluded.calls, input_tokens = input_tokens + excluded.input
 -- time into the report's zone (tether_utc_offset is registered on every connection by
 -- sqlite/functions.py; UTC skips it); tether_decimal_sum sums the decimal
 -- text of money exactly (sum() would add floats).
+-- Rows a fork carried (reused_from) are left out: the job that paid counts those calls.
 -- name: spend_report
 SELECT CASE WHEN :by_project THEN project END AS project,
        CASE WHEN :by_provider THEN provider END AS provider,
@@ -516,7 +517,8 @@ FROM (SELECT *, CASE WHEN :tz = 'UTC' THEN created_at
       FROM cost_ledger
       WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
         AND (:since IS NULL OR created_at >= :since)
-        AND (:until IS NULL OR created_at < :until)) AS l
+        AND (:until IS NULL OR created_at < :until)
+        AND reused_from IS NULL) AS l
 GROUP BY 1, 2, 3, 4, 5, 6, 7, 8;
 
 -- name: first_start
