@@ -621,6 +621,15 @@ SET calls = t.calls + excluded.calls, input_tokens = t.input_tokens + excluded.i
     cost_usd = t.cost_usd + excluded.cost_usd,
     unconfirmed_calls = t.unconfirmed_calls + excluded.unconfirmed_calls;
 
+-- What settled in one period of a project (store/accounting.py, ``_recount_period``): calls
+-- made, so not the rows a fork carried.
+-- name: period_ledger
+SELECT count(*) AS calls, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+       coalesce(sum(cost_usd), 0) AS spent_usd
+FROM cost_ledger
+WHERE project = %(project)s AND created_at >= %(since)s AND created_at < %(until)s
+  AND reused_from IS NULL;
+
 -- Spend report (store/spend.py): the ledger grouped by the dimensions switched on, each other
 -- dimension a constant NULL, so one statement serves every grouping. Calendar buckets are
 -- taken in the report's zone (:tz, 'UTC' by default); numeric sums are exact.
