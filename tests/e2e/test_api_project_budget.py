@@ -12,12 +12,10 @@ import anyio
 import pytest
 
 from tether.core.periods import PERIODS
-from tether.job import Lease
 from tether.store.accounting import in_period
 from tether.wire.budgets import Period
-from tether.worker.executor import execute
 from tests.e2e.mcp_harness import data, failure, stdio
-from tests.e2e.period_site import CALLS, period_site  # noqa: F401 - fixture
+from tests.e2e.period_site import CALLS, period_site, run_calls  # noqa: F401 - fixture
 
 
 def _at(text: str) -> float:
@@ -196,17 +194,9 @@ def test_the_wire_periods_are_the_engines():
     assert get_args(Period) == PERIODS
 
 
-def _run_calls(app, project: str, calls: int) -> dict:
-    job = app.submit("metered_steps", {"calls": calls}, project=project)
-    (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    assert claim.job.id == job.id
-    execute(app, claim.job, Lease(claim.job.id, claim.token))
-    return app.get(job.id)
-
-
 def test_a_daily_budget_put_mid_day_counts_what_the_day_spent_before(period_site):
     site = period_site
-    assert _run_calls(site.app, "gamma", 4).state == "succeeded"
+    assert run_calls(site.app, "gamma", 4).state == "succeeded"
     spent = site.app.project_budget("gamma").used.spent_usd
     limit = spent * Decimal("1.5")  # room for two more calls of the same cost
     with site.server.client(site.tokens["admin"]) as http:
@@ -215,7 +205,7 @@ def test_a_daily_budget_put_mid_day_counts_what_the_day_spent_before(period_site
         assert put.status_code == 200, put.text
         assert Decimal(put.json()["period_used"]["spent_usd"]) == spent > 0
         assert put.json()["period_used"]["calls"] == 4
-        second = _run_calls(site.app, "gamma", 10)
+        second = run_calls(site.app, "gamma", 10)
         got = http.get("/api/v1/projects/gamma/budget").json()
     try:
         assert second.state == "paused" and second.error_code == "period_budget_exhausted"
