@@ -10,6 +10,7 @@ import pytest
 from tether import Estimate, IdempotencyConflict, JobNotFound, JobState, JobStateError
 from tether import Metered
 from tether import PolicyBlock, Usage
+from tether.api.metrics import registry_for
 from tether.errors import InvalidArgument
 from tests.contract.test_context import claim_and_run
 
@@ -90,6 +91,28 @@ def test_fork_from_the_third_stage_reuses_the_first_two(app):
     assert Decimal(data["reused_cost_usd"]) == sum(r.reused_cost_usd for r in reused)
     totals = app.spend_totals()
     assert sum(t["calls"] for t in totals) == 16  # 10 + 6: reused rows are not calls
+
+
+def test_the_spend_report_counts_carried_calls_once_as_budgets_and_metrics_do(app):
+    five_stages(app, [])
+    src = app.submit("five", {"topic": "cats", "prompt": "old"}, project="fk")
+    assert claim_and_run(app).state == JobState.SUCCEEDED
+    fork = app.fork(src.id, from_stage="validate", payload={"topic": "cats", "prompt": "new"})
+    assert claim_and_run(app).state == JobState.SUCCEEDED
+    assert sum(1 for r in app.ledger(fork.id) if r.reused_from is not None) == 4
+
+    used = app.project_budget("fk").used
+    report = app.spend(("project",))
+    assert (report.total.calls, report.total.input_tokens, report.total.output_tokens,
+            report.total.cost_usd) == (used.calls, used.input_tokens, used.output_tokens,
+                                       used.spent_usd) == (16, 1600, 320, used.spent_usd)
+    (totals,) = app.spend_totals()
+    assert (totals["calls"], totals["input_tokens"], totals["output_tokens"]) == (16, 1600, 320)
+    metrics = {s.name: s.value for family in registry_for(app).collect()
+               for s in family.samples if s.name.startswith("tether_provider_")}
+    assert metrics["tether_provider_calls_total"] == report.total.calls
+    stages = {r.stage: r.calls for r in app.spend(("stage",)).rows}
+    assert stages == {"draft": 2, "outline": 2, "validate": 4, "review": 4, "export": 4}
 
 
 def test_a_fork_of_a_fork_names_the_job_that_paid(app):

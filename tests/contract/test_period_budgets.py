@@ -3,6 +3,7 @@ pauses at the period's limit, before any call over it, and resumes when the peri
 (or stays paused, by option). Every backend, injected clock."""
 
 from datetime import datetime, timezone
+from decimal import Decimal
 
 import pytest
 
@@ -118,3 +119,56 @@ def test_a_period_pause_says_when_it_ends_in_the_budget_zone(app, clock):
     assert paused.error_code == "period_budget_exhausted"
     assert paused.error_summary.endswith("the month ends 2026-08-01 00:00 America/New_York")
     assert paused.run_after == datetime(2026, 8, 1, 4, 0, tzinfo=UTC)
+
+
+def test_a_budget_set_mid_period_counts_what_settled_earlier_in_it(app, clock):
+    made = []
+    _steady(app, made)
+    clock.set(datetime(2026, 6, 1, 23, 0, tzinfo=UTC))  # the day before: not in the period
+    app.submit("steady", {"calls": 3}, project="g")
+    assert run_next(app).state == JobState.SUCCEEDED
+    clock.set(datetime(2026, 6, 2, 9, 0, tzinfo=UTC))
+    app.submit("steady", {"calls": 4}, project="g")
+    assert run_next(app).state == JobState.SUCCEEDED
+    today = sum(r.cost_usd for r in app.spend(("day",), projects=["g"]).rows
+                if r.day == "2026-06-02")
+    assert app.project_budget("g").used.calls == 7
+
+    clock.set(datetime(2026, 6, 2, 10, 0, tzinfo=UTC))
+    limit = today * Decimal("1.5")  # room for two more calls of the same cost
+    status = app.set_project_budget("g", max_cost_usd=limit, period="day", timezone="UTC")
+    assert status.period_used.spent_usd == today and status.period_used.calls == 4
+    assert status.period_used.input_tokens == 40 and status.period_used.output_tokens == 40
+    made.clear()
+    app.submit("steady", {"calls": 10}, project="g")
+    paused = run_next(app)
+    assert paused.state == JobState.PAUSED and paused.error_code == "period_budget_exhausted"
+    assert made == [0, 1], "no call over what the day has left"
+    status = app.project_budget("g")
+    assert status.period_used.calls == 6 and status.period_used.spent_usd <= limit
+
+
+def test_a_new_period_or_zone_or_a_period_set_again_counts_from_the_ledger(app, clock):
+    _steady(app, [])
+
+    def run(calls):
+        app.submit("steady", {"calls": calls}, project="z")
+        assert run_next(app).state == JobState.SUCCEEDED
+
+    def calls_in_period(**limits):
+        return app.set_project_budget("z", max_calls=100, **limits).period_used.calls
+
+    clock.set(datetime(2026, 6, 1, 9, 0, tzinfo=UTC))  # a Monday
+    assert calls_in_period(period="day", timezone="UTC") == 0
+    run(3)
+    clock.set(datetime(2026, 6, 2, 1, 0, tzinfo=UTC))
+    run(2)
+    assert app.project_budget("z").period_used.calls == 2
+    assert calls_in_period(period="week") == 5
+    # 2026-06-01 21:00 in New York: that day began at 04:00 UTC and holds all five calls
+    assert calls_in_period(period="day", timezone="America/New_York") == 5
+    assert calls_in_period(period="day", timezone="UTC") == 2
+    app.set_project_budget("z", max_calls=100, replace=True)  # no period for a while
+    run(1)
+    assert calls_in_period(period="day", timezone="UTC") == 3
+    assert calls_in_period() == 3  # other limits changed: the period's count stays

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from tether import Estimate, Metered, Tether, Usage
+from tether import Estimate, Job, Metered, Tether, Usage
 from tether.job import Lease
 from tether.worker.executor import execute
 from tests.e2e.api_harness import BACKENDS, Server, backend_url, run_server
@@ -36,11 +36,13 @@ class PeriodSite:
     """project -> the job run in it (``daily``'s is paused by its day's limit)"""
 
 
-def _run(app: Tether, project: str) -> int:
-    job = app.submit("metered_steps", {"calls": CALLS[project]}, project=project)
+def run_calls(app: Tether, project: str, calls: int) -> Job:
+    """Run a job of ``calls`` calls in ``project`` here, by the real clock; the job as it ended."""
+    job = app.submit("metered_steps", {"calls": calls}, project=project)
     (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
+    assert claim.job.id == job.id
     execute(app, claim.job, Lease(claim.job.id, claim.token))
-    return job.id
+    return app.get(job.id)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -59,7 +61,7 @@ def period_site(request, tmp_path_factory) -> Iterator[PeriodSite]:
 
     for project, limits in LIMITS.items():
         app.set_project_budget(project, **limits)
-    jobs = {project: _run(app, project) for project in LIMITS}
+    jobs = {project: run_calls(app, project, CALLS[project]).id for project in LIMITS}
     tokens = {"admin": app.store.create_token(name="ops", projects=[], admin=True)[1],
               "daily": app.store.create_token(name="daily", projects=["daily"],
                                               admin=False)[1]}

@@ -15,7 +15,7 @@ from tether.core.periods import PERIODS
 from tether.store.accounting import in_period
 from tether.wire.budgets import Period
 from tests.e2e.mcp_harness import data, failure, stdio
-from tests.e2e.period_site import CALLS, period_site  # noqa: F401 - fixture
+from tests.e2e.period_site import CALLS, period_site, run_calls  # noqa: F401 - fixture
 
 
 def _at(text: str) -> float:
@@ -192,3 +192,24 @@ def test_mcp_tools_read_and_set_a_project_budget(period_site):
 
 def test_the_wire_periods_are_the_engines():
     assert get_args(Period) == PERIODS
+
+
+def test_a_daily_budget_put_mid_day_counts_what_the_day_spent_before(period_site):
+    site = period_site
+    assert run_calls(site.app, "gamma", 4).state == "succeeded"
+    spent = site.app.project_budget("gamma").used.spent_usd
+    limit = spent * Decimal("1.5")  # room for two more calls of the same cost
+    with site.server.client(site.tokens["admin"]) as http:
+        put = http.put("/api/v1/projects/gamma/budget", json={
+            "max_cost_usd": str(limit), "period": "day", "timezone": "UTC"})
+        assert put.status_code == 200, put.text
+        assert Decimal(put.json()["period_used"]["spent_usd"]) == spent > 0
+        assert put.json()["period_used"]["calls"] == 4
+        second = run_calls(site.app, "gamma", 10)
+        got = http.get("/api/v1/projects/gamma/budget").json()
+    try:
+        assert second.state == "paused" and second.error_code == "period_budget_exhausted"
+        assert got["period_used"]["calls"] == 6 and got["used"]["calls"] == 6
+        assert Decimal(got["period_used"]["spent_usd"]) <= limit
+    finally:
+        site.app.cancel(second.id)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.dashboard_site import CHROMIUM, SHOTS, expect, shot
-from tests.e2e.period_site import period_site  # noqa: F401 - fixture
+from tests.e2e.period_site import period_site, run_calls  # noqa: F401 - fixture
 from tests.e2e.test_dashboard_spend import PAINTED, PALETTE, _data, _page, chromium  # noqa: F401
 
 pytestmark = [pytest.mark.slow,
@@ -94,3 +94,60 @@ def test_a_job_paused_by_its_days_budget_says_until_when(chromium, period_site):
     finally:
         ctx.close()
     assert not errors and not more, errors + more
+
+
+def test_a_token_with_only_periodic_budgets_gets_no_empty_burn_down(chromium, period_site):
+    ctx, page, errors, _ = _page(chromium, period_site, "daily")
+    try:
+        page.goto("/spend")
+        expect(page.locator("#period-chart canvas")).to_be_visible()
+        expect(page.locator("#burn-empty")).to_be_visible()
+        expect(page.locator("#burn-chart")).to_be_hidden()
+        assert _data(page, "#burn-chart", "series") == []
+    finally:
+        ctx.close()
+    assert not errors, errors
+
+
+def _series(page, selector: str, label: str) -> list:
+    """What the chart plotted for ``label``, once it has drawn that series."""
+    page.wait_for_function("([sel, label]) => JSON.parse(document.querySelector(sel)"
+                           ".dataset.series || '[]').includes(label)", arg=[selector, label])
+    return dict(zip(_data(page, selector, "series"), _data(page, selector, "values"),
+                    strict=True))[label]
+
+
+def test_a_budget_set_mid_day_and_limits_crossed_draw_as_their_tables_say(chromium,
+                                                                          period_site):
+    site = period_site
+    app = site.app
+    assert run_calls(app, "gamma", 4).state == "succeeded"
+    spent = app.project_budget("gamma").used.spent_usd
+    lifetime = app.project_budget("lifetime").used.spent_usd
+    ctx, page, errors, _ = _page(chromium, site, "admin")
+    try:
+        app.set_project_budget("gamma", max_cost_usd=spent * 3, period="day", timezone="UTC")
+        page.goto("/spend")
+        row = page.locator("#period-body tr[data-project='gamma']")
+        expect(row).to_have_count(1)
+        assert Decimal(row.get_attribute("data-spent")) == spent  # what the day spent before
+        today = [v for v in _series(page, "#period-chart", "gamma · day") if v is not None][-1]
+        assert today == pytest.approx(200 / 3)  # as the table: $2s of $3s left
+
+        app.set_project_budget("gamma", max_cost_usd=spent / 2, resume=False)
+        app.set_project_budget("lifetime", max_cost_usd=lifetime / 2, resume=False)
+        page.reload()
+        period = [v for v in _series(page, "#period-chart", "gamma · day") if v is not None]
+        burn = _series(page, "#burn-chart", "lifetime")
+        assert min(period + burn) >= 0, "no share below the 0 % line"
+        assert period[-1] == 0 and burn[-1] == 0
+        expect(row.locator("td").nth(5)).to_contain_text("over by $")
+        left = page.locator("#burn-body tr[data-project='lifetime'] td").nth(4)
+        expect(left).to_contain_text("over by $")
+        painted = page.evaluate(PAINTED, "#burn-chart")
+        assert painted["colours"].get(PALETTE[0], 0) > 20, "the burn-down line is drawn"
+    finally:
+        ctx.close()
+        app.set_project_budget("gamma", replace=True, resume=False)
+        app.set_project_budget("lifetime", max_cost_usd="1", resume=False)
+    assert not errors, errors

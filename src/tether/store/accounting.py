@@ -77,7 +77,7 @@ class Accounting(Profiles):
         if limits.period is None:
             return None
         w = window(now, limits.period, limits.timezone)
-        return self._budget(tx, PERIOD_SCOPE, f"{project['key']}@{w.label}", now), w
+        return self._budget(tx, PERIOD_SCOPE, period_key(project["key"], w), now), w
 
     def _adjust(self, tx: Tx, job: Row, now: float,
                 rows: list[Row] | None = None, **delta: Any) -> None:
@@ -236,7 +236,7 @@ class Accounting(Profiles):
             if limits.period is None:
                 return BudgetStatus(limits, counters_of(row))
             w = window(self._now(tx, now), limits.period, limits.timezone)
-            period = tx.one("budget_row", scope=PERIOD_SCOPE, key=f"{project}@{w.label}")
+            period = tx.one("budget_row", scope=PERIOD_SCOPE, key=period_key(project, w))
         return BudgetStatus(limits, counters_of(row),
                             period_used=counters_of(period) if period else Counters(),
                             period_start=w.start, period_end=w.end)
@@ -244,7 +244,11 @@ class Accounting(Profiles):
     def set_project_budget(self, project: str, changes: Budget, *,
                            replace: bool = False) -> BudgetStatus:
         """Change a project's limits: those ``changes`` sets, the others kept; with
-        ``replace`` the limits become exactly ``changes`` (what it leaves out is unlimited)."""
+        ``replace`` the limits become exactly ``changes`` (what it leaves out is unlimited).
+
+        A budget that becomes periodic, or whose period or time zone changes, counts from the
+        start of its current period, not from the moment it is set: the period's accumulator
+        is recounted from the ledger (``_recount_period``) in the same transaction."""
         with self._write() as tx:
             now = self._now(tx, None)
             row = self._budget(tx, "project", project, now)  # locked: concurrent edits serialise
@@ -252,7 +256,43 @@ class Accounting(Profiles):
             merged = changes if replace else current.merged(changes)
             tx.run("set_budget_limits", scope="project", key=project,
                    limits=self._json_param(merged.to_dict()), now=now)
+            if merged.period is not None and _calendar(merged) != _calendar(current):
+                self._recount_period(tx, project, merged, now)
         return self.project_budget(project)
+
+    def _recount_period(self, tx: Tx, project: str, limits: Budget, now: float) -> None:
+        """Write the current period's accumulator from the ledger: the calls of ``project``
+        that settled in the period so far (rows a fork carried are not calls made: they are
+        left out, as every budget leaves them out). Called with the project's row locked: a
+        call checked against the project's limits waits for the recount, then counts in its
+        row. (On PostgreSQL a call of a project that had no limits takes no such lock; one
+        settling at the very moment its first limits are set counts in all-time use only.)
+
+        Reservations open now are not in the period's row: they count against its limits
+        from the project's row at once (``in_period``) and in the period when they settle.
+        Examples have no dated record: the row keeps those it counted (none if new). Calls
+        of jobs pruned earlier in the period are no longer in the ledger and not counted."""
+        w = window(now, present(limits.period), limits.timezone)
+        key = period_key(project, w)
+        row = self._budget(tx, PERIOD_SCOPE, key, now)
+        settled = present(tx.one("period_ledger", project=project, since=w.start, until=w.end))
+        counters: dict[str, Any] = dict.fromkeys(COUNTER_FIELDS, 0)
+        counters.update(spent_usd=as_decimal(settled["spent_usd"]), reserved_usd=_D0,
+                        calls=int(settled["calls"]),
+                        input_tokens=int(settled["input_tokens"] or 0),
+                        output_tokens=int(settled["output_tokens"] or 0),
+                        examples=int(row["examples"]))
+        self._write_budget_rows(tx, [(PERIOD_SCOPE, key)], [counters], now)
+
+
+def period_key(project: str, w: Window) -> str:
+    """The key of ``project``'s accumulator for period ``w`` (``gamma@day:2026-12-03``)."""
+    return f"{project}@{w.label}"
+
+
+def _calendar(limits: Budget) -> tuple[str | None, str]:
+    """What decides a periodic budget's windows: its period and time zone."""
+    return limits.period, limits.timezone or "UTC"
 
 
 def complete_rows(rows: Sequence[Row], tree: bool) -> bool:

@@ -22,6 +22,11 @@
   const dayTs = (day) => Date.parse(day + "T00:00:00Z") / 1000;
   const usd = (v) => (v === null || v === undefined ? "—" : T.fmt.usd(v));
   const percent = (v) => (Math.round(v * 10) / 10) + "%";
+  /** Dollars left of a limit; past it, by how much it was crossed. */
+  const leftText = (x) => (x < 0 ? "over by " + T.fmt.usd(-x) : T.fmt.usd(x));
+  /** The share of `limit` that `left` is, as plotted: none left is 0 %, never below. */
+  const share = (left, limit) => (limit > 0 ? Math.max(0, left / limit) * 100 : 0);
+  const SHARES = [0, 105];
 
   function notice(text) {
     $("spend-notice").textContent = text || "";
@@ -89,9 +94,9 @@
         left[i] = Number(limit) - (used - after);
         after += daily[i];
       }
-      const values = left.map((x) => (Number(limit) > 0 ? (x / Number(limit)) * 100 : 0));
+      const values = left.map((x) => share(x, Number(limit)));
       out.push({ label: b.project, values, budget: b,
-        show: (i) => T.fmt.usd(left[i]) + " (" + percent(values[i]) + ")" });
+        show: (i) => leftText(left[i]) + " (" + percent(values[i]) + ")" });
     }
     return out;
   }
@@ -112,7 +117,9 @@
 
   /** Each periodic project's share of its period's cost limit left at the end of each of the
    *  last `n` days of its time zone, starting again at each period (its ledger by day in that
-   *  zone); today's point also counts the calls in flight, as the limit does. */
+   *  zone). The current period is anchored at what the budget counts (`period_used`: settled
+   *  in the period plus in flight, the table's figure) and walked back through its days'
+   *  spend, as the lifetime burn-down is. */
   async function periodSeries(budgets, n) {
     const out = [];
     for (const b of budgets) {
@@ -124,14 +131,21 @@
       const spent = new Map(report.rows.map((r) => [r.day, Number(r.cost_usd)]));
       const days = [];
       for (let i = n - 1; i >= 0; i--) days.push(shiftDay(today, -i));
+      const current = periodStart(today, b.limits.period);
+      const now = Number(b.period_used.spent_usd) + Number(b.period_used.reserved_usd);
       const left = days.map((d) => {
-        let used = d === today ? Number(b.period_used.reserved_usd) : 0;
-        for (let x = periodStart(d, b.limits.period); x <= d; x = shiftDay(x, 1)) used += spent.get(x) || 0;
+        let used = 0;
+        if (d >= current) {
+          used = now;
+          for (let x = shiftDay(d, 1); x <= today; x = shiftDay(x, 1)) used -= spent.get(x) || 0;
+        } else {
+          for (let x = periodStart(d, b.limits.period); x <= d; x = shiftDay(x, 1)) used += spent.get(x) || 0;
+        }
         return limit - used;
       });
-      const values = left.map((x) => (limit > 0 ? (x / limit) * 100 : 0));
+      const values = left.map((x) => share(x, limit));
       out.push({ label: b.project + " · " + b.limits.period, days, values,
-        show: (i) => T.fmt.usd(left[i]) + " (" + percent(values[i]) + ")" });
+        show: (i) => leftText(left[i]) + " (" + percent(values[i]) + ")" });
     }
     return out;
   }
@@ -160,7 +174,7 @@
       T.el("td", {}, first === last ? first : first + " – " + last),
       T.el("td", { class: "num" }, limit === null ? "—" : T.fmt.usd(limit)),
       T.el("td", { class: "num" }, T.fmt.usd(cost)),
-      T.el("td", { class: "num" }, limit === null ? "—" : T.fmt.usd(Number(limit) - cost)),
+      T.el("td", { class: "num" }, limit === null ? "—" : leftText(Number(limit) - cost)),
       T.el("td", { class: "num" }, T.fmt.int(used.calls) + (b.limits.max_calls === null ? "" : " of " + T.fmt.int(b.limits.max_calls))),
       T.el("td", {}, T.fmt.time(b.period_end), T.el("span", { class: "muted" }, " (" + T.fmt.until(b.period_end) + ")")));
   }
@@ -170,7 +184,7 @@
     $("period-card").hidden = !periodic.length;
     T.fill($("period-body"), periodic.map(periodRow));
     const [xs, series] = alignDays(await periodSeries(periodic, n));
-    draw("period-chart", xs, series, percent, (u, min, max) => [Math.min(0, min), 105]);
+    draw("period-chart", xs, series, percent, SHARES);
     $("period-chart").hidden = !series.length;
   }
 
@@ -182,7 +196,7 @@
       T.el("td", { class: "num" }, T.fmt.usd(b.limits.max_cost_usd)),
       T.el("td", { class: "num", dataset: { spent: b.used.spent_usd } }, T.fmt.usd(b.used.spent_usd)),
       T.el("td", { class: "num" }, T.fmt.usd(b.used.reserved_usd)),
-      T.el("td", { class: "num" }, T.fmt.usd(left)));
+      T.el("td", { class: "num" }, leftText(left)));
   }
 
   function spendRow(r) {
@@ -215,7 +229,8 @@
     draw("spend-chart", days, spend, usd, (u, min, max) => [0, max > 0 ? max * 1.1 : 1]);
     $("spend-chart-empty").hidden = spend.length > 0;
     const burn = burnSeries(report.rows, report.budgets, days);
-    draw("burn-chart", days, burn, percent, (u, min, max) => [Math.min(0, min), 105]);
+    draw("burn-chart", days, burn, percent, SHARES);
+    $("burn-chart").hidden = !burn.length;
     $("burn-empty").hidden = burn.length > 0;
     $("burn-table").hidden = !burn.length;
     T.fill($("burn-body"), burn.map(budgetRow));

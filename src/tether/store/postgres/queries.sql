@@ -621,9 +621,19 @@ SET calls = t.calls + excluded.calls, input_tokens = t.input_tokens + excluded.i
     cost_usd = t.cost_usd + excluded.cost_usd,
     unconfirmed_calls = t.unconfirmed_calls + excluded.unconfirmed_calls;
 
+-- What settled in one period of a project (store/accounting.py, ``_recount_period``): calls
+-- made, so not the rows a fork carried.
+-- name: period_ledger
+SELECT count(*) AS calls, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+       coalesce(sum(cost_usd), 0) AS spent_usd
+FROM cost_ledger
+WHERE project = %(project)s AND created_at >= %(since)s AND created_at < %(until)s
+  AND reused_from IS NULL;
+
 -- Spend report (store/spend.py): the ledger grouped by the dimensions switched on, each other
 -- dimension a constant NULL, so one statement serves every grouping. Calendar buckets are
 -- taken in the report's zone (:tz, 'UTC' by default); numeric sums are exact.
+-- Rows a fork carried (reused_from) are left out: the job that paid counts those calls.
 -- name: spend_report
 SELECT CASE WHEN %(by_project)s::boolean THEN project END AS project,
        CASE WHEN %(by_provider)s::boolean THEN provider END AS provider,
@@ -642,7 +652,8 @@ FROM (SELECT *, created_at AT TIME ZONE %(tz)s::text AS local_ts
       FROM cost_ledger
       WHERE (%(projects)s::text[] IS NULL OR project = ANY (%(projects)s::text[]))
         AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
-        AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s::timestamptz)) AS l
+        AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s::timestamptz)
+        AND reused_from IS NULL) AS l
 GROUP BY 1, 2, 3, 4, 5, 6, 7, 8;
 
 -- name: first_start

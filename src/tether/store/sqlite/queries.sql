@@ -493,11 +493,21 @@ SET calls = calls + excluded.calls, input_tokens = input_tokens + excluded.input
     cost_usd = tether_decimal_add(spend_totals.cost_usd, excluded.cost_usd),
     unconfirmed_calls = unconfirmed_calls + excluded.unconfirmed_calls;
 
+-- What settled in one period of a project (store/accounting.py, ``_recount_period``): calls
+-- made, so not the rows a fork carried.
+-- name: period_ledger
+SELECT count(*) AS calls, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+       tether_decimal_sum(cost_usd) AS spent_usd
+FROM cost_ledger
+WHERE project = :project AND created_at >= :since AND created_at < :until
+  AND reused_from IS NULL;
+
 -- Spend report (store/spend.py): the ledger grouped by the dimensions switched on, each other
 -- dimension a constant NULL, so one statement serves every grouping. local_ts shifts a call's
 -- time into the report's zone (tether_utc_offset is registered on every connection by
 -- sqlite/functions.py; UTC skips it); tether_decimal_sum sums the decimal
 -- text of money exactly (sum() would add floats).
+-- Rows a fork carried (reused_from) are left out: the job that paid counts those calls.
 -- name: spend_report
 SELECT CASE WHEN :by_project THEN project END AS project,
        CASE WHEN :by_provider THEN provider END AS provider,
@@ -516,7 +526,8 @@ FROM (SELECT *, CASE WHEN :tz = 'UTC' THEN created_at
       FROM cost_ledger
       WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
         AND (:since IS NULL OR created_at >= :since)
-        AND (:until IS NULL OR created_at < :until)) AS l
+        AND (:until IS NULL OR created_at < :until)
+        AND reused_from IS NULL) AS l
 GROUP BY 1, 2, 3, 4, 5, 6, 7, 8;
 
 -- name: first_start
