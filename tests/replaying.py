@@ -5,22 +5,12 @@ policies are its arguments."""
 
 import pytest
 
-from tether import Estimate, JobState, Tether
-from tether.job import Lease
+from tether import Estimate, JobState, Tether, stage
 from tether.providers.simulated import SimulatedProvider, read_bill
-from tether.worker.executor import execute
+from tests.contract.test_waits import run_next
 
 PROMPT_A = "Write a haiku about tides."
 PROMPT_B = "Write a limerick about tides."
-
-
-def run_next(app):
-    claims = app.store.claim("w", queues=None, limit=1, lease_ttl=3600)
-    if not claims:
-        return None
-    (c,) = claims
-    execute(app, c.job, Lease(c.job.id, c.token))
-    return app.get(c.job.id)
 
 
 class Deploy:
@@ -36,9 +26,9 @@ class Deploy:
         self.opened.append(app)
         sim = self.sim
 
+        @stage(version=version)
         def plan(ctx, payload):
             return {"topic": "tides"}
-        plan.__tether_version__ = version
 
         @app.job("writer", stages=[plan], on_change=on_change)
         def writer(ctx, planned):

@@ -29,7 +29,8 @@ def test_the_job_page_shows_the_change_and_resumes_with_a_decision(browser, sqli
             ctx.set_default_timeout(WAIT_MS)
             errors: list[str] = []
             ctx.on("weberror", lambda e: errors.append(str(e.error)))
-            ctx.add_init_script(f"localStorage.setItem('tether.token', {json.dumps(token)});")
+            ctx.add_init_script(f"if (location.origin === {json.dumps(srv.url)}) "
+                                f"localStorage.setItem('tether.token', {json.dumps(token)});")
             page = ctx.new_page()
             page.goto(f"/jobs/{job.id}")
             box = page.locator("#job-mismatch")
