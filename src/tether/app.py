@@ -144,13 +144,15 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
             retry_unknown: bool = False, retry_on: tuple[type[BaseException], ...] = (),
             budget: Budget | Mapping[str, Any] | None = None,
             estimator: Callable[[Any], Any] | None = None,
-            stages: Sequence[JobFn] | None = None) -> Any:
+            stages: Sequence[JobFn] | None = None, on_change: str = "pause") -> Any:
         """Register a job type by decorating ``def f(ctx, payload)`` (or ``async def``).
 
         ``@app.job``, ``@app.job()`` and ``@app.job("name", ...)`` all work; the name defaults
         to the function's. With ``stages=[a, b]`` the decorated function is the last stage:
         ``a`` gets the payload, ``b`` a's output, the function b's output, each output
-        checkpointed. The decorated function is returned unchanged.
+        checkpointed. The decorated function is returned unchanged. ``on_change``: what a
+        replay does with a journaled call or a stage that changed since it was recorded
+        (``pause``, ``reuse`` or ``repay``: docs/guarantees.md).
         """
         if callable(name):
             return self.job()(name)
@@ -160,7 +162,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
             self.register(name or fn.__name__, None if listed else fn, stages=listed,
                           safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
                           priority=priority, retry_unknown=retry_unknown, retry_on=retry_on,
-                          budget=budget, estimator=estimator)
+                          budget=budget, estimator=estimator, on_change=on_change)
             return fn
         return register
 
@@ -169,13 +171,15 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                  priority: int = 0, retry_unknown: bool = False,
                  retry_on: tuple[type[BaseException], ...] = (),
                  budget: Budget | Mapping[str, Any] | None = None,
-                 estimator: Callable[[Any], Any] | None = None) -> JobType:
+                 estimator: Callable[[Any], Any] | None = None,
+                 on_change: str = "pause") -> JobType:
         """Register a job type by function or by an ordered list of stage functions."""
         return self.registry.add(JobType(
             name=checked_name(name, "job type"), fn=fn, stages=as_stages(stages),
             safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
             priority=priority, retry=RetryPolicy(retry_unknown=retry_unknown, retry_on=retry_on),
-            budget=as_budget(budget) if budget is not None else None, estimator=estimator))
+            budget=as_budget(budget) if budget is not None else None, estimator=estimator,
+            on_change=on_change))
 
     def pipeline(self, name: str, stages: Sequence[JobFn], **options: Any) -> JobType:
         """Register a multi-stage job type: each stage's output is checkpointed."""
@@ -265,8 +269,14 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
     def pause(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
         return self.store.control(validate.job_id(job_id), "pause", projects=projects)
 
-    def resume(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
-        return self.store.control(validate.job_id(job_id), "resume", projects=projects)
+    def resume(self, job_id: int, *, projects: Iterable[str] | None = None,
+               on_change: str | None = None) -> Job:
+        """Queue a paused job again. ``on_change`` decides for a job paused by
+        ``journal_mismatch``: ``reuse`` the recorded answers of the calls (and checkpoints of
+        the stages) that changed, or ``repay`` them; it holds until the job next waits,
+        pauses or ends. Without it, such a job pauses again at the same change."""
+        return self.store.control(validate.job_id(job_id), "resume", projects=projects,
+                                  on_change=validate.decision(on_change))
 
     def requeue(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
         """Queue an interrupted (or paused, or failed) job again; it resumes from checkpoints."""

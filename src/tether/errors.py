@@ -237,6 +237,15 @@ class BudgetExhausted(ControlSignal):
     code = "budget_exhausted"
 
 
+class JournalMismatch(ControlSignal):
+    """A replay found a journaled call or a checkpointed stage changed since it was recorded
+    (another request, model or provider; another stage version): the job pauses, nothing is
+    paid or returned, until an operator resumes it with a decision (``reuse`` or ``repay``)
+    or the job type declares one (``job/replay.py``)."""
+
+    code = "journal_mismatch"
+
+
 class LeaseLost(ControlSignal):
     """This worker no longer holds the job's lease; it must write nothing more about it."""
 
@@ -263,8 +272,8 @@ ERROR_CODES: dict[str, type[BaseException]] = {
         InvalidArgument, InvalidIdempotencyKey, QueueNotFound, ScheduleNotFound, JobNotFound,
         JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel,
         JobError, TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled,
-        JobPaused, BudgetExhausted, LeaseLost, WorkerShutdown, MissingExtra, SignalTimeout,
-        ChildJobFailed, JobWaiting,
+        JobPaused, BudgetExhausted, JournalMismatch, LeaseLost, WorkerShutdown, MissingExtra,
+        SignalTimeout, ChildJobFailed, JobWaiting,
     )
 }
 """Every stable code and the class that carries it."""

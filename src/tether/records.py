@@ -149,6 +149,8 @@ class JournalEntry:
     updated_at: datetime
     request_hash: str | None = None
     reused_from: int | None = None
+    fingerprint: str | None = None
+    """What the call asked (``job/replay.py``); None for entries written before fingerprints."""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -219,6 +221,8 @@ class Checkpoint:
     attempt: int
     created_at: datetime
     reused_from: int | None = None
+    version: str | None = None
+    """The version of the stage that wrote it (``ctx.stage(..., version=)``)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

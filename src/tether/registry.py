@@ -36,6 +36,9 @@ class JobType:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     budget: Budget | None = None
     estimator: Callable[[Any], Any] | None = None
+    on_change: str = "pause"
+    """What a replay does with a call or stage that changed since it was recorded: ``pause``,
+    ``reuse`` or ``repay`` (``job/replay.py``)."""
 
     def __post_init__(self) -> None:
         if (self.fn is None) == (not self.stages):
@@ -43,6 +46,7 @@ class JobType:
         try:  # refused at registration, not at the first submit
             validate.max_attempts(self.max_attempts)
             validate.priority(self.priority)
+            validate.on_change(self.on_change)
         except InvalidArgument as exc:
             raise ConfigurationError(f"job type {self.name!r}: {exc.message}") from None
 
@@ -53,6 +57,11 @@ class JobType:
     @staticmethod
     def stage_name(fn: JobFn) -> str:
         return getattr(fn, "__tether_stage__", None) or fn.__name__
+
+    @staticmethod
+    def stage_version(fn: JobFn) -> str | None:
+        """The version a stage function declares (``@stage(version=...)``), or None."""
+        return getattr(fn, "__tether_version__", None)
 
 
 class Registry:
@@ -88,10 +97,16 @@ class Registry:
         return sorted(self._types)
 
 
-def stage(name: str) -> Callable[[JobFn], JobFn]:
-    """Name a stage function explicitly (default: the function's ``__name__``)."""
+def stage(name: str | None = None, *, version: str | None = None) -> Callable[[JobFn], JobFn]:
+    """Name a stage function explicitly (default: the function's ``__name__``), and give it a
+    ``version``: a checkpoint written by another version is a change (``job/replay.py``)."""
+    if version is not None and not isinstance(version, str):
+        raise ConfigurationError(f"stage version must be a string, not {version!r}")
+
     def mark(fn: JobFn) -> JobFn:
-        fn.__tether_stage__ = name  # type: ignore[attr-defined]
+        if name is not None:
+            fn.__tether_stage__ = name  # type: ignore[attr-defined]
+        fn.__tether_version__ = version  # type: ignore[attr-defined]
         return fn
     return mark
 

@@ -27,7 +27,7 @@ EXPECTED = {
     "call_journal": {"job_id", "key", "stage", "status", "attempt", "provider", "model",
                      "request_hash", "reserved_usd", "reserved_input_tokens",
                      "reserved_output_tokens", "result", "usage", "cost_usd", "error_code",
-                     "error_summary", "created_at", "updated_at", "reused_from"},
+                     "error_summary", "created_at", "updated_at", "reused_from", "fingerprint"},
     "cost_ledger": {"id", "job_id", "project", "stage", "key", "attempt", "provider", "model",
                     "input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens",
                     "input_per_mtok", "output_per_mtok", "cached_input_per_mtok",
@@ -35,7 +35,7 @@ EXPECTED = {
                     "cache_write_1h_per_mtok", "price_profile", "cost_usd", "reserved_usd", "confirmed", "overrun",
                     "created_at", "reused_from", "reused_cost_usd"},
     "checkpoints": {"job_id", "stage", "position", "blob", "size", "attempt", "created_at",
-                    "reused_from"},
+                    "reused_from", "version"},
     "blobs": {"sha256", "data", "size", "created_at"},
     "price_profiles": {"id", "name", "effective_date", "body", "created_at"},
     "api_tokens": {"id", "name", "token_hash", "projects", "admin", "created_at",
@@ -88,7 +88,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 19
+    assert store.schema_version() == 20
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -167,7 +167,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 19
+        assert new.store.schema_version() == 20
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         with new.store._write() as tx:  # 0009 widened the state check of existing tables

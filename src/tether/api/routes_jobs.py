@@ -27,7 +27,8 @@ from ..wire.problems import Problem
 from ..wire.forks import ForkRequest, RetryRequest
 from ..wire.models import (
     AttemptList, AttemptOut, BudgetChange, CancelRequest, CheckpointList, CheckpointOut,
-    EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList, job_detail,
+    EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
+    ResumeRequest, job_detail,
 )
 from ..wire.numbers import INT63
 
@@ -215,7 +216,18 @@ def cancel_job(job_id: JobId, who: Principal = Depends(principal),
 
 
 _control("pause", "Pause: at once if waiting, else at the next safe boundary")
-_control("resume", "Resume a paused job (it continues from its checkpoints)")
+
+
+@router.post("/{job_id}/resume", response_model=JobOut, responses=_errors(404, 409, 413),
+             summary="Resume a paused job (it continues from its checkpoints)",
+             description="A job paused by `journal_mismatch` (a call or stage changed since it "
+                         "was recorded) takes `on_change`: `reuse` or `repay`. 409 "
+                         "`invalid_transition` for `on_change` on any other job.")
+def resume_job(job_id: JobId, who: Principal = Depends(principal),
+               app: Tether = Depends(tether),
+               body: Annotated[ResumeRequest | None, Body()] = None) -> JobOut:
+    on_change = body.on_change if body is not None else None
+    return JobOut.of(app.resume(job_id, on_change=on_change, projects=who.scope))
 
 
 @router.post("/{job_id}/retry", response_model=JobOut, responses=_errors(404, 409, 413),

@@ -169,9 +169,16 @@ def pause(job_id: JobId, as_json: Json = False, database_url: DatabaseUrl = None
 
 
 @job_app.command("resume")
-def resume(job_id: JobId, as_json: Json = False, database_url: DatabaseUrl = None) -> None:
-    """Queue a paused job again; it continues from its checkpoints."""
-    _control("resume", job_id, database_url, as_json)
+def resume(job_id: JobId, on_change: Annotated[str | None, typer.Option(
+        "--on-change", metavar="reuse|repay",
+        help="For a job paused by journal_mismatch: reuse the recorded answers of the changed "
+             "calls and stages, or repay them.")] = None,
+           as_json: Json = False, database_url: DatabaseUrl = None) -> None:
+    """Queue a paused job again; it continues from its checkpoints.
+
+    Example: tether job resume 42 --on-change repay
+    """
+    _control("resume", job_id, database_url, as_json, on_change=on_change)
 
 
 FromStage = Annotated[str | None, typer.Option(

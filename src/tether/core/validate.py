@@ -141,3 +141,21 @@ def flag(value: Any, what: str) -> bool:
         raise InvalidArgument(f"{what} must be true or false, got {value!r:.40}",
                               argument=what)
     return value
+
+
+ON_CHANGE = ("pause", "reuse", "repay")
+"""What a replay may do with a call or stage that changed since it was recorded."""
+DECISIONS = ("reuse", "repay")
+"""What an operator may decide when resuming a job paused by ``journal_mismatch``."""
+
+
+def on_change(value: Any, allowed: tuple[str, ...] = ON_CHANGE) -> str | None:
+    """A replay policy (``job/replay.py``), or None for the default."""
+    if value is not None and value not in allowed:
+        raise InvalidArgument(f"on_change must be one of {', '.join(allowed)}, not {value!r}")
+    return value
+
+
+def decision(value: Any) -> str | None:
+    """An operator's decision for a job paused by ``journal_mismatch``, or None."""
+    return on_change(value, DECISIONS)

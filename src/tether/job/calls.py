@@ -1,6 +1,7 @@
 """Reserve, call, settle: how ``ctx.call`` spends money without ever paying twice.
 
-1. A journaled ``done`` key returns its recorded result: the provider is not called again.
+1. A journaled ``done`` key returns its recorded result: the provider is not called again,
+   unless what it asks changed since (its fingerprint differs: ``replay.py`` decides).
 2. The worst case (``Estimate`` priced with the job's pinned profile) is reserved in one
    transaction that also checks every job and project limit; a reservation that would cross a
    limit raises ``BudgetExhausted`` and no call is made. Concurrent calls of one job share
@@ -25,6 +26,7 @@ from ..core.pricing import ModelPrice, PriceProfile
 from ..core.retry import error_code_of, summarize
 from ..core.serialize import dumps, dumps_back
 from ..core.usage import Estimate
+from ..core.validate import on_change as checked_policy
 from ..errors import BudgetExhausted, ControlSignal, InvalidCall, PolicyBlock
 from ..providers.adapters import extract
 from ..providers.classify import classify_exception, refusal_in
@@ -33,6 +35,7 @@ from ..store.base import CallReserve, CallSettle
 from ..store.ratelimits import RateLimit
 from .batching import CallBatcher
 from .host import RunningJob
+from .replay import call_fingerprint, decide, differences, mismatch
 
 
 def request_hash(provider: str, model: str, request: Any) -> str:
@@ -44,11 +47,11 @@ class _Call:
     """One call's arguments, checked, and what pricing them gave."""
 
     __slots__ = ("key", "provider", "model", "fn", "cache", "profile", "price", "reservation",
-                 "rhash")
+                 "rhash", "fingerprint", "on_change")
 
     def __init__(self, ctx: RunningJob, key: str, provider: str, model: str,
                  estimate: Estimate, fn: Callable[[], Any], request: Any,
-                 cache: bool) -> None:
+                 cache: bool, on_change: str | None = None) -> None:
         if not isinstance(key, str) or not key:
             raise InvalidCall("ctx.call needs a non-empty string key")
         if cache and request is None:
@@ -61,6 +64,8 @@ class _Call:
         self.price: ModelPrice = self.profile.price(provider, model)
         self.reservation: Reservation = self.price.reservation(estimate)
         self.rhash = request_hash(provider, model, request) if request is not None else None
+        self.fingerprint = call_fingerprint(provider, model, estimate, self.rhash)
+        self.on_change = checked_policy(on_change)
 
     @property
     def tokens(self) -> int:
@@ -89,18 +94,22 @@ class Calls:
     # --- the two entry points -------------------------------------------------------------------
 
     def call(self, *, key: str, provider: str, model: str, estimate: Estimate,
-             fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
+             fn: Callable[[], Any], request: Any = None, cache: bool = False,
+             on_change: str | None = None) -> Any:
         with self._batcher.calling(), self._span(key, provider, model, estimate) as span:
-            return self._call(key, provider, model, estimate, fn, request, cache, span)
+            c = _Call(self._ctx, key, provider, model, estimate, fn, request, cache, on_change)
+            return self._call(c, span)
 
     async def acall(self, *, key: str, provider: str, model: str, estimate: Estimate,
-                    fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
+                    fn: Callable[[], Any], request: Any = None, cache: bool = False,
+                    on_change: str | None = None) -> Any:
         """``call`` for async jobs: ``fn`` is awaited on this loop, and the loop never blocks
         on the store — the reservation and the settlement are queued with the job's other
         calls (``asubmit``) and written on a thread; the rarer store work (the cache, rate
         limits, a release) runs in a thread."""
         with self._batcher.calling(), self._span(key, provider, model, estimate) as span:
-            return await self._acall(key, provider, model, estimate, fn, request, cache, span)
+            c = _Call(self._ctx, key, provider, model, estimate, fn, request, cache, on_change)
+            return await self._acall(c, span)
 
     def _span(self, key: str, provider: str, model: str, estimate: Estimate) -> Any:
         """The call's span (``tracing.py``; a shared no-op when tracing is off)."""
@@ -108,31 +117,35 @@ class Calls:
         return ctx.trace.call(ctx.id, ctx.job_stage, key, provider, model,
                               getattr(estimate, "max_output_tokens", None))
 
-    def _call(self, key: str, provider: str, model: str, estimate: Estimate,
-              fn: Callable[[], Any], request: Any, cache: bool, span: Any) -> Any:
+    def _call(self, c: _Call, span: Any) -> Any:
         ctx = self._ctx
-        self._boundary(cache)
-        c = _Call(ctx, key, provider, model, estimate, fn, request, cache)
-        if cache:
-            hit, value = self._reused(key)
+        key = c.key
+        self._boundary(c.cache)
+        repay = False
+        if c.cache:
+            hit, value, repay = self._reused(c)
             if hit:
                 span.hit()
                 return value
-            hit, value = self._from_cache(c)
+            hit, value = (False, None) if repay else self._from_cache(c)
             if hit:
                 span.cached()
                 return value
         entry = self._reserve(c)
         if entry is not None:
-            ctx.stats["calls_reused"] += 1
-            span.hit()
-            return entry.result
+            hit, value = self._replayed(c, entry)
+            if hit:
+                span.hit()
+                return value
+            entry = self._reserve(c)  # the changed call, paid again
+            if entry is not None:
+                return entry.result
         span.reserved(c.reservation.cost_usd)
         limited = False
         try:
-            limited = self._wait_for_rate(key, ctx.app.rate_limits_for(provider, model),
+            limited = self._wait_for_rate(key, ctx.app.rate_limits_for(c.provider, c.model),
                                           c.tokens)
-            raw = fn()
+            raw = c.fn()
             if inspect.isawaitable(raw):
                 raw = asyncio.run(_await(raw))
         except BaseException as exc:  # noqa: BLE001 - released, then re-raised classified
@@ -145,35 +158,42 @@ class Calls:
             self._settle_rate(op)
         return self._settled(op, result, refusal)
 
-    async def _acall(self, key: str, provider: str, model: str, estimate: Estimate,
-                     fn: Callable[[], Any], request: Any, cache: bool, span: Any) -> Any:
+    async def _acall(self, c: _Call, span: Any) -> Any:
         ctx = self._ctx
-        if cache:
-            await asyncio.to_thread(self._boundary, cache)
+        key = c.key
+        if c.cache:
+            await asyncio.to_thread(self._boundary, c.cache)
         else:
-            self._boundary(cache)  # reads only what the heartbeat already delivered
-        c = _Call(ctx, key, provider, model, estimate, fn, request, cache)
-        if cache:
-            hit, value = await asyncio.to_thread(self._reused, key)
+            self._boundary(c.cache)  # reads only what the heartbeat already delivered
+        repay = False
+        if c.cache:
+            hit, value, repay = await asyncio.to_thread(self._reused, c)
             if hit:
                 span.hit()
                 return value
-            hit, value = await asyncio.to_thread(self._from_cache, c)
+            hit, value = (False, None) if repay else await asyncio.to_thread(self._from_cache, c)
             if hit:
                 span.cached()
                 return value
         entry = await self._areserve(c)
         if entry is not None:
-            ctx.stats["calls_reused"] += 1
-            span.hit()
-            return entry.result
+            if entry.fingerprint in (None, c.fingerprint):  # unchanged: no thread needed
+                hit, value = self._replayed(c, entry)
+            else:
+                hit, value = await asyncio.to_thread(self._replayed, c, entry)
+            if hit:
+                span.hit()
+                return value
+            entry = await self._areserve(c)  # the changed call, paid again
+            if entry is not None:
+                return entry.result
         span.reserved(c.reservation.cost_usd)
         limited = False
         try:
-            limits = ctx.app.rate_limits_for(provider, model)
+            limits = ctx.app.rate_limits_for(c.provider, c.model)
             if limits:
                 limited = await asyncio.to_thread(self._wait_for_rate, key, limits, c.tokens)
-            raw = fn()
+            raw = c.fn()
             if inspect.isawaitable(raw):
                 raw = await raw
         except BaseException as exc:  # noqa: BLE001 - released, then re-raised classified
@@ -203,7 +223,7 @@ class Calls:
 
     def _reserve_op(self, c: _Call) -> CallReserve:
         return CallReserve(c.key, self._ctx.job_stage, c.provider, c.model, c.reservation,
-                           c.rhash)
+                           c.rhash, c.fingerprint)
 
     def _reserve(self, c: _Call) -> JournalEntry | None:
         try:
@@ -219,13 +239,32 @@ class Calls:
             self._ctx.lease.remember(sig)
             raise
 
-    def _reused(self, key: str) -> tuple[bool, Any]:
-        ctx = self._ctx
-        done = ctx.store.journal(ctx.id, key)
+    def _reused(self, c: _Call) -> tuple[bool, Any, bool]:
+        """A ``cache`` call's journaled answer: ``(found, value, repay)``; ``repay``: the key
+        is done but changed, and is to be paid again (not answered from the cache)."""
+        done = self._ctx.store.journal(self._ctx.id, c.key)
         if done and done[0].status == "done":
-            ctx.stats["calls_reused"] += 1
-            return True, done[0].result
-        return False, None
+            hit, value = self._replayed(c, done[0])
+            return hit, value, not hit
+        return False, None, False
+
+    def _replayed(self, c: _Call, entry: JournalEntry) -> tuple[bool, Any]:
+        """A ``done`` entry of ``c``'s key: ``(True, its result)`` when the call is unchanged
+        or the change is to be reused; ``(False, None)`` when it is to be paid again (the
+        journal entry superseded). A change to pause for raises ``JournalMismatch``."""
+        ctx = self._ctx
+        differs = differences(entry.fingerprint, c.fingerprint)
+        if differs:
+            decision = decide(ctx, c.on_change)
+            if decision == "pause":
+                mismatch(ctx, key=c.key, stage=entry.stage, differs=differs)
+            ctx.store.change_call(ctx.id, ctx.attempt, key=c.key, decision=decision,
+                                  fingerprint=c.fingerprint, differs=differs)
+            if decision == "repay":
+                ctx.stats["calls_repaid"] += 1
+                return False, None
+        ctx.stats["calls_reused"] += 1
+        return True, entry.result
 
     def _from_cache(self, c: _Call) -> tuple[bool, Any]:
         ctx = self._ctx
@@ -237,7 +276,8 @@ class Calls:
         value, usage = hit
         ctx.store.record_cached(ctx.id, ctx.attempt, key=c.key, stage=ctx.job_stage,
                                 provider=c.provider, model=c.model, request_hash=c.rhash,
-                                result_json=dumps(value, what="cached result"), usage=usage)
+                                result_json=dumps(value, what="cached result"), usage=usage,
+                                fingerprint=c.fingerprint)
         ctx.stats["calls_cached"] += 1
         return True, value
 

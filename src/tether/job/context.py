@@ -52,6 +52,10 @@ class JobContext:
         self._calls: Calls | None = None
         self.trace: AttemptTrace = NO_TRACE
         """The attempt's spans (``tracing.py``); the executor sets it when tracing is on."""
+        self.on_change = "pause"
+        """The job type's policy for a call or stage a replay finds changed (``replay.py``);
+        the executor sets it from the job type."""
+        self._decision: tuple[str | None] | None = None
 
     @property
     def log(self) -> logging.Logger:
@@ -118,6 +122,13 @@ class JobContext:
         self.store.set_stage(self.id, self.attempt, name)
         self.job_stage = name
 
+    def replay_decision(self) -> str | None:
+        """The operator's decision for changes this replay finds (``reuse``, ``repay``), given
+        when the job was resumed; read from the store once, on the first change found."""
+        if self._decision is None:
+            self._decision = (self.store.replay_decision(self.id),)
+        return self._decision[0]
+
     def next_position(self) -> int:
         with self._lock:
             self._positions += 1
@@ -125,25 +136,31 @@ class JobContext:
 
     # --- the work API ---------------------------------------------------------------------------
 
-    def stage(self, name: str, fn: Callable[[], T]) -> T:
+    def stage(self, name: str, fn: Callable[[], T], *, version: str | None = None,
+              on_change: str | None = None) -> T:
         """Run ``fn`` as the checkpointed stage ``name``; on resume its saved output is returned
-        without running it again. Outputs must be JSON-serialisable."""
-        return run_stage(self, name, fn)
+        without running it again. Outputs must be JSON-serialisable. A checkpoint written by
+        another ``version`` is a change (``on_change``: ``job/replay.py``)."""
+        return run_stage(self, name, fn, version=version, on_change=on_change)
 
     def call(self, *, key: str, provider: str, model: str, estimate: Any,
-             fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
+             fn: Callable[[], Any], request: Any = None, cache: bool = False,
+             on_change: str | None = None) -> Any:
         """A journaled, budgeted provider call. ``key`` names it within the job: a key that
-        completed before (in any attempt) returns its recorded result and is never paid again.
+        completed before (in any attempt) returns its recorded result and is never paid again,
+        unless what it asks changed since (``on_change``: ``job/replay.py``).
         With ``cache=True`` an identical ``request`` (same provider and model) already answered
         anywhere in the project is reused instead of paid for again."""
         return self.calls.call(key=key, provider=provider, model=model, estimate=estimate,
-                               fn=fn, request=request, cache=cache)
+                               fn=fn, request=request, cache=cache, on_change=on_change)
 
     async def acall(self, *, key: str, provider: str, model: str, estimate: Any,
-                    fn: Callable[[], Any], request: Any = None, cache: bool = False) -> Any:
+                    fn: Callable[[], Any], request: Any = None, cache: bool = False,
+                    on_change: str | None = None) -> Any:
         """``call`` for ``async def`` jobs; ``fn`` may return an awaitable."""
         return await self.calls.acall(key=key, provider=provider, model=model,
-                                      estimate=estimate, fn=fn, request=request, cache=cache)
+                                      estimate=estimate, fn=fn, request=request, cache=cache,
+                                      on_change=on_change)
 
     def enqueue(self, type: str, payload: Any = None, *, key: str, detach: bool = False,
                 **options: Any) -> Job:

@@ -56,6 +56,7 @@ class RunningJob(Protocol):
     stats: Counter[str]
     waits: WaitCounters
     trace: AttemptTrace
+    on_change: str
 
     @property
     def id(self) -> int: ...
@@ -74,3 +75,5 @@ class RunningJob(Protocol):
     def set_stage(self, name: str | None) -> None: ...
 
     def next_position(self) -> int: ...
+
+    def replay_decision(self) -> str | None: ...

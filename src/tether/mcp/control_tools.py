@@ -19,14 +19,13 @@ from pydantic import Field
 from ..app import Tether
 from ..records import Job
 from ..wire import idempotency
-from ..wire.models import JobOut, job_detail
+from ..wire.models import ON_CHANGE_HELP, JobOut, OnChange, job_detail
 from .arguments import Flag, JobId, Limits, Name, PrincipalFor
 from .strict import strict_tool
 
 ACTIONS = {
     "pause": "Pause a job: at once if it is not running, else at its next safe boundary. "
              "Checkpoints are kept.",
-    "resume": "Resume a paused job; it continues from its last checkpoint.",
     "requeue": "Queue an interrupted job again (a job whose worker was lost and whose type is "
                "not safe to retry); also a paused or failed one. It resumes from checkpoints.",
 }
@@ -76,6 +75,12 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         return JobOut.of(app.fork(job_id, from_stage=from_stage, payload=payload,
                                   budget=budget.to_facade() if budget is not None else None,
                                   idempotency_key=key, projects=principal_for(ctx).scope))
+    def resume_job(ctx: Context, job_id: JobId,
+                   on_change: Annotated[OnChange | None, Field(
+                       description=ON_CHANGE_HELP)] = None) -> JobOut:
+        return JobOut.of(app.resume(job_id, on_change=on_change,
+                                    projects=principal_for(ctx).scope))
+
     def signal_job(
         ctx: Context, job_id: JobId,
         name: Annotated[str, Field(min_length=1, max_length=200, description=(
@@ -101,6 +106,10 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             destructive=True, idempotent=True),
         *[strict_tool(action(name), f"tether_{name}_job", text, idempotent=True)
           for name, text in ACTIONS.items()],
+        strict_tool(resume_job, "tether_resume_job", (
+            "Resume a paused job; it continues from its last checkpoint. A job paused by "
+            "journal_mismatch (a call or stage changed since it was recorded: its events say "
+            "which and how) takes on_change, reuse or repay."), idempotent=True),
         strict_tool(retry_job, "tether_retry_job", (
             "Queue a failed job again (failed jobs are never retried automatically), "
             "optionally from a stage."), idempotent=True),

@@ -115,12 +115,14 @@ class Book:
         self._journal_write(op.key, 1, {
             "job_id": self.job_id, "key": op.key, "stage": op.stage, "attempt": token,
             "provider": op.provider, "model": op.model, "request_hash": op.request_hash,
-            "reserved_usd": money, "reserved_input_tokens": want.input_tokens,
+            "fingerprint": op.fingerprint, "reserved_usd": money,
+            "reserved_input_tokens": want.input_tokens,
             "reserved_output_tokens": want.output_tokens, "now": self.now})
         self.journal[op.key] = {
             "job_id": self.job_id, "key": op.key, "stage": op.stage, "status": "reserved",
             "attempt": token, "provider": op.provider, "model": op.model,
-            "request_hash": op.request_hash, "reserved_usd": want.cost_usd,
+            "request_hash": op.request_hash, "fingerprint": op.fingerprint,
+            "reserved_usd": want.cost_usd,
             "reserved_input_tokens": want.input_tokens,
             "reserved_output_tokens": want.output_tokens}
         return None

@@ -25,10 +25,18 @@ class Control(Transitions):
     """Operator actions and the maintenance steps that are not about leases."""
 
     def control(self, job_id: int, action: str, *, projects: Iterable[str] | None = None,
-                reason: str | None = None) -> Job:
+                reason: str | None = None, on_change: str | None = None) -> Job:
+        """``on_change`` (``resume`` only): the decision for a job paused by
+        ``journal_mismatch``, kept in the ``resume`` event (``replays.py``)."""
         with self._write() as tx:
             now = self._now(tx, None)
             row = self._locked(tx, job_id, projects)
+            if on_change is not None and (action != "resume" or row["state"] != "paused"
+                                          or row["error_code"] != "journal_mismatch"):
+                raise JobStateError(
+                    f"job {job_id} is {row['state']} ({row['error_code'] or 'no error'}); "
+                    "on_change decides only for a job paused by journal_mismatch",
+                    job_id=job_id, state=row["state"])
             to = operator_target(action, row["state"])
             changes: dict[str, Any] = {}
             if to == JobState.QUEUED:
@@ -41,6 +49,8 @@ class Control(Transitions):
             data = {"action": action}
             if reason:
                 data["reason"] = reason
+            if on_change is not None:
+                data["on_change"] = on_change
             self._transition(tx, row, to, now=now, kind=action, data=data, **changes)
             if action == "cancel":
                 self._cancel_children(tx, job_id, now)

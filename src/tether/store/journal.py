@@ -53,7 +53,7 @@ class Journal(Transitions):
 
     def record_cached(self, job_id: int, token: int, *, key: str, stage: str | None,
                       provider: str, model: str, request_hash: str, result_json: str,
-                      usage: Usage) -> None:
+                      usage: Usage, fingerprint: str | None = None) -> None:
         """Journal ``key`` as done with a result reused from an identical earlier request in
         the project (the call cache): no reservation, no spend, no ledger row."""
         with self._write() as tx:
@@ -62,4 +62,4 @@ class Journal(Transitions):
             tx.run("journal_record_cached", job_id=job_id, key=key, stage=stage, attempt=token,
                    provider=provider, model=model, request_hash=request_hash,
                    result=result_json, usage=self._json_param(usage.to_dict()),
-                   now=now)
+                   now=now, fingerprint=fingerprint)

@@ -209,7 +209,7 @@ def to_journal(r: Row) -> JournalEntry:
         cost_usd=None if r.get("cost_usd") is None else as_decimal(r["cost_usd"]),
         error_code=r.get("error_code"), created_at=as_datetime(r["created_at"]),
         updated_at=as_datetime(r["updated_at"]), request_hash=r.get("request_hash"),
-        reused_from=_opt_int(r.get("reused_from")))
+        reused_from=_opt_int(r.get("reused_from")), fingerprint=r.get("fingerprint"))
 
 
 def to_ledger(r: Row) -> LedgerEntry:
@@ -237,7 +237,7 @@ def to_checkpoint(r: Row) -> Checkpoint:
     return Checkpoint(job_id=int(r["job_id"]), stage=r["stage"], position=int(r["position"]),
                       blob=r["blob"], size=int(r["size"]), attempt=int(r["attempt"]),
                       created_at=as_datetime(r["created_at"]),
-                      reused_from=_opt_int(r.get("reused_from")))
+                      reused_from=_opt_int(r.get("reused_from")), version=r.get("version"))
 
 
 def to_wait(r: Row) -> Wait:

@@ -34,11 +34,12 @@ from .journal import Journal
 from .leases import Leases
 from .outcomes import Outcomes
 from .ratelimits import RateLimits
+from .replays import Replays
 from .schedules import Schedules
 from .spend import Spend
 
 
 class SQLStore(Forks, Schedules, Jobs, Leases, Outcomes, Calls, Journal, Spend, Checkpoints,
-               Control, RateLimits, Admin, Feed):
+               Control, RateLimits, Admin, Feed, Replays):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

@@ -9,7 +9,7 @@ is how every interface presents a job.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
@@ -78,6 +78,20 @@ class CancelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str | None = Field(None, max_length=1000)
+
+
+OnChange = Literal["reuse", "repay"]
+ON_CHANGE_HELP = ("for a job paused by journal_mismatch: reuse the recorded answers of the "
+                  "calls (and checkpoints of the stages) that changed, or repay them (each "
+                  "re-paid call gets a ledger row of its own); absent: it pauses again there")
+
+
+class ResumeRequest(BaseModel):
+    """``POST /jobs/{id}/resume``: optionally the decision for changed calls and stages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    on_change: OnChange | None = Field(None, description=ON_CHANGE_HELP)
 
 
 # --- responses ------------------------------------------------------------------------------------

@@ -202,18 +202,29 @@ class CommittingStore(WorkerStore):
 
     def record_cached(self, job_id: int, token: int, *, key: str, stage: str | None,
                       provider: str, model: str, request_hash: str, result_json: str,
-                      usage: Usage) -> None:
+                      usage: Usage, fingerprint: str | None = None) -> None:
         return self._run(self._store.record_cached, job_id, token, key=key, stage=stage,
                          provider=provider, model=model, request_hash=request_hash,
-                         result_json=result_json, usage=usage)
+                         result_json=result_json, usage=usage, fingerprint=fingerprint)
 
     def settle_rate(self, job_id: int, key: str, tokens: int) -> None:
         return self._run(self._store.settle_rate, job_id, key, tokens)
 
     def save_checkpoint(self, job_id: int, token: int, *, stage: str, position: int,
-                        blob: str, size: int, now: float | None = None) -> Checkpoint:
+                        blob: str, size: int, now: float | None = None,
+                        version: str | None = None) -> Checkpoint:
         return self._run(self._store.save_checkpoint, job_id, token, stage=stage,
-                         position=position, blob=blob, size=size, now=now)
+                         position=position, blob=blob, size=size, now=now, version=version)
+
+    def change_call(self, job_id: int, token: int, *, key: str, decision: str,
+                    fingerprint: str, differs: dict[str, Any]) -> None:
+        return self._store.change_call(job_id, token, key=key, decision=decision,  # rare
+                                       fingerprint=fingerprint, differs=differs)
+
+    def change_stage(self, job_id: int, token: int, *, stage: str, decision: str,
+                     version: str | None, differs: dict[str, Any]) -> None:
+        return self._store.change_stage(job_id, token, stage=stage, decision=decision,  # rare
+                                        version=version, differs=differs)
 
     def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
                    now: float | None = None) -> Wait:
@@ -232,6 +243,9 @@ class CommittingStore(WorkerStore):
 
     def get_checkpoint(self, job_id: int, stage: str) -> Checkpoint | None:
         return self._store.get_checkpoint(job_id, stage)
+
+    def replay_decision(self, job_id: int) -> str | None:
+        return self._store.replay_decision(job_id)
 
     def get_wait(self, job_id: int, key: str) -> Wait | None:
         return self._store.get_wait(job_id, key)

@@ -20,7 +20,7 @@ from ..core.serialize import dumps
 from ..core.states import JobState
 from ..errors import (
     BudgetExhausted, ControlSignal, InvalidPayload, JobCancelled, JobPaused, JobWaiting,
-    LeaseLost, StoreError, TetherError, UnknownJobType, WorkerShutdown,
+    JournalMismatch, LeaseLost, StoreError, TetherError, UnknownJobType, WorkerShutdown,
 )
 from ..job import JobContext, JobStore, Lease
 from ..records import Job
@@ -38,7 +38,7 @@ def run_job(job_type: JobType, ctx: JobContext) -> Any:
         value = ctx.payload
         for fn in job_type.stages:
             name = JobType.stage_name(fn)
-            value = ctx.stage(name, _bind(fn, ctx, value))
+            value = ctx.stage(name, _bind(fn, ctx, value), version=JobType.stage_version(fn))
         return value
     assert job_type.fn is not None, "a job type without stages has a function"
     if job_type.is_async:
@@ -63,6 +63,9 @@ def outcome_for_signal(sig: ControlSignal) -> Outcome | None:
                 and sig.details.get("resets_at") is not None else "budget_exhausted")
         return Outcome(JobState.PAUSED, error_code=code, error_summary=sig.message,
                        kind="budget_exhausted", data=dict(sig.details))
+    if isinstance(sig, JournalMismatch):
+        return Outcome(JobState.PAUSED, error_code=sig.code, error_summary=sig.message,
+                       kind=sig.code, data=dict(sig.details))
     if isinstance(sig, JobPaused):
         return Outcome(JobState.PAUSED, kind="paused")
     if isinstance(sig, WorkerShutdown):
@@ -96,6 +99,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
     ctx.trace = trace = trace_attempt(job, lease.token)
     try:
         job_type = app.registry.get(job.type)
+        ctx.on_change = job_type.on_change
         result = run_job(job_type, ctx)
         if lease.raised is not None:  # job code swallowed a control signal; it still counts
             raise lease.raised

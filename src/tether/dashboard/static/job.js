@@ -395,6 +395,46 @@
     return job;
   }
 
+  /** A job paused by journal_mismatch: which call or stage changed since it was recorded,
+   *  and what (from its journal_mismatch event), with the two decisions it can resume with. */
+  function renderMismatch(job) {
+    const box = $("job-mismatch");
+    if (job.state !== "paused" || job.error_code !== "journal_mismatch") {
+      box.hidden = true;
+      return;
+    }
+    let found = null;
+    for (let i = view.events.length - 1; i >= 0 && !found; i--) {
+      if (view.events[i].kind === "journal_mismatch") found = view.events[i].data || {};
+    }
+    found = found || {};
+    const what = found.key ? "Call " + found.key + (found.stage ? " in stage " + found.stage : "")
+      : "Stage " + (found.stage || "?");
+    T.fill($("mismatch-text"), T.el("strong", {}, what + " changed since it was recorded."),
+      " Nothing was paid or returned. Resume with a decision:");
+    T.fill($("mismatch-differs"), ...Object.entries(found.differs || {}).map(([name, pair]) =>
+      T.el("li", { class: "mono" }, name + ": " + String(pair[0]) + " → " + String(pair[1]))));
+    box.hidden = false;
+  }
+
+  for (const [id, decision] of [["mismatch-reuse", "reuse"], ["mismatch-repay", "repay"]]) {
+    $(id).addEventListener("click", async () => {
+      const job = view.job;
+      const done = await T.confirm({
+        title: decision === "reuse" ? "Reuse the recorded answers?" : "Pay for the changed calls again?",
+        okLabel: decision === "reuse" ? "Resume, reusing" : "Resume, paying again",
+        text: decision === "reuse"
+          ? "Job #" + job.id + " resumes; the calls and stages that changed return what was recorded, and nothing is paid for them."
+          : "Job #" + job.id + " resumes; the calls that changed are paid again (a new ledger row each) and the stages that changed run again.",
+        run: () => T.api("POST", base + "/resume", { body: { on_change: decision } }),
+      });
+      if (done) {
+        T.flash("Resumed job #" + job.id + " (" + decision + ").");
+        poller.now();
+      }
+    });
+  }
+
   const BEHIND = Symbol("the log is behind the job");
 
   async function refresh() {
@@ -405,6 +445,7 @@
     renderHeader(job);
     showEvents();
     renderPeriodPause(job);
+    renderMismatch(job);
     renderFacts(job);
     T.renderWaiting(job);
     renderBudget(job);

@@ -382,15 +382,16 @@ SELECT * FROM call_journal WHERE job_id = %(job_id)s ORDER BY created_at, key;
 
 -- name: journal_reserve
 INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, request_hash,
-                          reserved_usd, reserved_input_tokens, reserved_output_tokens,
-                          created_at, updated_at)
+                          fingerprint, reserved_usd, reserved_input_tokens,
+                          reserved_output_tokens, created_at, updated_at)
 VALUES (%(job_id)s, %(key)s, %(stage)s, 'reserved', %(attempt)s, %(provider)s, %(model)s,
-        %(request_hash)s, %(reserved_usd)s::numeric, %(reserved_input_tokens)s,
+        %(request_hash)s, %(fingerprint)s, %(reserved_usd)s::numeric, %(reserved_input_tokens)s,
         %(reserved_output_tokens)s, %(now)s, %(now)s)
 ON CONFLICT (job_id, key) DO UPDATE
 SET stage = excluded.stage, status = 'reserved', attempt = excluded.attempt,
     provider = excluded.provider, model = excluded.model, request_hash = excluded.request_hash,
-    reserved_usd = excluded.reserved_usd, reserved_input_tokens = excluded.reserved_input_tokens,
+    fingerprint = excluded.fingerprint, reserved_usd = excluded.reserved_usd,
+    reserved_input_tokens = excluded.reserved_input_tokens,
     reserved_output_tokens = excluded.reserved_output_tokens, result = NULL, usage = NULL,
     cost_usd = NULL, error_code = NULL, error_summary = NULL, updated_at = excluded.updated_at
 WHERE call_journal.status IN ('failed', 'unconfirmed');
@@ -668,8 +669,9 @@ SELECT * FROM checkpoints WHERE job_id = %(job_id)s AND stage = %(stage)s;
 SELECT * FROM checkpoints WHERE job_id = %(job_id)s ORDER BY position, created_at;
 
 -- name: insert_checkpoint
-INSERT INTO checkpoints (job_id, stage, position, blob, size, attempt, created_at)
-VALUES (%(job_id)s, %(stage)s, %(position)s, %(blob)s, %(size)s, %(attempt)s, %(now)s);
+INSERT INTO checkpoints (job_id, stage, position, blob, size, attempt, created_at, version)
+VALUES (%(job_id)s, %(stage)s, %(position)s, %(blob)s, %(size)s, %(attempt)s, %(now)s,
+        %(version)s);
 
 -- name: put_blob
 INSERT INTO blobs (sha256, data, size, created_at)
@@ -723,9 +725,10 @@ SELECT at FROM rate_limit_events WHERE scope = %(scope)s ORDER BY at;
 -- name: journal_record_cached
 INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, request_hash,
                           reserved_usd, reserved_input_tokens, reserved_output_tokens, result,
-                          usage, cost_usd, created_at, updated_at)
+                          usage, cost_usd, created_at, updated_at, fingerprint)
 VALUES (%(job_id)s, %(key)s, %(stage)s, 'done', %(attempt)s, %(provider)s, %(model)s,
-        %(request_hash)s, 0, 0, 0, %(result)s, %(usage)s, 0, %(now)s, %(now)s)
+        %(request_hash)s, 0, 0, 0, %(result)s, %(usage)s, 0, %(now)s, %(now)s,
+        %(fingerprint)s)
 ON CONFLICT (job_id, key) DO NOTHING;
 
 -- ---- engine statistics -----------------------------------------------------------------------
@@ -898,17 +901,19 @@ ORDER BY id FOR UPDATE;
 -- for it (the source, or the source's own source when the source was itself a fork).
 
 -- name: fork_checkpoints
-INSERT INTO checkpoints (job_id, stage, position, blob, size, attempt, created_at, reused_from)
-SELECT %(job_id)s, stage, position, blob, size, 0, %(now)s, coalesce(reused_from, job_id)
+INSERT INTO checkpoints (job_id, stage, position, blob, size, attempt, created_at, reused_from,
+                         version)
+SELECT %(job_id)s, stage, position, blob, size, 0, %(now)s, coalesce(reused_from, job_id),
+       version
 FROM checkpoints
 WHERE job_id = %(source_id)s AND stage = ANY (%(stages)s::text[]);
 
 -- name: fork_journal
 INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, request_hash,
                           reserved_usd, reserved_input_tokens, reserved_output_tokens, result,
-                          usage, cost_usd, created_at, updated_at, reused_from)
+                          usage, cost_usd, created_at, updated_at, reused_from, fingerprint)
 SELECT %(job_id)s, key, stage, 'done', 0, provider, model, request_hash, 0, 0, 0, result, usage,
-       0, %(now)s, %(now)s, coalesce(reused_from, job_id)
+       0, %(now)s, %(now)s, coalesce(reused_from, job_id), fingerprint
 FROM call_journal
 WHERE job_id = %(source_id)s AND status = 'done' AND stage = ANY (%(stages)s::text[]);
 
@@ -1031,3 +1036,33 @@ SELECT (extract(epoch FROM at) * 1000000)::bigint AS feed_at, job_id, seq FROM j
 WHERE %(horizon_us)s::bigint IS NULL
    OR at < timestamptz 'epoch' + %(horizon_us)s * interval '1 microsecond'
 ORDER BY at DESC, job_id DESC, seq DESC LIMIT 1;
+
+-- ---- replays that notice change (store/replays.py) -------------------------------------------
+
+-- The last resume with a decision (data.on_change) or the last wait, pause or end, whichever
+-- came last: a decision holds for the replay that follows its resume, until the job parks.
+-- name: replay_decision
+SELECT kind, data FROM job_events
+WHERE job_id = %(job_id)s
+  AND (kind = 'resume' OR to_state IN ('waiting', 'paused', 'succeeded', 'failed', 'cancelled'))
+ORDER BY seq DESC LIMIT 1;
+
+-- A changed call reused: its recorded answer now stands for the new request.
+-- name: journal_refingerprint
+UPDATE call_journal SET fingerprint = %(fingerprint)s, updated_at = %(now)s
+WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'done';
+
+-- A changed call to be paid again: its old answer is in the call_repaid event, and the row is
+-- reserved again as a failed one is (journal_reserve).
+-- name: journal_supersede
+UPDATE call_journal
+SET status = 'failed', error_code = 'journal_mismatch',
+    error_summary = 'changed since recorded; paid again', updated_at = %(now)s
+WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'done';
+
+-- name: checkpoint_version
+UPDATE checkpoints SET version = %(version)s
+WHERE job_id = %(job_id)s AND stage = %(stage)s;
+
+-- name: drop_checkpoint
+DELETE FROM checkpoints WHERE job_id = %(job_id)s AND stage = %(stage)s;

@@ -1,0 +1,32 @@
+"""A job type whose prompt, model and stage version come from the environment: each worker
+process started with other values is a deployment of changed code (``tests/integration``)."""
+
+from __future__ import annotations
+
+import os
+
+from tether import Estimate, Tether, stage
+from tether.providers.simulated import SimulatedProvider
+
+app = Tether()
+sim = SimulatedProvider(os.environ.get("TETHER_SIM_BILL", "bill.jsonl"), seed=1)
+PROMPT = os.environ.get("TETHER_TEST_PROMPT", "Write a haiku about tides.")
+MODEL = os.environ.get("TETHER_TEST_MODEL", "sim-small")
+
+
+@stage("plan", version=os.environ.get("TETHER_TEST_PLAN_VERSION"))
+def plan(ctx, payload):
+    return {"topic": "tides"}
+
+
+@app.job("writer", stages=[plan])
+def writer(ctx, planned):
+    """Journals ``gen-1`` in stage ``draft``, then waits for signal ``go``."""
+    def draft():
+        text = ctx.call(key="gen-1", provider="simulated", model=MODEL,
+                        estimate=Estimate(input_text=PROMPT, max_output_tokens=40),
+                        fn=lambda: sim.complete(PROMPT, key="gen-1", max_tokens=40, model=MODEL,
+                                                job_id=ctx.id))
+        ctx.wait_for_signal("go")
+        return text
+    return ctx.stage("draft", draft)
