@@ -176,3 +176,26 @@ def test_a_token_holds_at_most_cap_streams_and_bad_cursors_are_refused(api):
         assert r.status_code == 422 and r.json()["argument"] == "Last-Event-ID", bad
     r = client.get("/api/v1/events/stream", params={"after": "1_2"})
     assert r.status_code == 422 and r.json()["argument"] == "after"
+
+
+def test_a_job_stream_takes_the_seqs_the_events_route_takes(api):
+    project = f"bounds-{api.backend}"
+    client = api.srv.client(_token(api, project))
+    gate = api.dir / f"gate-{project}"
+    gate.touch()
+    job_id = _submit(client, project, gate, ticks=1)
+    assert wait_until(lambda: api.local.get(job_id).terminal, what="the job")
+    top = 2**63 - 1
+    for where in ({"params": {"after": top}}, {"headers": {"Last-Event-ID": str(top)}}):
+        assert client.get(f"/api/v1/jobs/{job_id}/events", params={"after": top}).json()[
+            "items"] == []
+        with Stream(client, f"/api/v1/jobs/{job_id}/events/stream", **where) as s:
+            assert s.response.status_code == 200, where
+            assert s.next_event() is None  # terminal, nothing after that seq: it ends
+    r = client.get(f"/api/v1/jobs/{job_id}/events", params={"after": top + 1})
+    assert r.status_code == 422
+    r = client.get(f"/api/v1/jobs/{job_id}/events/stream", params={"after": top + 1})
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "after"
+    r = client.get(f"/api/v1/jobs/{job_id}/events/stream",
+                   headers={"Last-Event-ID": str(top + 1)})
+    assert r.status_code == 422 and r.json()["argument"] == "Last-Event-ID"
