@@ -75,7 +75,8 @@ async def job_event_stream(
             raise _bad("Last-Event-ID", "not an event seq of this stream")
     await run_in_threadpool(app.get, job_id, projects=who.scope)
     lease = hub.acquire(who.id)
-    return _respond(hub.job_stream(job_id, after=start, lease=lease), lease)
+    return _respond(hub.job_stream(job_id, after=start, lease=lease, token=who.token_id),
+                    lease)
 
 
 @router.get("/events/stream", response_class=StreamingResponse,
@@ -105,4 +106,5 @@ async def event_stream(
         raise Problem(403, "forbidden", f"this token may not read project {project!r}")
     scope = (project,) if project is not None else who.scope
     lease = hub.acquire(who.id)
-    return _respond(hub.feed_stream(scope, after=position, lease=lease), lease)
+    return _respond(hub.feed_stream(scope, after=position, lease=lease, token=who.token_id),
+                    lease)
