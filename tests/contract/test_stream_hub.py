@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from tether.wire.streams import RETRY, StreamHub
+import pytest
+
+from tether.wire.streams import REVOKED, RETRY, StreamHub
 
 
 def _parked(gen):
@@ -51,6 +53,45 @@ def test_a_round_wakes_only_the_streams_with_news(app, clock):
         with contextlib.suppress(asyncio.CancelledError):
             await waiting[0]
         for gen in (feed_p2, feed_all):
+            await gen.aclose()
+        assert hub._subs == set()
+
+    asyncio.run(main())
+
+
+def test_a_revoked_tokens_streams_and_waits_end_at_the_next_token_check(app):
+    async def main():
+        hub = StreamHub(app, poll_s=3600, keepalive_s=3600, recheck_s=3600)
+        hub.close()
+        gone, _ = app.store.create_token(name="gone", projects=["p1"], admin=False)
+        kept, _ = app.store.create_token(name="kept", projects=["p1"], admin=False)
+        job = app.submit("t", {}, project="p1")
+        ending = [hub.job_stream(job.id, token=gone.id), hub.feed_stream(["p1"], token=gone.id)]
+        staying = [hub.job_stream(job.id, token=kept.id), hub.feed_stream(None, token=None)]
+        for gen in ending + staying:
+            assert await gen.__anext__() == RETRY
+        assert (await ending[0].__anext__()).startswith("id: 1\nevent: submitted\n")
+        assert (await staying[0].__anext__()).startswith("id: 1\nevent: submitted\n")
+        waiting = [_parked(g) for g in ending + staying]
+        waiter = asyncio.ensure_future(hub.until_terminal(job, 3600, gone.id))
+        await asyncio.sleep(0.05)
+        assert hub.check_tokens() == 0  # both tokens live: nothing read ends
+
+        assert app.store.revoke_token(gone.id)
+        assert hub.check_tokens() == 3  # one read; the job stream, the feed, the wait
+        assert await waiting[0] == REVOKED and await waiting[1] == REVOKED
+        for gen in ending:
+            with pytest.raises(StopAsyncIteration):  # ended, not parked again
+                await gen.__anext__()
+        assert (await waiter).id == job.id and not (await waiter).terminal  # stopped waiting
+        await asyncio.sleep(0.05)
+        assert not any(w.done() for w in waiting[2:])  # another token's, and no auth's
+        assert hub.check_tokens() == 0
+        for w in waiting[2:]:
+            w.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await w
+        for gen in staying:
             await gen.aclose()
         assert hub._subs == set()
 

@@ -234,6 +234,26 @@ def test_a_signal_wait_times_out_by_the_store_clock(app, clock):
         app.signal(job.id, "go", 1)
 
 
+@pytest.mark.parametrize("name", ["review/legal", "/", ".", ".."])
+def test_a_signal_name_no_url_can_carry_is_refused_where_it_is_asked_and_sent(app, name):
+    from tether.errors import InvalidArgument
+
+    @app.job("ask_odd")
+    def ask_odd(ctx, payload):
+        return ctx.wait_for_signal(name)
+    job = app.submit("ask_odd")
+    done = run_next(app)
+    assert (done.state, done.error_code) == (JobState.FAILED, "invalid_argument")
+    assert "other than '/', and not '.' or '..'" in done.error_summary
+    assert app.waits(job.id) == []
+    _approval(app)
+    waiting = app.submit("approve")
+    run_next(app)
+    with pytest.raises(InvalidArgument, match="other than '/'"):
+        app.signal(waiting.id, name, 1)
+    assert app.get(waiting.id).state == JobState.WAITING
+
+
 def test_signals_are_scoped_to_the_callers_projects(app):
     _approval(app)
     job = app.submit("approve", project="p1")

@@ -140,6 +140,22 @@ def test_unknown_routes_and_methods_are_problems_too(api):
     assert_problem(api.c.delete("/api/v1/jobs"), 405, "method_not_allowed")
 
 
+@pytest.mark.parametrize(("method", "path", "allow"), [
+    ("DELETE", "/api/v1/jobs", "GET, POST"),
+    ("PUT", "/api/v1/schedules", "GET, POST"),
+    ("POST", "/api/v1/schedules/nightly", "GET, DELETE"),
+    ("DELETE", "/api/v1/projects/p/budget", "GET, PUT"),
+    ("GET", "/api/v1/jobs/1/budget", "PATCH"),
+    ("POST", "/healthz", "GET"),
+])
+def test_a_405_allows_every_method_of_the_resource(api, method, path, allow):
+    r = api.c.request(method, path)
+    assert_problem(r, 405, "method_not_allowed")
+    assert r.headers["Allow"] == allow
+    for other in allow.split(", "):  # each method named is served there (not another 405)
+        assert api.c.request(other, path).status_code != 405, other
+
+
 def test_openapi_documents_every_route_and_problem_responses(api):
     doc = api.c.get("/openapi.json").json()
     want = {

@@ -125,12 +125,17 @@ def test_another_projects_job_is_404_and_untouched(api):
 
 @pytest.mark.parametrize("name,code", [("x" * 201, "validation_error"),
                                        ("bad%0Aname", "validation_error"),
-                                       ("bad%C2%85name", "invalid_argument")])
+                                       ("bad%C2%85name", "invalid_argument"),
+                                       ("review%2Flegal", "invalid_argument"),
+                                       ("review/legal", "invalid_argument"),
+                                       ("%2E%2E", "invalid_argument")])
 def test_a_bad_signal_name_is_422(api, name, code):
     job_id = submit(api.p1, "ask", {"timeout": 600})
     r = api.p1.post(f"/api/v1/jobs/{job_id}/signals/{name}", json={"value": 1})
     assert r.status_code == 422, r.text
     assert r.json()["code"] == code
+    if code == "invalid_argument" and "%C2" not in name:  # names the rule, not "Not Found"
+        assert "other than '/', and not '.' or '..'" in r.json()["detail"]
     api.p1.post(f"/api/v1/jobs/{job_id}/cancel")
 
 

@@ -24,6 +24,7 @@ from tests.e2e.sse import Stream
 from tests.procs import start_worker, stop, wait_until
 
 CAP = 3
+RECHECK_S = 0.2
 TICKS = 12
 GATE_AFTER = 5
 
@@ -35,7 +36,8 @@ def api(request, tmp_path_factory):
     local = Tether(url)
     local.store  # noqa: B018 - migrate before the worker and server start
     env = {"TETHER_STREAM_POLL_S": "60" if request.param == "sqlite" else "1",
-           "TETHER_STREAM_KEEPALIVE_S": "1", "TETHER_MAX_STREAMS_PER_TOKEN": str(CAP)}
+           "TETHER_STREAM_KEEPALIVE_S": "1", "TETHER_MAX_STREAMS_PER_TOKEN": str(CAP),
+           "TETHER_STREAM_RECHECK_S": str(RECHECK_S)}
     worker = start_worker(url, log=d / "worker.log")
     try:
         with run_server(url, d, env=env) as srv:
@@ -48,6 +50,10 @@ def api(request, tmp_path_factory):
 def _token(api, *projects: str) -> str:
     return api.local.store.create_token(name=projects[0], projects=list(projects),
                                         admin=False)[1]
+
+
+def _token_id(secret: str) -> str:
+    return secret.split("_")[1]  # tth_<id>_<random> (tether/tokens.py)
 
 
 def _submit(client, project: str, gate, ticks: int = TICKS) -> int:
@@ -176,3 +182,48 @@ def test_a_token_holds_at_most_cap_streams_and_bad_cursors_are_refused(api):
         assert r.status_code == 422 and r.json()["argument"] == "Last-Event-ID", bad
     r = client.get("/api/v1/events/stream", params={"after": "1_2"})
     assert r.status_code == 422 and r.json()["argument"] == "after"
+
+
+def test_a_job_stream_takes_the_seqs_the_events_route_takes(api):
+    project = f"bounds-{api.backend}"
+    client = api.srv.client(_token(api, project))
+    gate = api.dir / f"gate-{project}"
+    gate.touch()
+    job_id = _submit(client, project, gate, ticks=1)
+    assert wait_until(lambda: api.local.get(job_id).terminal, what="the job")
+    top = 2**63 - 1
+    for where in ({"params": {"after": top}}, {"headers": {"Last-Event-ID": str(top)}}):
+        assert client.get(f"/api/v1/jobs/{job_id}/events", params={"after": top}).json()[
+            "items"] == []
+        with Stream(client, f"/api/v1/jobs/{job_id}/events/stream", **where) as s:
+            assert s.response.status_code == 200, where
+            assert s.next_event() is None  # terminal, nothing after that seq: it ends
+    r = client.get(f"/api/v1/jobs/{job_id}/events", params={"after": top + 1})
+    assert r.status_code == 422
+    r = client.get(f"/api/v1/jobs/{job_id}/events/stream", params={"after": top + 1})
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "after"
+    r = client.get(f"/api/v1/jobs/{job_id}/events/stream",
+                   headers={"Last-Event-ID": str(top + 1)})
+    assert r.status_code == 422 and r.json()["argument"] == "Last-Event-ID"
+
+
+def test_a_revoked_tokens_open_streams_end_within_the_recheck(api):
+    project = f"revoke-{api.backend}"
+    secret = _token(api, project)
+    client = api.srv.client(secret)
+    gate = api.dir / f"gate-{project}"
+    job_id = _submit(client, project, gate)  # waits at its gate: its stream stays open
+    with Stream(client, "/api/v1/events/stream") as feed, \
+            Stream(client, f"/api/v1/jobs/{job_id}/events/stream") as one:
+        feed.first()
+        _until(one, job_id, lambda m: m.event == "tick" and m.data["data"]["n"] == GATE_AFTER)
+        assert api.local.store.revoke_token(_token_id(secret))
+        assert client.get("/api/v1/jobs").status_code == 401  # a new request: at once
+        # open streams: ended by the server within RECHECK_S, where keep-alives held them
+        assert one.next_event(timeout=10) is None
+        while feed.next_event(timeout=10) is not None:
+            pass
+    gate.touch()
+    assert wait_until(lambda: api.local.get(job_id).terminal, what="the job")
+    r = client.get(f"/api/v1/jobs/{job_id}/events/stream")
+    assert r.status_code == 401 and r.json()["code"] == "unauthorized"

@@ -131,6 +131,28 @@ def test_pause_and_resume_over_stdio_unrestricted(db):
     anyio.run(session)
 
 
+def test_a_running_stdio_session_loses_its_rights_when_its_token_is_revoked(db):
+    url, local = db
+    info, token = local.store.create_token(name="agent", projects=["agents"], admin=False)
+    mine = local.submit("steps", {"steps": 1}, project="agents")
+
+    async def session():
+        async with Client(params(url, "--token", token), read_timeout_seconds=30) as client:
+            before = await client.call_tool("tether_get_job", {"job_id": mine.id})
+            local.store.revoke_token(info.id)
+            after = [await client.call_tool("tether_get_job", {"job_id": mine.id}),
+                     await client.call_tool("tether_list_jobs", {}),
+                     await client.call_tool("tether_cancel_job", {"job_id": mine.id})]
+            return before, after
+
+    before, after = anyio.run(session)
+    assert data(before)["id"] == mine.id
+    for result in after:  # the next call after the revocation, as REST's next request
+        assert error_text(result).startswith("unauthorized: this session's token was revoked")
+        assert result.structured_content["status"] == 401
+    assert local.get(mine.id).state == "queued"  # the cancel was not made
+
+
 def test_stdio_refuses_to_start_without_a_token_or_with_a_bad_one(db):
     url, local = db
     import subprocess

@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from ..errors import TetherError
 from ..wire.problems import (HTTP_CODES, MEDIA_TYPE, STATUS_BY_CODE, TITLES, Problem, problem_body)
@@ -51,6 +52,20 @@ def validation_problem(errors: list[dict[str, Any]], instance: str | None = None
     first = items[0]
     return problem_response(422, "validation_error", f"{first['field']}: {first['message']}",
                             instance=instance, errors=items)
+
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at the request's path, for a 405's ``Allow`` (RFC 9110
+    section 15.5.6): Starlette names only the methods of the first route whose path matched,
+    and FastAPI makes one route per method. Each method is tried against the app's routes."""
+    routes = request.app.router.routes
+    base = {"type": "http", "path": request.scope["path"],
+            "root_path": request.scope.get("root_path", "")}
+    return ", ".join(m for m in METHODS if any(
+        r.matches({**base, "method": m})[0] is Match.FULL for r in routes))
 
 
 def install(app: FastAPI) -> None:
@@ -93,8 +108,11 @@ def install(app: FastAPI) -> None:
         code = HTTP_CODES.get(exc.status_code,
                               "bad_request" if exc.status_code < 500 else "internal_error")
         detail = exc.detail if isinstance(exc.detail, str) else TITLES.get(exc.status_code, "")
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": allowed_methods(request)}
         return problem_response(exc.status_code, code, detail, instance=request.url.path,
-                                headers=getattr(exc, "headers", None))
+                                headers=headers)
 
     @app.exception_handler(UnicodeError)
     async def _unicode(request: Request, exc: UnicodeError) -> JSONResponse:

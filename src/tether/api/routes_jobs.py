@@ -96,7 +96,7 @@ async def submit_job(
         if created:
             response.headers["Location"] = f"/api/v1/jobs/{job.id}"
         if wait:
-            job = await hub.wait(job, wait)
+            job = await hub.wait(job, wait, who.token_id)
             if not job.terminal:
                 response.status_code = 202
     return JobOut.of(job)

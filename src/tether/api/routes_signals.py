@@ -22,8 +22,8 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 
 SignalName = Annotated[str, Path(
     min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$",
-    description="the signal's name (1-200 printable characters), as the job's "
-                "ctx.wait_for_signal names it")]
+    description="the signal's name (1-200 printable characters other than `/`, not `.` or "
+                "`..`), as the job's ctx.wait_for_signal names it")]
 
 
 @router.post(
@@ -40,6 +40,12 @@ def send_signal(job_id: JobId, name: SignalName, who: Principal = Depends(princi
     value = body.value if body is not None else None
     job = app.signal(job_id, name, value, projects=who.scope)
     return job_detail(app, job, who.scope)
+
+
+# A name holding "/" (sent as %2F, which the server decodes) is refused by the facade with
+# invalid_argument naming the rule, rather than a bare 404 from the router.
+router.add_api_route("/{job_id}/signals/{name:path}", send_signal, methods=["POST"],
+                     response_model=JobOut, include_in_schema=False)
 
 
 @router.get("/{job_id}/waits", response_model=WaitList, responses=_errors(404),

@@ -20,6 +20,7 @@ from starlette.background import BackgroundTask
 from ..app import Tether
 from ..core import validate
 from ..store.feed import parse_position
+from ..wire.numbers import INT63
 from ..wire.problems import Problem
 from ..wire.streams import HEADERS, MEDIA_TYPE, StreamHub
 from .auth import Principal, principal
@@ -61,7 +62,7 @@ def _respond(body, lease) -> StreamingResponse:  # noqa: ANN001 - an async itera
 async def job_event_stream(
     job_id: JobId, who: Principal = Depends(principal), app: Tether = Depends(tether),
     hub: StreamHub = Depends(streams), last_event_id: LastEventId = None,
-    after: Annotated[int | None, Query(ge=0, le=2**31 - 1,
+    after: Annotated[int | None, Query(ge=0, le=INT63,
                                        description="the seq to start after")] = None,
 ) -> StreamingResponse:
     start = after or 0
@@ -70,11 +71,12 @@ async def job_event_stream(
             start = int(last_event_id)
         except ValueError:
             raise _bad("Last-Event-ID", "not an event seq of this stream") from None
-        if not 0 <= start <= 2**31 - 1:
+        if not 0 <= start <= INT63:
             raise _bad("Last-Event-ID", "not an event seq of this stream")
     await run_in_threadpool(app.get, job_id, projects=who.scope)
     lease = hub.acquire(who.id)
-    return _respond(hub.job_stream(job_id, after=start, lease=lease), lease)
+    return _respond(hub.job_stream(job_id, after=start, lease=lease, token=who.token_id),
+                    lease)
 
 
 @router.get("/events/stream", response_class=StreamingResponse,
@@ -104,4 +106,5 @@ async def event_stream(
         raise Problem(403, "forbidden", f"this token may not read project {project!r}")
     scope = (project,) if project is not None else who.scope
     lease = hub.acquire(who.id)
-    return _respond(hub.feed_stream(scope, after=position, lease=lease), lease)
+    return _respond(hub.feed_stream(scope, after=position, lease=lease, token=who.token_id),
+                    lease)

@@ -61,7 +61,8 @@ def create_app(tether_app: Tether, *, auth: bool = True,
                close_on_shutdown: bool = False, max_waits_per_token: int | None = None,
                max_streams_per_token: int | None = None,
                stream_poll_s: float | None = None,
-               stream_keepalive_s: float | None = None) -> FastAPI:
+               stream_keepalive_s: float | None = None,
+               stream_recheck_s: float | None = None) -> FastAPI:
     """The ASGI app serving ``tether_app``.
 
     ``auth=False`` makes every caller an unrestricted admin (logged loudly). ``public_metrics``
@@ -73,7 +74,8 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     streams a token holds open; ``stream_poll_s`` (``TETHER_STREAM_POLL_S`` or 1) is how often
     streams and waits re-check without a wake-up, ``stream_keepalive_s``
     (``TETHER_STREAM_KEEPALIVE_S`` or 15) how often an idle stream sends a keep-alive comment
-    (and a waiter re-reads its job).
+    (and a waiter re-reads its job), ``stream_recheck_s`` (``TETHER_STREAM_RECHECK_S`` or 5)
+    how often open streams and waits re-check that their token is not revoked.
     """
     if not auth:
         log.warning(INSECURE_WARNING)
@@ -103,7 +105,8 @@ def create_app(tether_app: Tether, *, auth: bool = True,
                               "RFC 9457 problem documents; authenticate with a bearer token.")
     app.state.tether = tether_app
     stream_hub = StreamHub(tether_app, max_per_token=max_streams_per_token,
-                           poll_s=stream_poll_s, keepalive_s=stream_keepalive_s)
+                           poll_s=stream_poll_s, keepalive_s=stream_keepalive_s,
+                           recheck_s=stream_recheck_s)
     hub = WaitHub(tether_app, streams=stream_hub, max_per_token=max_waits_per_token)
     app.state.waits = hub
     app.state.streams = stream_hub

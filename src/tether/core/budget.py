@@ -76,9 +76,12 @@ class Budget:
                                float(to_decimal(self.max_duration_s, "max_duration_s")))
         if self.period is not None or self.timezone is not None:
             from .periods import PERIODS, zone
+            if self.period is None:
+                raise InvalidPayload(f"period is required with a timezone: one of "
+                                     f"{', '.join(PERIODS)}", argument="period")
             if self.period not in PERIODS:
                 raise InvalidPayload(f"period must be one of {', '.join(PERIODS)}, "
-                                     f"got {self.period!r}")
+                                     f"got {self.period!r}", argument="period")
             if self.timezone is not None:
                 zone(self.timezone)
         if self.period_resume is not None and not isinstance(self.period_resume, bool):

@@ -35,6 +35,19 @@ def name(value: Any, what: str) -> str:
     return value
 
 
+def signal_name(value: Any) -> str:
+    """A signal name: a name (see ``name``) other than ``.`` and ``..``, without ``/``. It is
+    one path segment of ``POST /jobs/{id}/signals/{name}``: clients resolve ``.`` and ``..``
+    away, and proxies and routers take ``/`` (even as ``%2F``) for a separator, so a job
+    waiting for such a name could not be answered over REST or from the dashboard."""
+    name(value, "signal")
+    if "/" in value or value in (".", ".."):
+        raise InvalidArgument(f"signal name {value!r:.60} is not allowed: a signal name is 1 "
+                              f"to {MAX_NAME} printable characters other than '/', and not "
+                              "'.' or '..'", argument="signal")
+    return value
+
+
 def idempotency_key(value: Any) -> str | None:
     """None, or 1 to 200 visible ASCII characters (no spaces, no control characters)."""
     if value is None:

@@ -55,7 +55,7 @@ class Workflows:
         (``ctx.wait_for_signal``) is queued at once; a job not waiting yet finds it in its
         mailbox when it does. Each signal is consumed by exactly one wait. A finished job
         takes no signals (``JobStateError``)."""
-        name = validate.name(name, "signal")
+        name = validate.signal_name(name)
         value = loads(dumps(value, what="signal value"))
         return self.store.send_signal(validate.job_id(job_id), name, value, projects=projects)
 

@@ -18,6 +18,7 @@ from typing import Any
 from collections.abc import Iterable, Sequence
 
 from ..clock import to_ts
+from ..core import validate
 from ..core.waits import ChildFailure, WaitSpec, gather_key
 from ..errors import ChildJobFailed, InvalidArgument, JobWaiting, SignalTimeout
 from ..records import Job, Wait
@@ -92,8 +93,7 @@ def wait_for_signal(ctx: RunningJob, name: str, *, timeout: float | timedelta | 
     before the job got here is waiting in the mailbox and is taken at once; each signal is
     consumed by exactly one wait. ``timeout``: raise ``SignalTimeout`` if none came in time.
     ``prompt`` and ``schema`` are shown to whoever answers (status, REST, MCP, dashboard)."""
-    if not isinstance(name, str) or not name or len(name) > 200:
-        raise InvalidArgument(f"a signal name must be 1 to 200 characters, got {name!r}")
+    validate.signal_name(name)
     delay = None
     if timeout is not None:
         delay = _seconds(timeout, "timeout must be")

@@ -6,8 +6,9 @@ every tool refuses arguments it does not know, and every failure is a tool error
 starts with the stable code REST would give (``failures``).
 
 Scoping is the REST API's: over stdio the whole session acts as the token given with
-``--token`` / ``TETHER_MCP_TOKEN`` (resolved once at start; an invalid token refuses to start),
-or unrestricted only with ``insecure_no_auth=True``. Over streamable HTTP every request carries
+``--token`` / ``TETHER_MCP_TOKEN`` (an invalid token refuses to start; it is read again at
+every tool call, so a revoked token's next call is ``unauthorized``, as its next REST request
+is), or unrestricted only with ``insecure_no_auth=True``. Over streamable HTTP every request carries
 ``Authorization: Bearer <token>`` and each tool call is scoped by the token of its own request.
 """
 
@@ -28,6 +29,7 @@ from ..app import Tether
 from ..loader import load_app
 from ..errors import ConfigurationError
 from ..wire.principal import Principal
+from ..wire.problems import Problem
 from . import failures
 from .admin_tools import admin_tools
 from .arguments import PrincipalFor
@@ -101,7 +103,7 @@ def _open(app_spec: str | None, database_url: str | None) -> Tether:
 
 def stdio_principal(app: Tether, token: str | None, insecure_no_auth: bool) -> Principal:
     """The principal of a stdio session: the token's, or unrestricted when explicitly insecure."""
-    token = token or os.environ.get("TETHER_MCP_TOKEN") or None
+    token = _stdio_token(token)
     if token:
         info = app.store.resolve_token(token)
         if info is None:
@@ -115,6 +117,28 @@ def stdio_principal(app: Tether, token: str | None, insecure_no_auth: bool) -> P
                              "`tether token create`) or an explicit --insecure-no-auth")
 
 
+def _stdio_token(token: str | None) -> str | None:
+    return token or os.environ.get("TETHER_MCP_TOKEN") or None
+
+
+def stdio_caller(app: Tether, token: str | None, insecure_no_auth: bool) -> PrincipalFor:
+    """Names the caller of each tool call of a stdio session: ``stdio_principal`` at start
+    (a bad token refuses to start), then the token read again at every call, so a session
+    keeps no right its token has lost (one indexed read per call)."""
+    who = stdio_principal(app, token, insecure_no_auth)
+    secret = _stdio_token(token)
+    if secret is None:
+        return lambda ctx: who
+
+    def caller(ctx: Context) -> Principal:
+        info = app.store.resolve_token(secret)
+        if info is None:
+            raise Problem(401, "unauthorized", "this session's token was revoked: restart "
+                          "tether mcp with a live one (`tether token create`)")
+        return Principal(info)
+    return caller
+
+
 def run(transport: str = "stdio", app_spec: str | None = None, database_url: str | None = None,
         token: str | None = None, host: str = "127.0.0.1", port: int = 8001, *,
         insecure_no_auth: bool = False, path: str = "/mcp") -> None:
@@ -122,8 +146,7 @@ def run(transport: str = "stdio", app_spec: str | None = None, database_url: str
     app = _open(app_spec, database_url)
     try:
         if transport == "stdio":
-            who = stdio_principal(app, token, insecure_no_auth)
-            build_server(app, lambda ctx: who).run("stdio")
+            build_server(app, stdio_caller(app, token, insecure_no_auth)).run("stdio")
         elif transport in ("http", "streamable-http"):
             _run_http(app, host, port, path, insecure_no_auth)
         else:

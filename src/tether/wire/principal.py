@@ -38,6 +38,11 @@ class Principal:
         return "insecure-local" if self.token is None else self.token.id
 
     @property
+    def token_id(self) -> str | None:
+        """The token's id; ``None`` for the insecure local operator (nothing to revoke)."""
+        return None if self.token is None else self.token.id
+
+    @property
     def name(self) -> str:
         if self.token is None:
             return "insecure-local"

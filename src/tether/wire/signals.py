@@ -17,7 +17,8 @@ from ..facade.workflows import WaitingFor
 from ..records import Wait
 
 SIGNAL_NAME = Field(min_length=1, max_length=200, description=(
-    "the signal's name (1-200 printable characters), as the job's ctx.wait_for_signal names it"))
+    "the signal's name (1-200 printable characters other than /, not . or ..), as the job's "
+    "ctx.wait_for_signal names it"))
 _SCHEMA = Field(None, alias="schema", description=(
     "the JSON the job gave as schema= (e.g. a JSON Schema of the expected value); "
     "shown to whoever answers, not enforced"))

@@ -22,7 +22,10 @@ stream also re-reads after each keep-alive, so a wake-up lost with its thread co
 
 A token holds at most ``max_per_token`` streams (``TETHER_MAX_STREAMS_PER_TOKEN``, default
 20); past it a stream is refused with ``too_many_streams`` (429, ``Retry-After``) before any
-byte is sent.
+byte is sent. A stream keeps only the rights its token still has: every ``recheck_s``
+(``TETHER_STREAM_RECHECK_S``, default 5) the thread reads which tokens are live, one read
+whatever the number of streams (``check_tokens``), and the streams of a revoked token end
+(a ``?wait=`` of one stops waiting), as a new request with it would be refused at once.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ log = logging.getLogger("tether.wire.streams")
 DEFAULT_MAX_PER_TOKEN = 20
 DEFAULT_POLL_S = 1.0
 DEFAULT_KEEPALIVE_S = 15.0
+DEFAULT_RECHECK_S = 5.0
 BATCH = 500
 MEDIA_TYPE = "text/event-stream"
 HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -68,6 +72,7 @@ def sse(event: Event, event_id: str) -> str:
 _NEVER = sys.maxsize  # a seq no job reaches: a waiter is not woken before it has read one
 KEEPALIVE = ": keep-alive\n\n"
 RETRY = "retry: 2000\n\n"
+REVOKED = ": unauthorized: the bearer token was revoked\n\n"
 
 
 @dataclass(eq=False)
@@ -78,6 +83,8 @@ class _Sub:
     seq: int = 0
     projects: frozenset[str] | None = None
     feed: bool = False
+    token: str | None = None  # the id of the token it is read with (None: no auth)
+    revoked: bool = False
 
     def kick(self) -> None:
         try:
@@ -103,7 +110,8 @@ class StreamHub:
 
     def __init__(self, app: Tether, *, max_per_token: int | None = None,
                  poll_s: float | None = None, keepalive_s: float | None = None,
-                 min_interval_s: float = 0.05, idle_close_s: float = 30.0) -> None:
+                 recheck_s: float | None = None, min_interval_s: float = 0.05,
+                 idle_close_s: float = 30.0) -> None:
         self.app = app
         self.idle_close_s = idle_close_s
         self.max_per_token = max_per_token if max_per_token is not None else int(
@@ -112,6 +120,8 @@ class StreamHub:
                                                              DEFAULT_POLL_S)
         self.keepalive_s = keepalive_s if keepalive_s is not None else _env(
             "TETHER_STREAM_KEEPALIVE_S", DEFAULT_KEEPALIVE_S)
+        self.recheck_s = recheck_s if recheck_s is not None else _env(
+            "TETHER_STREAM_RECHECK_S", DEFAULT_RECHECK_S)
         self.min_interval_s = min_interval_s
         self.checks = 0  # rounds of reads made by the hub's thread (for tests and operators)
         self._lock = threading.Lock()
@@ -158,17 +168,21 @@ class StreamHub:
 
     # --- the streams ------------------------------------------------------------------------------
 
-    async def job_stream(self, job_id: int, *, after: int = 0,
-                         lease: Lease | None = None) -> AsyncIterator[str]:
-        """SSE text for job ``job_id`` after seq ``after``, until the job is terminal."""
+    async def job_stream(self, job_id: int, *, after: int = 0, lease: Lease | None = None,
+                         token: str | None = None) -> AsyncIterator[str]:
+        """SSE text for job ``job_id`` after seq ``after``, until the job is terminal or
+        ``token`` (an id) is revoked."""
         store = self.app.store
         sub = self._subscribe(_Sub(asyncio.get_running_loop(), asyncio.Event(), job_id=job_id,
-                                   seq=after))
+                                   seq=after, token=token))
         try:
             yield RETRY
             last = after
             while True:
                 sub.wake.clear()
+                if sub.revoked:
+                    yield REVOKED
+                    return
                 job = await asyncio.to_thread(store.get_job, job_id)
                 events = await asyncio.to_thread(store.events, job_id, after=last, limit=BATCH)
                 for event in events:
@@ -186,19 +200,23 @@ class StreamHub:
                 lease.release()
 
     async def feed_stream(self, projects: Iterable[str] | None, *, after: str | None = None,
-                          lease: Lease | None = None) -> AsyncIterator[str]:
+                          lease: Lease | None = None,
+                          token: str | None = None) -> AsyncIterator[str]:
         """SSE text for every event of ``projects`` (None: all) after feed position ``after``
         (None: from now on: every event committed after the client got the first bytes). It
-        never ends by itself."""
+        ends only when ``token`` (an id) is revoked."""
         store = self.app.store
         scope = None if projects is None else frozenset(projects)
         sub = self._subscribe(_Sub(asyncio.get_running_loop(), asyncio.Event(),
-                                   projects=scope, feed=True))
+                                   projects=scope, feed=True, token=token))
         try:
             position = after if after is not None else await asyncio.to_thread(store.feed_head)
             yield RETRY  # the first bytes: whatever commits from here on will be sent
             while True:
                 sub.wake.clear()
+                if sub.revoked:
+                    yield REVOKED
+                    return
                 items = await asyncio.to_thread(store.feed, after=position, projects=scope,
                                                 limit=BATCH)
                 for item in items:
@@ -213,16 +231,18 @@ class StreamHub:
             if lease is not None:
                 lease.release()
 
-    async def until_terminal(self, job: Job, seconds: float) -> Job:
+    async def until_terminal(self, job: Job, seconds: float, token: str | None = None) -> Job:
         """``job`` once terminal, or as it stands after ``seconds`` (``?wait=``). Woken by the
-        job's next event, as its stream would be; re-read at least every ``keepalive_s``."""
+        job's next event, as its stream would be; re-read at least every ``keepalive_s``.
+        A revoked ``token`` (an id) stops the wait early: the job as it stands."""
         if job.terminal or seconds <= 0:
             return job
         store = self.app.store
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         # registered first, read second: an event after the seq read wakes it
-        sub = self._subscribe(_Sub(loop, asyncio.Event(), job_id=job.id, seq=_NEVER))
+        sub = self._subscribe(_Sub(loop, asyncio.Event(), job_id=job.id, seq=_NEVER,
+                                   token=token))
         try:
             while True:
                 sub.wake.clear()
@@ -232,7 +252,7 @@ class StreamHub:
                 if current is None or current.terminal:
                     return current or job
                 left = deadline - loop.time()
-                if left <= 0:
+                if left <= 0 or sub.revoked:
                     return current
                 with suppress(TimeoutError):
                     await asyncio.wait_for(sub.wake.wait(), min(left, self.keepalive_s))
@@ -266,7 +286,7 @@ class StreamHub:
     # --- the watching thread ----------------------------------------------------------------------
 
     def _run(self) -> None:
-        last = 0.0
+        last = tokens_read = 0.0
         idle_since: float | None = None
         while not self._stop.is_set():
             if not self._busy.wait(1.0):
@@ -276,17 +296,21 @@ class StreamHub:
                 continue
             idle_since = None
             signal = self._open_signal()
+            timeout = min(self.poll_s, self.recheck_s)
             try:
-                signal.wait(self.poll_s) if signal is not None else self._stop.wait(self.poll_s)
+                signal.wait(timeout) if signal is not None else self._stop.wait(timeout)
             except Exception as exc:  # noqa: BLE001 - e.g. the SQLite file is locked
                 log.warning("waiting for the store's signal failed: %s", exc)
-                self._stop.wait(self.poll_s)
+                self._stop.wait(timeout)
             gap = self.min_interval_s - (time.monotonic() - last)
             if gap > 0 and self._stop.wait(gap):
                 return
             last = time.monotonic()
             try:
                 self.check()
+                if last - tokens_read >= self.recheck_s:
+                    tokens_read = last
+                    self.check_tokens()
             except Exception as exc:  # noqa: BLE001 - the thread must outlive a failed read
                 log.warning("re-reading for live streams failed: %s", exc)
 
@@ -335,6 +359,21 @@ class StreamHub:
         for sub in woken:
             sub.kick()
         return len(woken)
+
+    def check_tokens(self) -> int:
+        """End the streams (and waits) of every token revoked since they opened: one read of
+        the live tokens, whatever the number of streams. How many were ended. (The thread
+        calls it every ``recheck_s``; tests call it directly.)"""
+        with self._lock:
+            subs = [s for s in self._subs if s.token is not None and not s.revoked]
+        if not subs:
+            return 0
+        live = {t.id for t in self.app.store.list_tokens() if t.revoked_at is None}
+        ended = [s for s in subs if s.token not in live]
+        for sub in ended:
+            sub.revoked = True
+            sub.kick()
+        return len(ended)
 
     def close(self) -> None:
         self._stop.set()

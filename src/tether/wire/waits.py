@@ -63,6 +63,7 @@ class WaitHub:
                 if not self._held[token]:
                     del self._held[token]
 
-    async def wait(self, job: Job, seconds: float) -> Job:
-        """The job once terminal, or as it stands after ``seconds``."""
-        return await self.streams.until_terminal(job, seconds)
+    async def wait(self, job: Job, seconds: float, token: str | None = None) -> Job:
+        """The job once terminal, or as it stands after ``seconds`` (or once ``token``, an
+        id, is revoked)."""
+        return await self.streams.until_terminal(job, seconds, token)
