@@ -66,16 +66,17 @@ class Jobs(Profiles):
         the rest of each Job comes from its spec."""
         if not jobs:
             return []
+        batch = _first_of_each_key(jobs)
         budgets: dict[int, Any] = {}
-        for j in jobs:
+        for j in batch:
             if id(j.budget) not in budgets:
                 budgets[id(j.budget)] = self._json_param(j.budget.to_dict())
-        if len(jobs) == 1:
-            rows = tx.all("insert_job", now=now, **_values(jobs[0], budgets))
+        if len(batch) == 1:
+            rows = tx.all("insert_job", now=now, **_values(batch[0], budgets))
         elif self._submit_columns:
-            rows = tx.all("insert_jobs", now=now, **_columns(jobs, budgets))
+            rows = tx.all("insert_jobs", now=now, **_columns(batch, budgets))
         else:
-            rows = tx.all("insert_jobs", now=now, jobs=_objects(jobs, budgets))
+            rows = tx.all("insert_jobs", now=now, jobs=_objects(batch, budgets))
         keyed = {(r["project"], r["idempotency_key"]): r for r in rows
                  if r["idempotency_key"] is not None}
         plain = iter(sorted((r for r in rows if r["idempotency_key"] is None),
@@ -197,6 +198,23 @@ def _as_id(search: str) -> int | None:
         value = int(search)
         return value if 0 < value < 2 ** 63 else None
     return None
+
+
+def _first_of_each_key(jobs: Sequence[NewJob]) -> Sequence[NewJob]:
+    """``jobs`` less those whose key came earlier in the batch: the statement is sent each
+    key once, so no row of it is refused (a refused row may use up an id)."""
+    keys = [(j.project, j.idempotency_key) for j in jobs if j.idempotency_key is not None]
+    if len(set(keys)) == len(keys):
+        return jobs
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for j in jobs:
+        if j.idempotency_key is not None:
+            if (j.project, j.idempotency_key) in seen:
+                continue
+            seen.add((j.project, j.idempotency_key))
+        out.append(j)
+    return out
 
 
 def _objects(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> str:

@@ -9,9 +9,12 @@
 -- (element n is shape n) the columns jobs of a batch mostly share (type, project, queue ...),
 -- sent once however many jobs share them. An array that is NULL for every element is bound
 -- as one NULL (unnest pads it). The jobs are inserted in order with their submitted events,
--- one statement for the whole batch; a key that already exists (or came earlier in the
--- batch) inserts nothing (the caller looks it up). Returns only what the database chose; the
--- caller has the rest. %(now)s NULL: the statement's own now() (a submit in autocommit).
+-- one statement for the whole batch; a key that already exists inserts nothing (the caller
+-- looks it up, and sends a key once per batch). It is left out before the insert, so that
+-- it uses up no value of the id sequence, as ON CONFLICT would; ON CONFLICT remains for a
+-- key committed meanwhile by a concurrent submit (which leaves one gap in the ids). Returns
+-- only what the database chose; the caller has the rest. %(now)s NULL: the statement's own
+-- now() (a submit in autocommit).
 WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), inserted AS (
@@ -37,6 +40,9 @@ WITH clock AS (
     ) WITH ORDINALITY AS s(type, project, queue, priority, max_attempts, safe_to_retry,
                            budget, price_profile, parent_id, detached, trace_context, shape)
       ON s.shape = t.shape
+    WHERE NOT EXISTS (
+        SELECT 1 FROM jobs e WHERE e.idempotency_key IS NOT NULL
+          AND e.idempotency_key = t.idempotency_key AND e.project = s.project)
     ORDER BY t.ord
     ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload
@@ -65,6 +71,9 @@ WITH clock AS (
            %(estimated_cost_usd)s::numeric, %(parent_id)s::bigint, %(detached)s,
            %(trace_context)s::text, 1, clock.now, clock.now
     FROM clock
+    WHERE NOT EXISTS (
+        SELECT 1 FROM jobs e WHERE e.idempotency_key IS NOT NULL
+          AND e.idempotency_key = %(idempotency_key)s::text AND e.project = %(project)s)
     ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, type, project, queue, idempotency_key, created_at, run_after, payload
 ), events AS (

@@ -3,8 +3,10 @@
 
 -- name: insert_jobs
 -- :jobs is a JSON array of job objects, inserted in array order in one statement; a key that
--- already exists inserts nothing (the caller looks it up). The submitted events follow.
--- Returns only what the database chose; the caller has the rest.
+-- already exists inserts nothing (the caller looks it up, and sends a key once per batch).
+-- It is left out before the insert, not refused by ON CONFLICT: AUTOINCREMENT would use up an
+-- id for each refused row. The submitted events follow. Returns only what the database
+-- chose; the caller has the rest.
 INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
                   idempotency_key, input_config_hash, payload, budget, price_profile,
                   estimated_cost_usd, parent_id, detached, trace_context, event_seq, created_at,
@@ -18,7 +20,11 @@ SELECT json_extract(j.value, '$.type'), json_extract(j.value, '$.project'),
        json_extract(j.value, '$.price_profile'), json_extract(j.value, '$.estimated_cost_usd'),
        json_extract(j.value, '$.parent_id'), coalesce(json_extract(j.value, '$.detached'), 0),
        json_extract(j.value, '$.trace_context'), 1, :now, :now
-FROM json_each(:jobs) AS j WHERE true ORDER BY j.key
+FROM json_each(:jobs) AS j
+WHERE json_extract(j.value, '$.idempotency_key') IS NULL OR NOT EXISTS (
+    SELECT 1 FROM jobs e WHERE e.idempotency_key = json_extract(j.value, '$.idempotency_key')
+      AND e.project = json_extract(j.value, '$.project'))
+ORDER BY j.key
 ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, project, idempotency_key, created_at, run_after, payload;
 
@@ -28,10 +34,11 @@ INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts
                   idempotency_key, input_config_hash, payload, budget, price_profile,
                   estimated_cost_usd, parent_id, detached, trace_context, event_seq, created_at,
                   updated_at)
-VALUES (:type, :project, :queue, 'queued', :priority, coalesce(:run_after_seconds, :now),
-        :max_attempts, :safe_to_retry, :idempotency_key, :input_config_hash, :payload, :budget,
-        :price_profile, :estimated_cost_usd, :parent_id, :detached, :trace_context, 1, :now,
-        :now)
+SELECT :type, :project, :queue, 'queued', :priority, coalesce(:run_after_seconds, :now),
+       :max_attempts, :safe_to_retry, :idempotency_key, :input_config_hash, :payload, :budget,
+       :price_profile, :estimated_cost_usd, :parent_id, :detached, :trace_context, 1, :now, :now
+WHERE :idempotency_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM jobs e WHERE e.idempotency_key = :idempotency_key AND e.project = :project)
 ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, project, idempotency_key, created_at, run_after, payload;
 
