@@ -40,7 +40,8 @@ def _migrate(url: str | None) -> tuple[list[int], str]:
 
 @db_app.command("migrate")
 def migrate(as_json: Json = False, database_url: DatabaseUrl = None) -> None:
-    """Create or upgrade the schema (also done automatically on first use)."""
+    """Create or upgrade the schema (worker, submit, run and schedule add also do on first use;
+    every other command, serve and mcp need it done)."""
     applied, url = _migrate(resolve_url(database_url))
     if as_json:
         emit_json({"database_url": redact(url), "applied": applied})
