@@ -44,7 +44,9 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
-    is opened (and migrated) on first use, so importing an app module costs nothing.
+    is opened (and migrated) on first use, so importing an app module costs nothing. With
+    ``create_database=False`` (what the read-only interfaces set) first use opens an existing
+    tether database only and raises ``NoDatabase`` instead of creating or migrating one.
     ``fork`` and ``retry`` come from ``facade/forks.py``.
     """
 
@@ -52,7 +54,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                  clock: Clock | None = None, price_profile: str | None = None,
                  strict_types: bool | None = None, blob_dir: str | None = None,
                  rate_limits: Mapping[str, Mapping[str, int]] | None = None,
-                 **store_options: Any) -> None:
+                 create_database: bool = True, **store_options: Any) -> None:
         self.database_url = (database_url or os.environ.get("TETHER_DATABASE_URL")
                              or DEFAULT_URL)
         self.clock = clock or SYSTEM_CLOCK
@@ -61,6 +63,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
         self.price_profile_path = price_profile or os.environ.get("TETHER_PRICE_PROFILE")
         self.strict_types = strict_types
         self.blob_dir = blob_dir or os.environ.get("TETHER_BLOB_DIR")
+        self.create_database = create_database
         self._store = store
         self._store_options = store_options
         self._opening = threading.Lock()
@@ -85,7 +88,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                     # never decide lease expiry or backoff (DESIGN §6).
                     if self.clock.fake:
                         opts.setdefault("clock", self.clock)
-                    self._store = open_store(self.database_url, **opts)
+                    self._store = open_store(self.database_url, create=self.create_database,
+                                             **opts)
         return self._store
 
     @property

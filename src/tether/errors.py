@@ -33,6 +33,14 @@ class ConfigurationError(TetherError):
     code = "configuration_error"
 
 
+class NoDatabase(ConfigurationError):
+    """No tether database at that URL, or one whose schema is older than this tether:
+    ``tether db migrate`` creates or upgrades it. Opening a store with ``create=False`` (what
+    the read-only interfaces do) never creates or migrates one itself."""
+
+    code = "no_database"
+
+
 class UnknownJobType(TetherError):
     """No job type of that name is registered."""
 
@@ -268,12 +276,12 @@ class WorkerShutdown(ControlSignal):
 ERROR_CODES: dict[str, type[BaseException]] = {
     cls.code: cls
     for cls in (
-        TetherError, ConfigurationError, UnknownJobType, InvalidPayload, InvalidCall,
-        InvalidArgument, InvalidIdempotencyKey, QueueNotFound, ScheduleNotFound, JobNotFound,
-        JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull, UnpricedModel,
-        JobError, TransientError, ProviderError, ProviderAuthError, PolicyBlock, JobCancelled,
-        JobPaused, BudgetExhausted, JournalMismatch, LeaseLost, WorkerShutdown, MissingExtra,
-        SignalTimeout, ChildJobFailed, JobWaiting,
+        TetherError, ConfigurationError, NoDatabase, UnknownJobType, InvalidPayload,
+        InvalidCall, InvalidArgument, InvalidIdempotencyKey, QueueNotFound, ScheduleNotFound,
+        JobNotFound, JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull,
+        UnpricedModel, JobError, TransientError, ProviderError, ProviderAuthError, PolicyBlock,
+        JobCancelled, JobPaused, BudgetExhausted, JournalMismatch, LeaseLost, WorkerShutdown,
+        MissingExtra, SignalTimeout, ChildJobFailed, JobWaiting,
     )
 }
 """Every stable code and the class that carries it."""

@@ -39,3 +39,21 @@ def load_app(spec: str) -> Tether:
     if not isinstance(app, Tether):
         raise ConfigurationError(f"{spec} is not a tether.Tether instance")
     return app
+
+
+def app_at(app_spec: str | None, database_url: str | None, *,
+           create_database: bool) -> Tether:
+    """The app an interface runs: the one ``app_spec`` names (``TETHER_DATABASE_URL`` is set
+    first, so a module-level ``Tether()`` reads it too), or a bare one, on ``database_url``
+    when given. ``create_database`` False: it opens an existing tether database only
+    (``NoDatabase`` otherwise), as the read-only interfaces must."""
+    if app_spec is None:
+        app = Tether(database_url)
+    else:
+        if database_url:
+            os.environ["TETHER_DATABASE_URL"] = database_url
+        app = load_app(app_spec)
+        if database_url:
+            app.database_url = database_url
+    app.create_database = create_database
+    return app

@@ -35,6 +35,17 @@ def backend_url(backend: str, directory: Path) -> str:
     return fresh_schema_url(PG_URL, f"t_{uuid.uuid4().hex[:12]}")
 
 
+def migrate_database(database_url: str) -> None:
+    """What ``tether db migrate`` does, in this process."""
+    from tether import Tether
+
+    app = Tether(database_url)
+    try:
+        app.migrate()
+    finally:
+        app.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -69,8 +80,12 @@ def _wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 30
 @contextmanager
 def run_server(database_url: str, log_dir: Path, *, app_spec: str | None = None,
                run_worker: bool = False, insecure: bool = False,
-               max_body_bytes: int | None = None, env: dict[str, str] | None = None
-               ) -> Iterator[Server]:
+               max_body_bytes: int | None = None, env: dict[str, str] | None = None,
+               migrate: bool = True) -> Iterator[Server]:
+    """``tether serve`` on ``database_url``, migrated first (as ``tether db migrate`` would:
+    the server itself never creates a database) unless ``migrate`` is False."""
+    if migrate:
+        migrate_database(database_url)
     port = free_port()
     args = [sys.executable, "-m", "tether.api", "--port", str(port), "--database-url",
             database_url, "--log-level", "warning"]

@@ -9,6 +9,7 @@ import pytest
 from tether import Estimate, Metered, Tether, Usage
 from tether.cli.output import when
 from tests.contract.test_waits import run_next
+from tests.e2e.api_harness import migrate_database
 from tests.e2e.clitools import APP, one_error_line, run_main
 
 
@@ -16,7 +17,9 @@ from tests.e2e.clitools import APP, one_error_line, run_main
 def db(tmp_path, monkeypatch) -> str:
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.delenv("TETHER_APP", raising=False)
-    return f"sqlite:///{tmp_path}/tether.db"
+    url = f"sqlite:///{tmp_path}/tether.db"
+    migrate_database(url)  # `tether db migrate`: read-only commands need a database
+    return url
 
 
 @pytest.fixture
@@ -191,6 +194,7 @@ def test_run_local_needs_an_app(capsys, db, facade):
 def test_command_database_url_overrides_root_and_env(capsys, db, tmp_path, monkeypatch):
     other = f"sqlite:///{tmp_path}/other.db"
     monkeypatch.setenv("TETHER_DATABASE_URL", f"sqlite:///{tmp_path}/env.db")
+    migrate_database(f"sqlite:///{tmp_path}/env.db")
     r = cli(capsys, db, "submit", "echo", "-q", "--database-url", other)
     assert r.code == 0
     assert [j["id"] for j in cli(capsys, db, "job", "list", "--json",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tether import Tether
+from tests.e2e.api_harness import migrate_database
 from tests.e2e.clitools import one_error_line, run_main, tether
 
 
@@ -72,7 +73,9 @@ def test_add_list_pause_resume_delete(capsys, database_url):
 ])
 def test_errors_are_one_line_with_their_code_and_exit_status(capsys, tmp_path, args, code,
                                                              exit_code):
-    r = cli(capsys, f"sqlite:///{tmp_path}/t.db", "schedule", *args)
+    url = f"sqlite:///{tmp_path}/t.db"
+    migrate_database(url)
+    r = cli(capsys, url, "schedule", *args)
     assert r.code == exit_code, r
     one_error_line(r, code)
 

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tether import Tether
+from tests.e2e.api_harness import migrate_database
 from tests.e2e.clitools import one_error_line, popen, tether
 from tests.procs import stop, wait_until
 
@@ -48,7 +49,9 @@ def test_mcp_speaks_json_rpc_on_stdio(tmp_path):
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "cli-test", "version": "1"}}}
-    proc = popen("mcp", "--insecure-no-auth", db=f"sqlite:///{tmp_path}/mcp.db",
+    url = f"sqlite:///{tmp_path}/mcp.db"
+    migrate_database(url)
+    proc = popen("mcp", "--insecure-no-auth", db=url,
                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, _ = proc.communicate(json.dumps(init) + "\n", timeout=60)
     reply = json.loads(out.splitlines()[0])

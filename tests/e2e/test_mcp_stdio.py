@@ -44,6 +44,7 @@ def error_text(result) -> str:
 def db(tmp_path):
     url = f"sqlite:///{tmp_path}/mcp.db"
     local = Tether(url)
+    local.migrate()  # the MCP server opens an existing database only
     yield url, local
     local.close()
 

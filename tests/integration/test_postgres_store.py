@@ -146,7 +146,7 @@ def test_connections_killed_under_the_store_are_replaced_transparently(pg_url):
 
 
 def test_an_unreachable_server_is_a_store_error_that_says_why():
-    with pytest.raises(StoreError, match="cannot connect to PostgreSQL: .*127.0.0.1.*port 1"):
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL at .*127.0.0.1.*port 1"):
         PostgresStore("postgresql://postgres@127.0.0.1:1/none", connect_timeout=1)
 
 

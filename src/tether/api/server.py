@@ -24,7 +24,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from .. import __version__
 from ..app import Tether
-from ..loader import load_app
+from ..loader import app_at
 from ..errors import ConfigurationError
 from ..tracing import TraceContextMiddleware
 from ..wire.streams import StreamHub
@@ -156,15 +156,6 @@ def _mount_dashboard(app: FastAPI, tether_app: Tether) -> None:
     app.include_router(create_router(tether_app, api_prefix=API_PREFIX))
 
 
-def _open(app_spec: str | None, database_url: str | None) -> Tether:
-    if app_spec:
-        tether_app = load_app(app_spec)
-        if database_url:
-            tether_app.database_url = database_url
-        return tether_app
-    return Tether(database_url)
-
-
 def serve(app_spec: str | None = None, host: str = "127.0.0.1", port: int = 8000,
           database_url: str | None = None, insecure_no_auth: bool = False,
           run_worker: bool | None = None, *, max_body_bytes: int | None = None,
@@ -182,8 +173,8 @@ def serve(app_spec: str | None = None, host: str = "127.0.0.1", port: int = 8000
     if with_worker and not app_spec:
         raise ConfigurationError("TETHER_RUN_WORKER needs --app MODULE:APP: a worker without "
                                  "job types would fail every job it claims")
-    tether_app = _open(app_spec, database_url)
-    tether_app.store  # open and migrate before the first request  # noqa: B018
+    tether_app = app_at(app_spec, database_url, create_database=False)
+    tether_app.store  # an existing tether database, or NoDatabase before serving  # noqa: B018
     if max_body_bytes is None:
         max_body_bytes = int(os.environ.get("TETHER_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES))
     if insecure_no_auth and host not in ("127.0.0.1", "localhost", "::1"):

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ..app import Tether
+from ..store.urls import redact
 from .options import DatabaseUrl, Json, open_app, show_help_if_bare
 from .options import database_url as resolve_url
 from .output import emit_json, out
@@ -39,24 +40,16 @@ def _migrate(url: str | None) -> tuple[list[int], str]:
 
 @db_app.command("migrate")
 def migrate(as_json: Json = False, database_url: DatabaseUrl = None) -> None:
-    """Create or upgrade the schema (also done automatically on first use)."""
+    """Create or upgrade the schema (worker, submit, run and schedule add also do on first use;
+    every other command, serve and mcp need it done)."""
     applied, url = _migrate(resolve_url(database_url))
     if as_json:
-        emit_json({"database_url": _redact(url), "applied": applied})
+        emit_json({"database_url": redact(url), "applied": applied})
     elif applied:
         out().print(f"applied migration{'s' if len(applied) != 1 else ''} "
-                    f"{', '.join(map(str, applied))} to {_redact(url)}")
+                    f"{', '.join(map(str, applied))} to {redact(url)}")
     else:
-        out().print(f"schema of {_redact(url)} is up to date")
-
-
-def _redact(url: str) -> str:
-    """The URL without a password (``postgresql://user:***@host/db``)."""
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not sep or not at or ":" not in creds:
-        return url
-    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+        out().print(f"schema of {redact(url)} is up to date")
 
 
 def prune(

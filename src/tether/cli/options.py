@@ -10,7 +10,6 @@ Modules written outside this package (``tether token``, ``prices``, ``demo``) ma
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -18,7 +17,7 @@ from typing import Annotated
 import typer
 
 from ..app import Tether
-from ..loader import load_app
+from ..loader import app_at
 from .output import CliError
 
 DB_HELP = ("Database URL: sqlite:///path/to.db or postgresql://... "
@@ -90,21 +89,18 @@ def database_url(explicit: str | None) -> str | None:
 
 
 def open_app(explicit_url: str | None = None, app_spec: str | None = None, *,
-             require_app: bool = False, purpose: str = "this command") -> Tether:
+             require_app: bool = False, purpose: str = "this command",
+             create: bool = False) -> Tether:
     """The ``Tether`` a command talks to: the user's app (``--app``) pointed at the resolved
-    database, or a bare app when job types do not matter. ``close_all`` closes it."""
-    url = database_url(explicit_url)
-    if app_spec is None:
-        if require_app:
-            raise CliError(f"{purpose} needs your job types: pass --app MODULE:APP "
-                           "(or set TETHER_APP)", code="missing_app")
-        app = Tether(url)
-    else:
-        if url:
-            os.environ["TETHER_DATABASE_URL"] = url
-        app = load_app(app_spec)
-        if url:
-            app.database_url = url
+    database, or a bare app when job types do not matter. ``close_all`` closes it.
+
+    Only commands that put work in or do it (``create``: worker, submit, run, schedule add)
+    may create and migrate the database on first use; every other command opens an existing
+    tether database only, so a mistyped URL is ``no_database``, never a new empty one."""
+    if app_spec is None and require_app:
+        raise CliError(f"{purpose} needs your job types: pass --app MODULE:APP "
+                       "(or set TETHER_APP)", code="missing_app")
+    app = app_at(app_spec, database_url(explicit_url), create_database=create)
     _opened.append(app)
     return app
 

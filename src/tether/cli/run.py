@@ -118,7 +118,7 @@ def run(
                       max_examples=max_examples)
     if local and app_spec is None:
         raise CliError("--local runs the job here and needs your job types: pass --app MODULE:APP")
-    app = open_app(database_url, app_spec)
+    app = open_app(database_url, app_spec, create=True)
     local = app_spec is not None if local is None else local
     job, created = spec.submit(app)
     announce(job, created)

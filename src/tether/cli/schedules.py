@@ -112,7 +112,7 @@ def add(
     budget = budget_limits(max_cost=max_cost, max_calls=max_calls,
                            max_input_tokens=max_input_tokens,
                            max_output_tokens=max_output_tokens, max_duration=max_duration)
-    app = open_app(database_url, app_spec)
+    app = open_app(database_url, app_spec, create=True)
     s = app.schedule(name, cron=cron, timezone=timezone, type=type_,
                      payload=read_payload(payload, payload_file), budget=budget or None,
                      project=project, queue=queue, catch_up=catch_up)

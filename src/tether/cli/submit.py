@@ -122,7 +122,7 @@ def submit(
                       max_calls=max_calls, max_input_tokens=max_input_tokens,
                       max_output_tokens=max_output_tokens, max_duration=max_duration,
                       max_examples=max_examples)
-    app = open_app(database_url, app_spec)
+    app = open_app(database_url, app_spec, create=not dry_run)
     if dry_run:
         raise typer.Exit(_dry_run(app, spec, as_json))
     job, created = spec.submit(app)

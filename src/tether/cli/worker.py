@@ -42,7 +42,8 @@ def worker(
 
     Example: tether worker --app myproject.jobs:app --concurrency 8 --queues default,bulk
     """
-    app = open_app(database_url, app_spec, require_app=True, purpose="a worker")
+    app = open_app(database_url, app_spec, require_app=True, purpose="a worker",
+                   create=True)
     names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
     if queues is not None and not names:
         raise CliError("--queues: name at least one queue")

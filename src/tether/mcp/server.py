@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from .. import __version__
 from ..app import Tether
-from ..loader import load_app
+from ..loader import app_at
 from ..errors import ConfigurationError
 from ..wire.principal import Principal
 from ..wire.problems import Problem
@@ -92,15 +92,6 @@ def build_server(app: Tether, principal_for: PrincipalFor) -> MCPServer:
     return TetherServer(tools, name="tether", version=__version__, instructions=INSTRUCTIONS)
 
 
-def _open(app_spec: str | None, database_url: str | None) -> Tether:
-    if app_spec:
-        app = load_app(app_spec)
-        if database_url:
-            app.database_url = database_url
-        return app
-    return Tether(database_url)
-
-
 def stdio_principal(app: Tether, token: str | None, insecure_no_auth: bool) -> Principal:
     """The principal of a stdio session: the token's, or unrestricted when explicitly insecure."""
     token = _stdio_token(token)
@@ -143,8 +134,9 @@ def run(transport: str = "stdio", app_spec: str | None = None, database_url: str
         token: str | None = None, host: str = "127.0.0.1", port: int = 8001, *,
         insecure_no_auth: bool = False, path: str = "/mcp") -> None:
     """Serve MCP until the client disconnects (stdio) or the process is stopped (http)."""
-    app = _open(app_spec, database_url)
+    app = app_at(app_spec, database_url, create_database=False)
     try:
+        app.store  # an existing tether database, or NoDatabase before serving  # noqa: B018
         if transport == "stdio":
             build_server(app, stdio_caller(app, token, insecure_no_auth)).run("stdio")
         elif transport in ("http", "streamable-http"):

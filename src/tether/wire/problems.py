@@ -32,6 +32,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "configuration_error": 500,
     "missing_extra": 500,
     "store_error": 503,
+    "no_database": 503,
     "store_unavailable": 503,
     "store_corrupt": 503,
     "storage_full": 507,

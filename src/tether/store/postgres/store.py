@@ -45,6 +45,7 @@ from ..tx import present
 from . import pooler as pooling
 from .group import GroupedCalls
 from .notify import SCHEMA, ActivityListener, FinishListener, Listener, PollingSignal
+from .probe import probe
 from .retry import TransientStoreError, retry_transient, translate
 from .tx import QUERIES, PgTx, caller_tx, connect_error, conninfo_from_url, json_as_text
 
@@ -79,9 +80,10 @@ def positions(ids: Sequence[int]) -> str:
     never=("close", "migrate", "heartbeat", "wait_for_work", "transaction"))
 class PostgresStore(GroupedCalls):
     """``postgresql://user@host:5432/db``. Options: ``min_size``/``max_size`` (pool;
-    ``max_size`` defaults to ``TETHER_PG_POOL_MAX`` or 10),
-    ``connect_timeout`` (s, waiting for a pooled connection), ``retry_timeout`` (s, how long
-    transient failures are retried), ``clock`` (tests only: replaces the database clock),
+    ``max_size`` defaults to ``TETHER_PG_POOL_MAX`` or 10), ``connect_timeout`` (s, waiting
+    for a pooled connection), ``create`` (default True: migrate on open; False: an existing
+    tether schema only, see ``probe.py``), ``retry_timeout`` (s, how long transient
+    failures are retried), ``clock`` (tests only: replaces the database clock),
     ``pooler`` (``"transaction"``, as ``?pooler=transaction`` in the URL: behind a
     transaction-pooling PgBouncer), ``listen_url`` (a direct URL for LISTEN; default
     ``TETHER_LISTEN_URL``, else the URL itself unless it is pooled)."""
@@ -95,9 +97,9 @@ class PostgresStore(GroupedCalls):
     _succeed_alone = True
 
     def __init__(self, url: str, *, clock: Clock | None = None, migrate: bool = True,
-                 min_size: int = 1, max_size: int | None = None, connect_timeout: float = 5.0,
-                 retry_timeout: float = 15.0, pooler: str | None = None,
-                 listen_url: str | None = None) -> None:
+                 create: bool = True, min_size: int = 1, max_size: int | None = None,
+                 connect_timeout: float = 5.0, retry_timeout: float = 15.0,
+                 pooler: str | None = None, listen_url: str | None = None) -> None:
         self.url = url
         self.clock = clock
         self.retry_timeout = retry_timeout
@@ -125,9 +127,10 @@ class PostgresStore(GroupedCalls):
             kwargs={"autocommit": True, "row_factory": dict_row,
                     **pooling.pool_kwargs(self.pooler)},
             configure=lambda conn: json_as_text(conn.adapters))
+        probe(self.conninfo, url, create=create)
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
-            if migrate:
+            if migrate and create:
                 self.migrate()
         except BaseException as exc:
             self._pool.close()

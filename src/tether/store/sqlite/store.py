@@ -33,6 +33,7 @@ from ..base import FinishSignal
 from ..sql import SQLStore
 from ..tx import present
 from .functions import install as install_functions
+from .location import path_from_url, require_database, require_directory
 from .schema import apply_migrations
 from .signal import DataVersionSignal
 from .tx import SQLiteTx, translate
@@ -41,23 +42,10 @@ HERE = Path(__file__).parent
 SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
-def path_from_url(url: str) -> str:
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///"):]
-    elif url.startswith("sqlite://"):
-        path = url[len("sqlite://"):]
-    elif url.startswith("sqlite:"):
-        path = url[len("sqlite:"):]
-    else:
-        path = url
-    path = path.split("?", 1)[0]
-    if not path:
-        raise ConfigurationError(f"no file in SQLite URL {url!r}")
-    return path
-
-
 class SQLiteStore(SQLStore):
-    """``sqlite:///path/to/tether.db``; options: ``synchronous`` (FULL), ``busy_timeout_ms``."""
+    """``sqlite:///path/to/tether.db``; options: ``synchronous`` (FULL), ``busy_timeout_ms``,
+    ``create`` (default True: make the file and apply migrations on open; False: open an
+    existing tether database only, ``NoDatabase`` otherwise; see ``location.py``)."""
 
     group_commit = True
     """One writer at a time: a worker's writes share commits (see worker/committer.py)."""
@@ -83,7 +71,8 @@ class SQLiteStore(SQLStore):
 
     def __init__(self, url: str = "sqlite:///./tether.db", *, clock: Clock | None = None,
                  synchronous: str | None = None, busy_timeout_ms: int = 60_000,
-                 migrate: bool = True, check_integrity: bool = False) -> None:
+                 migrate: bool = True, create: bool = True,
+                 check_integrity: bool = False) -> None:
         self.url = url
         self.path = path_from_url(url)
         self.clock = clock or SYSTEM_CLOCK
@@ -97,11 +86,13 @@ class SQLiteStore(SQLStore):
         self._lock = threading.Lock()
         self._writer: sqlite3.Connection | None = None
         self._writing = threading.Lock()  # held for a whole write transaction
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        if create:
+            require_directory(self.path, url)
+        else:
+            require_database(self.path, url, HERE / "migrations")
         if check_integrity:
             self.check_integrity()
-        if migrate:
+        if migrate and create:
             self.migrate()
 
     # --- connections and transactions ---------------------------------------------------------
