@@ -25,9 +25,9 @@ from .facade.queues import QueueControl
 from .facade.schedules import ScheduleFacade
 from .facade.spend import SpendReports
 from .facade.streams import EventStreams
+from .facade.workers import WorkerViews
 from .facade.workflows import Workflows
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
-from .records import WorkerInfo
 from .registry import JobFn, JobType, Registry, as_stages
 from .store.base import EngineStats, NewJob, SpendTotal, Store
 from .store.open import open_store
@@ -40,7 +40,8 @@ from .worker import Worker
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, QueueControl):
+class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, QueueControl,
+             WorkerViews):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
@@ -259,9 +260,6 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
         self.get(job_id, projects=projects)
         return self.store.attempts(int(job_id))
 
-    def workers(self, *, include_stopped: bool = False) -> builtins.list[WorkerInfo]:
-        return self.store.list_workers(include_stopped=include_stopped)
-
     # --- control --------------------------------------------------------------------------------
 
     def cancel(self, job_id: int, *, reason: str | None = None,
@@ -387,7 +385,10 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
     def run(self, type: str, payload: Any = None, *, timeout: float | None = None,
             in_process: bool = True, **options: Any) -> Job:
         """Submit and wait. With ``in_process`` (default) a worker runs here until the job stops
-        (terminal or paused); otherwise some other worker is expected to run it."""
+        (terminal or paused): ``type`` must then be registered here (``UnknownJobType``), as
+        that worker claims only this app's types; otherwise some other worker runs it."""
+        if in_process:
+            self.registry.get(type)
         job = self.submit(type, payload, **options)
         if not in_process:
             return self.wait(job.id, timeout=timeout)

@@ -121,6 +121,11 @@ class WorkerInfo:
     last_heartbeat_at: datetime
     stopped_at: datetime | None
     leases: int = 0
+    types: list[str] | None = None
+    """The job types it claims (its app's registered types); None for a worker from before
+    workers recorded them, which claims every type."""
+    lease_ttl: float | None = None
+    """Its lease TTL: silent that long, it no longer counts as live (``core/serving.py``)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -28,7 +28,7 @@ from ..wire.forks import ForkRequest, RetryRequest
 from ..wire.models import (
     AttemptList, AttemptOut, BudgetChange, CancelRequest, CheckpointList, CheckpointOut,
     EventOut, EventPage, JobCreate, JobOut, JobPage, LedgerEntryOut, LedgerList,
-    ResumeRequest, job_detail,
+    ResumeRequest, job_detail, job_page,
 )
 from ..wire.numbers import INT63
 
@@ -99,7 +99,7 @@ async def submit_job(
             job = await hub.wait(job, wait, who.token_id)
             if not job.terminal:
                 response.status_code = 202
-    return JobOut.of(job)
+    return job_detail(app, job, who.scope)
 
 
 @router.get("", response_model=JobPage, summary="List jobs, newest first",
@@ -131,8 +131,7 @@ def list_jobs(
                         queue=queue, search=search, before_id=before, limit=limit + 1)
     more = len(page) > limit
     page = page[:limit]
-    return JobPage(items=[JobOut.of(j) for j in page],
-                   next_cursor=pagination.encode(page[-1].id) if more else None)
+    return job_page(app, page, pagination.encode(page[-1].id) if more else None)
 
 
 @router.get("/{job_id}", response_model=JobOut, summary="Get a job", responses=_errors(404))
@@ -199,7 +198,7 @@ def _control(name: str, summary: str) -> None:
     def handler(job_id: JobId, who: Principal = Depends(principal),
                 app: Tether = Depends(tether)) -> JobOut:
         action: Callable[..., Job] = getattr(app, name)
-        return JobOut.of(action(job_id, projects=who.scope))
+        return job_detail(app, action(job_id, projects=who.scope), who.scope)
 
     handler.__name__ = f"{name}_job"
     router.add_api_route(f"/{{job_id}}/{name}", handler, methods=["POST"], response_model=JobOut,
@@ -212,7 +211,7 @@ def cancel_job(job_id: JobId, who: Principal = Depends(principal),
                app: Tether = Depends(tether),
                body: Annotated[CancelRequest | None, Body()] = None) -> JobOut:
     reason = body.reason if body is not None else None
-    return JobOut.of(app.cancel(job_id, reason=reason, projects=who.scope))
+    return job_detail(app, app.cancel(job_id, reason=reason, projects=who.scope), who.scope)
 
 
 _control("pause", "Pause: at once if waiting, else at the next safe boundary")
@@ -227,7 +226,7 @@ def resume_job(job_id: JobId, who: Principal = Depends(principal),
                app: Tether = Depends(tether),
                body: Annotated[ResumeRequest | None, Body()] = None) -> JobOut:
     on_change = body.on_change if body is not None else None
-    return JobOut.of(app.resume(job_id, on_change=on_change, projects=who.scope))
+    return job_detail(app, app.resume(job_id, on_change=on_change, projects=who.scope), who.scope)
 
 
 @router.post("/{job_id}/retry", response_model=JobOut, responses=_errors(404, 409, 413),
@@ -240,7 +239,8 @@ def retry_job(job_id: JobId, who: Principal = Depends(principal),
               app: Tether = Depends(tether),
               body: Annotated[RetryRequest | None, Body()] = None) -> JobOut:
     from_stage = body.from_stage if body is not None else None
-    return JobOut.of(app.retry(job_id, from_stage=from_stage, projects=who.scope))
+    return job_detail(app, app.retry(job_id, from_stage=from_stage, projects=who.scope),
+                      who.scope)
 
 
 @router.post("/{job_id}/fork", status_code=201, response_model=JobOut,
@@ -266,7 +266,7 @@ def fork_job(job_id: JobId, body: ForkRequest, response: Response,
         response.headers["Location"] = f"/api/v1/jobs/{job.id}"
     else:
         response.status_code = 200
-    return JobOut.of(job)
+    return job_detail(app, job, who.scope)
 _control("requeue", "Queue an interrupted (or paused, or failed) job again")
 
 
@@ -276,5 +276,5 @@ _control("requeue", "Queue an interrupted (or paused, or failed) job again")
                           "says `\"resume\": false`.")
 def patch_budget(job_id: JobId, body: BudgetChange, who: Principal = Depends(principal),
                  app: Tether = Depends(tether)) -> JobOut:
-    return JobOut.of(app.set_budget(job_id, body.to_facade(), resume=body.resume,
-                                    projects=who.scope))
+    return job_detail(app, app.set_budget(job_id, body.to_facade(), resume=body.resume,
+                                          projects=who.scope), who.scope)

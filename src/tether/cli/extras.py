@@ -14,6 +14,7 @@ from typing import Any
 from collections.abc import Iterable
 
 from ..app import Tether
+from ..records import Job
 
 
 def _method(app: Tether, name: str) -> Any:
@@ -132,9 +133,10 @@ def call_summary(app: Tether, job_id: int) -> CallSummary | None:
     return summary
 
 
-def status_extras(app: Tether, job_id: int) -> dict[str, Any]:
+def status_extras(app: Tether, job: Job) -> dict[str, Any]:
     """Keyword arguments for ``views.status_view``: only what the facade can tell."""
-    out: dict[str, Any] = {}
+    job_id = job.id
+    out: dict[str, Any] = {"unserved": job_id in app.unserved([job])}
     found = checkpoints(app, job_id)
     if found is not None:
         out["checkpoints"] = found
@@ -159,11 +161,14 @@ def forked_from(app: Tether, job_id: int) -> dict[str, Any] | None:
 
 def status_json(app: Tether, job_id: int) -> dict[str, Any]:
     """The ``job status --json`` object: the job's ``to_dict()`` plus ``attempts``,
-    ``waiting_for`` (a waiting job's open wait, else null) and, when the facade has them,
+    ``waiting_for`` (a waiting job's open wait, else null), ``unserved`` (queued, and no live
+    worker serves its type on its queue) and, when the facade has them,
     ``checkpoints`` (records) and ``calls`` (a ``CallSummary``)."""
-    data = app.get(job_id).to_dict()
+    job = app.get(job_id)
+    data = job.to_dict()
     data["attempts"] = [a.to_dict() for a in app.attempts(job_id)]
-    extras = status_extras(app, job_id)
+    extras = status_extras(app, job)
+    data["unserved"] = extras["unserved"]
     if "checkpoints" in extras:
         data["checkpoints"] = [as_dict(c) for c in extras["checkpoints"]]
     if "calls" in extras:

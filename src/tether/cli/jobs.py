@@ -85,7 +85,7 @@ def status(job_id: JobId, as_json: Json = False, database_url: DatabaseUrl = Non
         emit_json(extras.status_json(app, job_id))
         return
     job = app.get(job_id)
-    show(views.status_view, job, app.attempts(job_id), **extras.status_extras(app, job_id))
+    show(views.status_view, job, app.attempts(job_id), **extras.status_extras(app, job))
 
 
 @job_app.command("events")

@@ -144,5 +144,5 @@ def run(
     if as_json:
         emit_json(job)
     else:
-        show(views.status_view, job, app.attempts(job.id), **extras.status_extras(app, job.id))
+        show(views.status_view, job, app.attempts(job.id), **extras.status_extras(app, job))
     raise typer.Exit(EXIT_OK if job.state == JobState.SUCCEEDED else EXIT_FAILED)

@@ -146,17 +146,22 @@ def waiting_rows(job: Job, waiting: Any) -> list[tuple[str, str]]:
 
 def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
                 calls: Any = None, forked_from: dict[str, Any] | None = None,
-                waiting: Any = None) -> Table:
+                waiting: Any = None, unserved: bool = False) -> Table:
     """The ``job status`` block: identity, state, stage, what a waiting job waits for,
     checkpoints, spend vs budget, error. ``calls`` is an ``extras.CallSummary`` when the
     facade has a ledger or journal; ``forked_from`` the data of the job's ``forked_from``
-    event, for a fork; ``waiting`` a ``WaitingFor``."""
+    event, for a fork; ``waiting`` a ``WaitingFor``; ``unserved``: no live worker serves the
+    queued job's type on its queue."""
     reused = getattr(calls, "reused", None)
     grid = _grid()
     grid.add_row("job", f"{job.id}  [bold]{escape(job.type)}[/]  {state_text(job.state)}")
     if waiting is not None:
         for label, text in waiting_rows(job, waiting):
             grid.add_row(label, text)
+    if unserved:
+        grid.add_row("unserved", f"[yellow]no live worker serves type {escape(job.type)} on "
+                     f"queue {escape(job.queue)}[/]: it stays queued until a worker whose app "
+                     "registers the type starts")
     grid.add_row("project", f"{escape(job.project)}   queue {escape(job.queue)}   "
                  f"priority {job.priority}")
     grid.add_row("stage", _cell(job.stage) or "-")
@@ -317,6 +322,8 @@ def queue_table(queues: Iterable[QueueInfo], width: int = 160) -> Table:
 WORKER_COLUMNS = (
     Column("WORKER", lambda w: escape(w.id)),
     Column("QUEUES", lambda w: escape(",".join(w.queues)), {"overflow": "ellipsis"}),
+    Column("TYPES", lambda w: escape("*" if w.types is None else ",".join(w.types)),
+           {"overflow": "ellipsis"}),
     Column("CONCURRENCY", lambda w: str(w.concurrency), {"justify": "right"}),
     Column("LEASES", lambda w: str(w.leases), {"justify": "right"}),
     Column("STARTED", lambda w: when_short(w.started_at)),

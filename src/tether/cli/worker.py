@@ -1,6 +1,7 @@
 """``tether worker``: run jobs; ``tether workers``: see who is running them.
 
-A worker claims jobs from the store, runs them with the app's job types and renews its leases.
+A worker claims the jobs of its app's job types from the store (only those: other types wait
+for their own app's workers), runs them and renews its leases.
 SIGTERM or Ctrl-C drains it: it stops claiming, lets running calls finish, hands its leases
 back and exits 0.
 """
@@ -52,7 +53,7 @@ def worker(
     logging.getLogger("tether.cli").info("worker %s started", w.id)
     err().print(f"[dim]worker {escape(w.id)} started: concurrency {concurrency}, "
                 f"queues {escape(','.join(names)) if names else 'all'}, "
-                f"lease ttl {w.lease_ttl:g}s[/]")
+                f"lease ttl {w.lease_ttl:g}s, types {escape(', '.join(w.types()))}[/]")
     process.tune()
     w.run()
     err().print(f"[dim]worker {escape(w.id)} stopped after {w.completed} job(s)[/]")

@@ -37,7 +37,8 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
     def cancel_job(ctx: Context, job_id: JobId,
                    reason: Annotated[str | None, Field(max_length=1000, description=(
                        "why, recorded in the job's event log"))] = None) -> JobOut:
-        return JobOut.of(app.cancel(job_id, reason=reason, projects=principal_for(ctx).scope))
+        scope = principal_for(ctx).scope
+        return job_detail(app, app.cancel(job_id, reason=reason, projects=scope), scope)
 
     def set_job_budget(
         ctx: Context, job_id: JobId,
@@ -47,16 +48,17 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             "resume the job if it is paused because its budget ran out (default true); "
             "false leaves it paused"))] = True,
     ) -> JobOut:
-        return JobOut.of(app.set_budget(job_id, budget.to_facade(), resume=resume,
-                                        projects=principal_for(ctx).scope))
+        scope = principal_for(ctx).scope
+        return job_detail(app, app.set_budget(job_id, budget.to_facade(), resume=resume,
+                                              projects=scope), scope)
 
     def retry_job(ctx: Context, job_id: JobId,
                   from_stage: Annotated[Name | None, Field(description=(
                       "run again from this stage: the job's checkpoints from it on and the "
                       "finished calls of those stages are dropped (those calls are paid "
                       "again); default: resume from the last checkpoint"))] = None) -> JobOut:
-        return JobOut.of(app.retry(job_id, from_stage=from_stage,
-                                   projects=principal_for(ctx).scope))
+        scope = principal_for(ctx).scope
+        return job_detail(app, app.retry(job_id, from_stage=from_stage, projects=scope), scope)
 
     def fork_job(
         ctx: Context, job_id: JobId,
@@ -72,14 +74,15 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             "and configuration returns the fork already made instead of a second one"))] = None,
     ) -> JobOut:
         key = idempotency.parse_key(idempotency_key)
-        return JobOut.of(app.fork(job_id, from_stage=from_stage, payload=payload,
-                                  budget=budget.to_facade() if budget is not None else None,
-                                  idempotency_key=key, projects=principal_for(ctx).scope))
+        scope = principal_for(ctx).scope
+        return job_detail(app, app.fork(job_id, from_stage=from_stage, payload=payload,
+                                        budget=budget.to_facade() if budget is not None else None,
+                                        idempotency_key=key, projects=scope), scope)
     def resume_job(ctx: Context, job_id: JobId,
                    on_change: Annotated[OnChange | None, Field(
                        description=ON_CHANGE_HELP)] = None) -> JobOut:
-        return JobOut.of(app.resume(job_id, on_change=on_change,
-                                    projects=principal_for(ctx).scope))
+        scope = principal_for(ctx).scope
+        return job_detail(app, app.resume(job_id, on_change=on_change, projects=scope), scope)
 
     def signal_job(
         ctx: Context, job_id: JobId,
@@ -95,7 +98,8 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
     def action(name: str) -> Callable[[Context, int], JobOut]:
         def control(ctx: Context, job_id: JobId) -> JobOut:
             method: Callable[..., Job] = getattr(app, name)
-            return JobOut.of(method(job_id, projects=principal_for(ctx).scope))
+            scope = principal_for(ctx).scope
+            return job_detail(app, method(job_id, projects=scope), scope)
 
         control.__name__ = f"{name}_job"
         return control

@@ -19,7 +19,7 @@ from ..core.states import JobState
 from ..wire import idempotency, pagination
 from ..wire.models import (
     AttemptList, AttemptOut, CheckpointList, CheckpointOut, EventOut, EventPage, JobOut, JobPage,
-    LedgerEntryOut, LedgerList, job_detail,
+    LedgerEntryOut, LedgerList, job_detail, job_page,
 )
 from ..wire.numbers import INT32, INT63, JsonNumber, UnixSeconds
 from ..wire.signals import WaitList, WaitOut
@@ -75,7 +75,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         if budget is not None:
             options["budget"] = budget.to_facade()
         job, created = idempotency.submit(app, options, key)
-        return Submitted(created=created, job=JobOut.of(job))
+        return Submitted(created=created, job=job_detail(app, job, who.scope))
 
     def get_job(ctx: Context, job_id: JobId) -> JobOut:
         scope = principal_for(ctx).scope
@@ -110,8 +110,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
                             queue=queue, search=search, before_id=before, limit=limit + 1)
         more = len(page) > limit
         page = page[:limit]
-        return JobPage(items=[JobOut.of(j) for j in page],
-                       next_cursor=pagination.encode(page[-1].id) if more else None)
+        return job_page(app, page, pagination.encode(page[-1].id) if more else None)
 
     def get_events(
         ctx: Context, job_id: JobId,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ..core.serving import LEGACY_LIVE_S, Serving
 from ..core.states import TERMINAL, JobState
 from ..records import QueueInfo, WorkerInfo
 from ..tokens import TokenInfo, hash_secret, new_secret
@@ -18,15 +19,18 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 
 def upsert_worker(tx: Tx, worker: WorkerInfo, now: float) -> None:
     tx.run("upsert_worker", id=worker.id, hostname=worker.hostname, pid=worker.pid,
-           queues=json.dumps(worker.queues), concurrency=worker.concurrency, now=now)
+           queues=json.dumps(worker.queues),
+           types=None if worker.types is None else json.dumps(sorted(worker.types)),
+           lease_ttl=worker.lease_ttl, concurrency=worker.concurrency, now=now)
 
 
 class Admin(Transitions):
     """Workers, queues, API tokens and engine statistics."""
 
     def register_worker(self, worker: WorkerInfo) -> None:
-        """Write the worker's row, and remember it: a worker whose row a prune deleted while
-        it was silent (``forget_gone_workers``) is written again at its next heartbeat."""
+        """Write the worker's row (again: its types and TTL replace what it recorded), and
+        remember it: a worker whose row a prune deleted while it was silent
+        (``forget_gone_workers``) is written again at its next heartbeat."""
         self.__dict__.setdefault("_registered_workers", {})[worker.id] = worker
         with self._write() as tx:
             upsert_worker(tx, worker, self._now(tx, None))
@@ -43,8 +47,20 @@ class Admin(Transitions):
                            started_at=as_datetime(r["started_at"]),
                            last_heartbeat_at=as_datetime(r["last_heartbeat_at"]),
                            stopped_at=as_datetime(r.get("stopped_at")),
-                           leases=int(r["leases"] or 0))
+                           leases=int(r["leases"] or 0), types=load_json(r["types"]),
+                           lease_ttl=r["lease_ttl"])
                 for r in rows]
+
+    def serving(self, *, now: float | None = None) -> Serving:
+        """What the live workers serve (``core/serving.py`` says what live means)."""
+        with self._read() as tx:
+            rows = tx.all("live_workers", now=self._now(tx, now), default_ttl=LEGACY_LIVE_S)
+        return Serving.of((load_json(r["types"]), load_json(r["queues"])) for r in rows)
+
+    def queued_by_type(self) -> dict[tuple[str, str], int]:
+        """Queued jobs counted by (queue, type)."""
+        with self._read() as tx:
+            return {(r["queue"], r["type"]): int(r["n"]) for r in tx.all("count_queued_by_type")}
 
     # --- API tokens -------------------------------------------------------------------------------
 

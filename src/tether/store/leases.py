@@ -26,7 +26,8 @@ class Leases(Accounting):
     """Claims, starts, heartbeats, stages and lease expiry."""
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
-              lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]:
+              lease_ttl: float, now: float | None = None, start: bool = False,
+              types: Sequence[str] | None = None) -> list[Claim]:
         """Lease up to ``limit`` eligible jobs. With ``start`` (what a worker that runs them at
         once asks for) the first attempts also begin in the same statement: ``leased`` then
         ``running``, two events each, one commit for the whole batch. A re-attempt (a job with
@@ -37,6 +38,7 @@ class Leases(Accounting):
         with self._write() as tx:
             now = self._now(tx, now)
             rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
+                          types=self._list_param(types),
                           limit=limit, lease_ttl=lease_ttl, now=now, start=start)
             if not rows:
                 return []

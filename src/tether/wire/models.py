@@ -9,13 +9,13 @@ is how every interface presents a job.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..core.states import JobState
-from ..facade.workflows import WaitingFor, Workflows
+from ..facade.workflows import WaitingFor
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
 from .numbers import (COUNT_MAX, INT32, USD_LIMIT, USD_MAX, JsonNumber, MaybeMoney, Money,
                       UnixSeconds, money_text)
@@ -162,9 +162,13 @@ class JobOut(BaseModel):
     waiting_for: WaitingForOut | None = Field(None, description=(
         "a waiting job's open wait (a signal's question, a timer, children); given where "
         "one job is read, null in job lists"))
+    unserved: bool = Field(False, description=(
+        "queued, and no live worker serves its type on its queue (no running worker's app "
+        "registers the type): it stays queued, not failed, until such a worker starts"))
 
     @classmethod
-    def of(cls, job: Job, waiting: WaitingFor | None = None) -> JobOut:
+    def of(cls, job: Job, waiting: WaitingFor | None = None, *,
+           unserved: bool = False) -> JobOut:
         budget = job.budget.to_dict()
         used = BudgetUsed(**{k: v for k, v in budget["used"].items()
                              if k in BudgetUsed.model_fields})
@@ -183,15 +187,31 @@ class JobOut(BaseModel):
             safe_to_retry=job.safe_to_retry, parent_id=job.parent_id,
             price_profile=job.price_profile, created_at=job.created_at,
             updated_at=job.updated_at, finished_at=job.finished_at,
-            waiting_for=WaitingForOut.of(waiting) if waiting is not None else None)
+            waiting_for=WaitingForOut.of(waiting) if waiting is not None else None,
+            unserved=unserved)
 
 
-def job_detail(app: Workflows, job: Job, projects: Iterable[str] | None = None) -> JobOut:
-    """One job as ``GET /jobs/{id}`` and ``tether_get_job`` show it: a waiting job with what
-    it waits for (one more read, only for a waiting job)."""
+class JobReads(Protocol):
+    """What presenting a job reads beyond the job (``Tether``'s)."""
+
+    def waiting_summary(self, job_id: int, *,
+                        projects: Iterable[str] | None = None) -> WaitingFor | None: ...
+    def unserved(self, jobs: Iterable[Job]) -> set[int]: ...
+
+
+def job_detail(app: JobReads, job: Job, projects: Iterable[str] | None = None) -> JobOut:
+    """One job as the job routes and tools answer with it: a waiting job with what it waits
+    for, a queued one with whether a live worker serves it (one more read for either)."""
     waiting = (app.waiting_summary(job.id, projects=projects)
                if job.state == JobState.WAITING else None)
-    return JobOut.of(job, waiting)
+    return JobOut.of(job, waiting, unserved=job.id in app.unserved([job]))
+
+
+def job_page(app: JobReads, jobs: list[Job], next_cursor: str | None) -> JobPage:
+    """A page of jobs, each queued one marked ``unserved`` or not (one read for the page)."""
+    unserved = app.unserved(jobs)
+    return JobPage(items=[JobOut.of(j, unserved=j.id in unserved) for j in jobs],
+                   next_cursor=next_cursor)
 
 
 class JobPage(BaseModel):
@@ -326,6 +346,11 @@ class WorkerOut(BaseModel):
     last_heartbeat_at: datetime
     stopped_at: datetime | None
     leases: int
+    types: list[str] | None = Field(None, description=(
+        "the job types it claims (its app's); null: a worker of a release before workers "
+        "recorded them, which claims every type"))
+    lease_ttl: float | None = Field(None, description=(
+        "its lease TTL: silent that long, it no longer counts as live"))
 
     @classmethod
     def of(cls, worker: WorkerInfo) -> WorkerOut:

@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
                         queues=args.queues.split(",") if args.queues else None,
                         lease_ttl=args.lease_ttl, poll_interval=args.poll_interval,
                         prefetch=args.prefetch)
-    print(f"worker {worker.id} started", file=sys.stderr, flush=True)
+    print(f"worker {worker.id} started; types: {', '.join(worker.types()) or 'none'}",
+          file=sys.stderr, flush=True)
     process.tune()
     worker.run()
     return 0

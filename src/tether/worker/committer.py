@@ -143,7 +143,8 @@ class WorkerStore(JobStore, Protocol):
     batches."""
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
-              lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]: ...
+              lease_ttl: float, now: float | None = None, start: bool = False,
+              types: Sequence[str] | None = None) -> list[Claim]: ...
     def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
                     now: float | None = None) -> list[JobState | LeaseLost]: ...
 
@@ -162,9 +163,10 @@ class CommittingStore(WorkerStore):
     # --- writes: one shared commit ---------------------------------------------------------------
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
-              lease_ttl: float, now: float | None = None, start: bool = False) -> list[Claim]:
+              lease_ttl: float, now: float | None = None, start: bool = False,
+              types: Sequence[str] | None = None) -> list[Claim]:
         return self._run(self._store.claim, worker_id, queues=queues, limit=limit,
-                         lease_ttl=lease_ttl, now=now, start=start)
+                         lease_ttl=lease_ttl, now=now, start=start, types=types)
 
     def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState:
         return self._run(self._store.start, job_id, token, now=now)

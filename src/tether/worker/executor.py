@@ -108,7 +108,8 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
         outcome = Outcome(JobState.SUCCEEDED, result_json=dumps(result, what="result"))
     except ControlSignal as sig:
         outcome = outcome_for_signal(lease.raised or sig)
-    except UnknownJobType as exc:
+    except UnknownJobType as exc:  # claimed without a type filter (a worker never is)
+        log.warning("job %s: %s", job.id, exc.message)
         outcome = Outcome(JobState.FAILED, error_code=exc.code, error_summary=exc.message)
     except InvalidPayload as exc:
         outcome = Outcome(JobState.FAILED, error_code="invalid_result", error_summary=exc.message)

@@ -1,6 +1,7 @@
 """The worker loop. ``run_once()`` is one step: claim jobs for the free slots (and, for short
 jobs, a batch to hold ready: ``prefetch.py``) and hand them to threads, then maintenance if it
-is due. ``run()`` repeats it until told to stop.
+is due. ``run()`` repeats it until told to stop. A worker claims only the job types its app
+registers: jobs of other types are left queued for the workers of other apps.
 
 SIGTERM (and SIGINT) drain: the worker stops claiming, tells every running job to stop at its
 next safe boundary (so a call in flight finishes and is journaled), hands those leases back,
@@ -19,6 +20,7 @@ import uuid
 from collections.abc import Sequence
 
 from ..clock import utc
+from ..core.serving import EVERY_QUEUE
 from ..errors import StoreCorrupt, StoreError, WorkerShutdown
 from ..job import Lease
 from ..records import Job, WorkerInfo
@@ -94,7 +96,8 @@ class Worker:
         self.scheduler = (Scheduler(self.store, interval=schedule_interval)
                           if schedule_interval is not None else None)
         self.completed = 0
-        self._registered = False
+        self._types: list[str] = []
+        self._registered: list[str] | None = None  # the types its row records
         self._drained = False  # the last claim got fewer jobs than it asked for
         self.committer = (GroupCommitter(self.store)
                           if group_commit and self.store.group_commit
@@ -137,14 +140,32 @@ class Worker:
     def stopping(self) -> bool:
         return self._halt.is_set()
 
+    def types(self) -> list[str]:
+        """The job types this worker claims: those its app registers (``core/serving.py``).
+        A registry only grows, so its size says when to read the names again."""
+        if len(self.app.registry) != len(self._types):
+            self._types = self.app.registry.names()
+        return self._types
+
     def _register(self) -> None:
-        if not self._registered:
-            now = utc(self.clock.time())
-            self.store.register_worker(WorkerInfo(
-                id=self.id, hostname=socket.gethostname(), pid=os.getpid(),
-                queues=self.queues or ["*"], concurrency=self.concurrency, started_at=now,
-                last_heartbeat_at=now, stopped_at=None))
-            self._registered = True
+        """Write the worker's row at its first step, and again when its app has registered
+        more types since, so ``serving`` sees what it claims; say once what it serves."""
+        types = self.types()
+        if self._registered == types:
+            return
+        now = utc(self.clock.time())
+        self.store.register_worker(WorkerInfo(
+            id=self.id, hostname=socket.gethostname(), pid=os.getpid(),
+            queues=self.queues or [EVERY_QUEUE], concurrency=self.concurrency, started_at=now,
+            last_heartbeat_at=now, stopped_at=None, types=types, lease_ttl=self.lease_ttl))
+        if self._registered is None:
+            queues = ", ".join(self.queues) if self.queues else "all queues"
+            if types:
+                log.info("worker %s serves job types %s (%s)", self.id, ", ".join(types), queues)
+            else:
+                log.warning("worker %s serves no job types: its app registers none, so it "
+                            "claims nothing", self.id)
+        self._registered = types
 
     # --- one step -------------------------------------------------------------------------------
 
@@ -172,7 +193,7 @@ class Worker:
         if want <= 0:
             return 0
         claims = self.writes.claim(self.id, queues=self.queues, limit=want,
-                                   lease_ttl=self.lease_ttl, start=True)
+                                   lease_ttl=self.lease_ttl, start=True, types=self.types())
         if claims:
             batch = [(claim.job, Lease(claim.job.id, claim.token), claim.started)
                      for claim in claims]
@@ -257,8 +278,9 @@ class Worker:
         self._wake.clear()
 
     def _idle(self) -> bool:
-        return not self.store.list_jobs(state="queued", limit=1) and not self.store.list_jobs(
-            state="retry_wait", limit=1)
+        """Nothing of this worker's types is queued or waiting for a retry."""
+        return not any(self.store.list_jobs(state=state, type=type, limit=1)
+                       for type in self.types() for state in ("queued", "retry_wait"))
 
     def stop(self) -> None:
         """Begin a graceful drain. Safe from a signal handler: it takes no lock (``Wakeup``)."""

@@ -61,6 +61,16 @@
     box.hidden = false;
   }
 
+  /** A queued job whose type no live worker serves on its queue stays queued: say why. */
+  function renderUnserved(job) {
+    const box = $("job-unserved");
+    box.hidden = !job.unserved;
+    if (job.unserved) {
+      T.fill(box, T.el("strong", {}, "No live worker serves type " + job.type + " on queue " + job.queue),
+        ": the job stays queued until a worker whose app registers the type starts.");
+    }
+  }
+
   function renderFacts(job) {
     const facts = [
       fact("State", T.badge(job.state)),
@@ -446,6 +456,7 @@
     showEvents();
     renderPeriodPause(job);
     renderMismatch(job);
+    renderUnserved(job);
     renderFacts(job);
     T.renderWaiting(job);
     renderBudget(job);

@@ -101,7 +101,9 @@
     const key = job.idempotency_key;
     return T.el("tr", { class: "clickable", dataset: { href, jobId: job.id, state: job.state } },
       T.el("td", { class: "num mono" }, T.el("a", { href }, "#" + job.id)),
-      T.el("td", {}, T.badge(job.state)),
+      T.el("td", {}, T.badge(job.state), job.unserved
+        ? T.el("div", { class: "muted small unserved", title: "No live worker serves type " + job.type + " on queue " + job.queue }, "no worker")
+        : null),
       T.el("td", {}, T.el("div", {}, job.type),
         key ? T.el("div", { class: "muted small mono truncate", title: key }, key) : null),
       T.el("td", {}, job.project),

@@ -36,7 +36,8 @@
       T.el("td", {}, T.el("span", { class: "badge badge-worker-" + status }, status)),
       T.el("td", {}, w.hostname, T.el("span", { class: "muted small" }, " pid " + w.pid)),
       T.el("td", {}, !w.queues || !w.queues.length || w.queues.includes("*")
-        ? T.el("span", { class: "muted" }, "all queues") : w.queues.join(", ")),
+        ? T.el("span", { class: "muted" }, "all queues") : w.queues.join(", "),
+        T.el("div", { class: "muted small worker-types" }, w.types ? "types: " + (w.types.join(", ") || "none") : "every type")),
       T.el("td", { class: "num" }, leases + " / " + w.concurrency),
       T.el("td", {}, leasedJobs(held)),
       T.el("td", { class: "num" }, T.ago(w.last_heartbeat_at, " ago")),

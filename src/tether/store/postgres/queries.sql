@@ -138,7 +138,8 @@ SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
 -- engine_counters row. With %(start)s, a first attempt also begins here ('running', its own
 -- event); a re-attempt stays 'leased' because its start must first settle what the earlier
 -- attempt left open. picked's WHERE and ORDER BY are exactly the jobs_claimable index
--- (state = 'queued'; priority, run_after, id).
+-- (state = 'queued'; priority, run_after, id); the queue and type filters (the worker's
+-- queues and the types its app registers) are checked on the rows that index walk finds.
 -- Its transaction's settings (PgTx.claim, CLAIM_PLAN) keep this plan and commit it without
 -- waiting for the WAL flush.
 -- name: claim_jobs
@@ -148,6 +149,7 @@ WITH clock AS (
     SELECT j.id FROM jobs j
     WHERE j.state = 'queued' AND j.run_after <= (SELECT now FROM clock)
       AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+      AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[]))
       AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = j.queue AND q.paused)
     ORDER BY j.priority, j.run_after, j.id
     LIMIT %(limit)s
@@ -315,12 +317,26 @@ FROM queues q CROSS JOIN unnest(%(states)s::text[]) AS s(state);
 EXPLAIN (FORMAT JSON) SELECT 1 FROM jobs WHERE queue = %(queue)s::text AND state = %(state)s::text;
 
 -- name: upsert_worker
-INSERT INTO workers (id, hostname, pid, queues, concurrency, started_at, last_heartbeat_at)
-VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s::jsonb, %(concurrency)s, %(now)s, %(now)s)
-ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, stopped_at = NULL;
+INSERT INTO workers (id, hostname, pid, queues, types, lease_ttl, concurrency, started_at,
+                     last_heartbeat_at)
+VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s::jsonb, %(types)s::jsonb, %(lease_ttl)s,
+        %(concurrency)s, %(now)s, %(now)s)
+ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, stopped_at = NULL,
+                               types = excluded.types, lease_ttl = excluded.lease_ttl;
 
 -- name: stop_worker
 UPDATE workers SET stopped_at = %(now)s WHERE id = %(id)s;
+
+-- Live workers: not stopped, and heard from within their lease TTL (the silence after which
+-- their leases expire too; %(default_ttl)s for a row from before workers recorded it).
+-- name: live_workers
+SELECT types, queues FROM workers
+WHERE stopped_at IS NULL
+  AND last_heartbeat_at >= %(now)s - make_interval(secs => coalesce(lease_ttl, %(default_ttl)s));
+
+-- Queued jobs by queue and type, for the jobs no live worker serves (jobs_state).
+-- name: count_queued_by_type
+SELECT queue, type, count(*) AS n FROM jobs WHERE state = 'queued' GROUP BY queue, type;
 
 -- name: list_workers
 SELECT w.*, (SELECT count(*) FROM jobs j

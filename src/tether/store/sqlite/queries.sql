@@ -98,6 +98,7 @@ WHERE id IN (
     SELECT id FROM jobs INDEXED BY jobs_claimable
     WHERE state = 'queued' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types)))
       AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
     ORDER BY priority, run_after, id
     LIMIT :limit)
@@ -226,9 +227,21 @@ FROM queues q, json_each(:states) s;
 SELECT count(*) AS n FROM jobs WHERE queue = :queue AND state = :state;
 
 -- name: upsert_worker
-INSERT INTO workers (id, hostname, pid, queues, concurrency, started_at, last_heartbeat_at)
-VALUES (:id, :hostname, :pid, :queues, :concurrency, :now, :now)
-ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, stopped_at = NULL;
+INSERT INTO workers (id, hostname, pid, queues, types, lease_ttl, concurrency, started_at,
+                     last_heartbeat_at)
+VALUES (:id, :hostname, :pid, :queues, :types, :lease_ttl, :concurrency, :now, :now)
+ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, stopped_at = NULL,
+                               types = excluded.types, lease_ttl = excluded.lease_ttl;
+
+-- Live workers: not stopped, and heard from within their lease TTL (the silence after which
+-- their leases expire too; :default_ttl for a row from before workers recorded it).
+-- name: live_workers
+SELECT types, queues FROM workers
+WHERE stopped_at IS NULL AND last_heartbeat_at >= :now - coalesce(lease_ttl, :default_ttl);
+
+-- Queued jobs by queue and type, for the jobs no live worker serves (jobs_state).
+-- name: count_queued_by_type
+SELECT queue, type, count(*) AS n FROM jobs WHERE state = 'queued' GROUP BY queue, type;
 
 -- name: stop_worker
 UPDATE workers SET stopped_at = :now WHERE id = :id;

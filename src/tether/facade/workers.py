@@ -1,0 +1,46 @@
+"""``Tether``'s read of its workers: who is running, and which queued jobs none of them serves.
+
+A mixin of the facade: ``tether workers``, ``tether job status``, the REST job and worker
+resources, the dashboard and ``/metrics`` read workers and unserved jobs through these methods.
+What "live" means is ``core/serving.py``'s.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
+
+from ..core.serving import Serving
+from ..core.states import JobState
+from ..records import Job, WorkerInfo
+from ..store.base import Store
+
+
+class WorkerViews:
+    """Workers and the job types they serve (mixed into ``Tether``)."""
+
+    if TYPE_CHECKING:  # Tether's (a read-only property there)
+        @property
+        def store(self) -> Store: ...
+
+    def workers(self, *, include_stopped: bool = False) -> builtins.list[WorkerInfo]:
+        return self.store.list_workers(include_stopped=include_stopped)
+
+    def serving(self) -> Serving:
+        """What the live workers serve, read now."""
+        return self.store.serving()
+
+    def unserved(self, jobs: Iterable[Job]) -> set[int]:
+        """The ids of those ``jobs`` that are queued and whose type no live worker serves on
+        their queue: they stay queued until such a worker starts. One read, and none when no
+        job is queued."""
+        queued = [job for job in jobs if job.state == JobState.QUEUED]
+        if not queued:
+            return set()
+        serving = self.serving()
+        return {job.id for job in queued if not serving.serves(job.type, job.queue)}
+
+    def unserved_counts(self) -> dict[tuple[str, str], int]:
+        """Queued jobs no live worker serves, counted by (queue, type)."""
+        return self.serving().unserved(self.store.queued_by_type())

@@ -1,0 +1,5 @@
+-- What each worker serves: the job types its app registers (a worker claims only those) and
+-- its lease TTL, the silence after which it no longer counts as live. A row written before
+-- this has neither: that worker claims every type, and is live for the default 30 s.
+ALTER TABLE workers ADD COLUMN types jsonb;
+ALTER TABLE workers ADD COLUMN lease_ttl double precision;
