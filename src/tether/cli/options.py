@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +21,7 @@ import typer
 from ..app import Tether
 from ..loader import load_app
 from .output import CliError
+from .parse import parse_usd
 
 DB_HELP = ("Database URL: sqlite:///path/to.db or postgresql://... "
            "[default: the root option, TETHER_DATABASE_URL, or sqlite:///./tether.db]")
@@ -54,8 +56,9 @@ MaxAttempts = Annotated[int | None, typer.Option(
     help="Attempts before the job fails [default: the job type's, else 3].")]
 
 # Budget limits shared by ``submit``, ``run`` and ``job budget``.
-MaxCost = Annotated[str | None, typer.Option(
-    "--max-cost", metavar="USD", help="Most the job may spend, in USD (e.g. 2.50).")]
+MaxCost = Annotated[Decimal | None, typer.Option(
+    "--max-cost", metavar="USD", parser=parse_usd,
+    help="Most the job may spend, in USD (e.g. 2.50).")]
 MaxCalls = Annotated[int | None, typer.Option(
     "--max-calls", min=0, help="Most provider calls the job may make.")]
 MaxInputTokens = Annotated[int | None, typer.Option(

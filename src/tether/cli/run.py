@@ -78,7 +78,7 @@ def _advice(job: Job) -> str | None:
 
 
 def run(
-    type_: JobType,
+    job_type: JobType,
     payload: Payload = None,
     payload_file: PayloadFile = None,
     project: Project = "default",
@@ -110,7 +110,7 @@ def run(
 
     Example: tether run summarize --app myproject.jobs:app -p '{"url": "..."}' --max-cost 2
     """
-    spec = build_spec(type_, payload=payload, payload_file=payload_file, project=project,
+    spec = build_spec(job_type, payload=payload, payload_file=payload_file, project=project,
                       idempotency_key=idempotency_key, queue=queue, priority=priority,
                       run_after=run_after, max_attempts=max_attempts, max_cost=max_cost,
                       max_calls=max_calls, max_input_tokens=max_input_tokens,
