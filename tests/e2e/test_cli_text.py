@@ -74,18 +74,18 @@ def test_a_schedule_added_without_app_warns_that_its_type_is_unchecked(capsys, d
     r = cli(capsys, db, "schedule", "add", "s", "--cron", "@daily", "--type", "nosuch")
     assert r.code == 0 and "schedule s saved" in r.out
     assert "warning: job type 'nosuch' was not checked" in r.err and "--app" in r.err
+    app = Tether(db)
+    try:
+        assert [s.type for s in app.schedules()] == ["nosuch"]
+    finally:
+        app.close()
     r = cli(capsys, db, "schedule", "add", "s", "--cron", "@daily", "--type", "echo",
             "--app", APP)
-    assert r.code == 0 and r.err == ""
+    assert r.code == 0 and "echo in default/default" in r.out and r.err == ""
     r = cli(capsys, db, "schedule", "add", "s", "--cron", "@daily", "--type", "nosuch",
             "--app", APP)
     assert r.code == 2
     one_error_line(r, "unknown_job_type")
-    app = Tether(db)
-    try:
-        assert [s.type for s in app.schedules()] == ["echo"]
-    finally:
-        app.close()
 
 
 def test_the_demo_verdict_agrees_with_one_unconfirmed_call():

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ..app import Tether
 from .options import DatabaseUrl, Json, open_app, show_help_if_bare
 from .options import database_url as resolve_url
 from .output import emit_json, out
@@ -25,6 +24,8 @@ def _migrate(url: str | None) -> tuple[list[int], str]:
 
     The store is opened without its automatic first-use migration so the versions applied by
     this command can be reported."""
+    from ..app import Tether
+
     try:
         app = Tether(url, migrate=False)
         applied = list(app.store.migrate())

@@ -14,14 +14,15 @@ import os
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..app import Tether
-from ..loader import load_app
 from .output import CliError
 from .parse import parse_usd
+
+if TYPE_CHECKING:
+    from ..app import Tether
 
 DB_HELP = ("Database URL: sqlite:///path/to.db or postgresql://... "
            "[default: the root option, TETHER_DATABASE_URL, or sqlite:///./tether.db]")
@@ -95,7 +96,13 @@ def database_url(explicit: str | None) -> str | None:
 def open_app(explicit_url: str | None = None, app_spec: str | None = None, *,
              require_app: bool = False, purpose: str = "this command") -> Tether:
     """The ``Tether`` a command talks to: the user's app (``--app``) pointed at the resolved
-    database, or a bare app when job types do not matter. ``close_all`` closes it."""
+    database, or a bare app when job types do not matter. ``close_all`` closes it.
+
+    The facade and the user's module are imported here, not with the CLI: a command that opens
+    no store (``--help``, ``--version``) never pays for the store and its backends."""
+    from ..app import Tether
+    from ..loader import load_app
+
     url = database_url(explicit_url)
     if app_spec is None:
         if require_app:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..app import Tether
 from ..core.states import TERMINAL, JobState
-from ..records import Job
 from . import extras, views
 from .options import (
     AppSpec, DatabaseUrl, IdempotencyKey, Json, MaxAttempts, MaxCalls, MaxCost, MaxDuration,
@@ -27,6 +25,10 @@ from .options import (
 from .output import EXIT_FAILED, EXIT_OK, CliError, emit_json, note, show
 from .progress import Progress
 from .submit import JobType, announce, build_spec
+
+if TYPE_CHECKING:
+    from ..app import Tether
+    from ..records import Job
 
 STOP = TERMINAL | {JobState.PAUSED, JobState.INTERRUPTED}
 

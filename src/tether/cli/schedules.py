@@ -7,14 +7,13 @@ stays unless the cron or zone changes). Times are shown in UTC; ``--json`` gives
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from collections.abc import Iterable
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..records import Schedule
 from .options import (
     AppSpec, DatabaseUrl, Json, MaxCalls, MaxCost, MaxDuration, MaxInputTokens, MaxOutputTokens,
     Payload, PayloadFile, Queue, open_app, show_help_if_bare,
@@ -22,6 +21,9 @@ from .options import (
 from .output import emit_json, note, out, show, when
 from .parse import budget_limits, read_payload
 from .views import Column, _build
+
+if TYPE_CHECKING:
+    from ..records import Schedule
 
 schedule_app = typer.Typer(help="Durable schedules: each cron tick enqueues exactly one job.")
 

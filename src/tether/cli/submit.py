@@ -11,13 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from ..app import Tether
-from ..records import Job
 from .options import (
     AppSpec, DatabaseUrl, IdempotencyKey, Json, MaxAttempts, MaxCalls, MaxCost, MaxDuration,
     MaxExamples, MaxInputTokens, MaxOutputTokens, Payload, PayloadFile, Priority, Project, Queue,
@@ -26,6 +24,10 @@ from .options import (
 from .output import CliError, emit_json, note, out, state_text
 from .parse import budget_limits, parse_when, read_payload
 from .prices import dry_run
+
+if TYPE_CHECKING:
+    from ..app import Tether
+    from ..records import Job
 
 JobType = Annotated[str, typer.Argument(help="The job type's name.", metavar="TYPE",
                                         show_default=False)]
