@@ -53,11 +53,11 @@ def test_root_help_lists_every_command():
     assert "warning" not in r["err"]
 
 
-def test_a_read_on_sqlite_loads_neither_postgres_nor_the_server_stack(tmp_path):
+def test_a_read_on_sqlite_loads_neither_postgres_nor_the_worker_nor_the_server_stack(tmp_path):
     db = f"sqlite:///{tmp_path}/t.db"
     r = loaded_after("from tether.cli.main import main; main(['job', 'list'])", db)
     assert "no jobs" in r["out"]
     assert "tether.store.sqlite" in r["heavy"]
     assert not [m for m in r["heavy"] if m.startswith(
-        ("tether.store.postgres", "psycopg", "fastapi", "uvicorn", "mcp", "pydantic",
-         "tether.api", "tether.mcp", "tether.dashboard"))], r["heavy"]
+        ("tether.store.postgres", "psycopg", "tether.worker", "fastapi", "uvicorn", "mcp",
+         "pydantic", "tether.api", "tether.mcp", "tether.dashboard"))], r["heavy"]
