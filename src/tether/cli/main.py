@@ -121,11 +121,17 @@ def _usage_error(exc: click.ClickException) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code (the console script exits with it)."""
+    """Run the CLI and return its exit code (the console script exits with it).
+
+    A bare ``tether --version`` answers before the command tree is built: building it
+    inspects the signature of every command, which is most of what the answer would cost."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    if args == ["--version"]:
+        print(f"tether {__version__}")
+        return EXIT_OK
     command = typer.main.get_command(app)
     try:
-        rv = command.main(args=list(argv) if argv is not None else None, prog_name="tether",
-                          standalone_mode=False)
+        rv = command.main(args=args, prog_name="tether", standalone_mode=False)
     except typer.Abort:
         err().print("aborted")
         return EXIT_INTERRUPTED
