@@ -31,8 +31,8 @@ def loaded_after(code: str, database_url: str | None = None) -> dict:
 
 
 def test_importing_tether_loads_no_submodule_until_a_name_is_used():
-    r = loaded_after("import tether; print(sorted(m for m in sys.modules if m.startswith('tether')),"
-                     " tether.__version__)")
+    r = loaded_after("import tether; print(sorted(m for m in sys.modules "
+                     "if m.startswith('tether')), tether.__version__)")
     assert r["out"].split("]")[0] == "['tether'", r
     r = loaded_after("import tether; print(tether.Tether.__module__, len(dir(tether)))")
     assert r["out"].startswith("tether.app ") and "tether.store" in r["heavy"]

@@ -10,11 +10,15 @@ from tether.demo import verdict
 from tests.e2e.clitools import APP, one_error_line, run_main
 
 
-@pytest.fixture
-def db(tmp_path, monkeypatch) -> str:
+@pytest.fixture(autouse=True)
+def _plain(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("TETHER_APP", raising=False)
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
     return f"sqlite:///{tmp_path}/tether.db"
 
 
@@ -70,19 +74,19 @@ def test_a_bad_max_cost_is_a_usage_error_that_names_the_flag(capsys, db, args, c
     assert f"see 'tether {command} --help'" in line, line
 
 
-def test_a_schedule_added_without_app_warns_that_its_type_is_unchecked(capsys, db):
-    r = cli(capsys, db, "schedule", "add", "s", "--cron", "@daily", "--type", "nosuch")
+def test_a_schedule_added_without_app_warns_that_its_type_is_unchecked(capsys, database_url):
+    r = cli(capsys, database_url, "schedule", "add", "s", "--cron", "@daily", "--type", "nosuch")
     assert r.code == 0 and "schedule s saved" in r.out
     assert "warning: job type 'nosuch' was not checked" in r.err and "--app" in r.err
-    app = Tether(db)
+    app = Tether(database_url)
     try:
         assert [s.type for s in app.schedules()] == ["nosuch"]
     finally:
         app.close()
-    r = cli(capsys, db, "schedule", "add", "s", "--cron", "@daily", "--type", "echo",
+    r = cli(capsys, database_url, "schedule", "add", "s", "--cron", "@daily", "--type", "echo",
             "--app", APP)
     assert r.code == 0 and "echo in default/default" in r.out and r.err == ""
-    r = cli(capsys, db, "schedule", "add", "s", "--cron", "@daily", "--type", "nosuch",
+    r = cli(capsys, database_url, "schedule", "add", "s", "--cron", "@daily", "--type", "nosuch",
             "--app", APP)
     assert r.code == 2
     one_error_line(r, "unknown_job_type")
