@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .blobs import BlobStore, DatabaseBlobStore, FileBlobStore
@@ -35,7 +35,9 @@ from .store.ratelimits import RateLimit
 from .submission import (
     DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name, job_limits,
 )
-from .worker import Worker
+
+if TYPE_CHECKING:
+    from .worker import Worker
 
 DEFAULT_URL = "sqlite:///./tether.db"
 
@@ -367,6 +369,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
     # --- running --------------------------------------------------------------------------------
 
     def worker(self, **options: Any) -> Worker:
+        from .worker import Worker  # a worker's modules load only in a process that runs one
+
         return Worker(self, **options)
 
     def wait(self, job_id: int, *, timeout: float | None = None, poll: float = 0.1,

@@ -71,9 +71,14 @@ def verdict(spent: Decimal, billed: Decimal, unconfirmed: int, unconfirmed_usd: 
                 f"${billed:.6f} billed")
     if spent == billed:
         return f"the ledger covers the provider's bill exactly: ${spent:.6f}"
-    why = (f"the {unconfirmed} calls in flight at the kill were never confirmed, so they stay "
-           f"counted as spent at their worst case (${unconfirmed_usd:.6f})" if unconfirmed else
-           "no call was left unconfirmed, so this is a defect")
+    if unconfirmed == 1:
+        lost = "the 1 call in flight at the kill was never confirmed, so it stays"
+    else:
+        lost = (f"the {unconfirmed} calls in flight at the kill were never confirmed, so they "
+                "stay")
+    why = (f"{lost} counted as spent at {'its' if unconfirmed == 1 else 'their'} worst case "
+           f"(${unconfirmed_usd:.6f})" if unconfirmed
+           else "no call was left unconfirmed, so this is a defect")
     return (f"the ledger covers the provider's bill: ${spent:.6f} recorded >= ${billed:.6f} "
             f"billed; it is ${spent - billed:.6f} higher because {why}")
 

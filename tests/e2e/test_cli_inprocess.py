@@ -57,7 +57,7 @@ def test_usage_errors_are_one_line_with_a_help_hint(capsys, db):
     (("-f", "/nonexistent/payload.json"), "invalid_payload"),
     (("-p", "{}", "-f", "x.json"), "usage_error"),
     (("--run-after", "soonish"), "invalid_time"),
-    (("--max-cost", "lots"), "invalid_payload"),
+    (("--max-cost", "lots"), "usage_error"),
     (("--max-duration", "3 fortnights"), "invalid_duration"),
     (("--max-calls", "-1"), "usage_error"),
     (("--max-attempts", "0"), "usage_error"),

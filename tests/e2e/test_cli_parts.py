@@ -10,7 +10,7 @@ import pytest
 import typer
 
 from tether.cli.output import CliError, usd
-from tether.cli.parse import budget_limits, parse_duration, parse_when
+from tether.cli.parse import budget_limits, parse_duration, parse_usd, parse_when
 from tether.cli.plugins import register_plugins
 from tests.e2e.clitools import tether
 
@@ -43,7 +43,7 @@ def test_parse_when():
 
 def test_budget_limits_keeps_only_named_limits():
     assert budget_limits() == {}
-    limits = budget_limits(max_cost="$2.50", max_calls=0, max_duration="1h")
+    limits = budget_limits(max_cost=parse_usd(" $2.50"), max_calls=0, max_duration="1h")
     assert limits == {"max_cost_usd": __import__("decimal").Decimal("2.50"), "max_calls": 0,
                       "max_duration_s": 3600.0}
 

@@ -40,7 +40,9 @@ def test_demo_summary_matches_the_providers_bill(tmp_path):
     verdict = summary["verdict"]
     assert verdict.startswith("the ledger covers the provider's bill"), verdict
     if spent > billed:
-        assert f"the {summary['calls_unconfirmed']} calls in flight at the kill" in verdict
+        unconfirmed = summary["calls_unconfirmed"]
+        calls = "call" if unconfirmed == 1 else "calls"
+        assert f"the {unconfirmed} {calls} in flight at the kill" in verdict
         assert f"${spent - billed:.6f} higher" in verdict
     else:
         assert verdict.endswith("exactly: $" + f"{billed:.6f}")

@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ..app import Tether
-from ..store.urls import redact
 from .options import DatabaseUrl, Json, open_app, show_help_if_bare
 from .options import database_url as resolve_url
 from .output import emit_json, out
@@ -26,6 +24,8 @@ def _migrate(url: str | None) -> tuple[list[int], str]:
 
     The store is opened without its automatic first-use migration so the versions applied by
     this command can be reported."""
+    from ..app import Tether
+
     try:
         app = Tether(url, migrate=False)
         applied = list(app.store.migrate())
@@ -42,6 +42,8 @@ def _migrate(url: str | None) -> tuple[list[int], str]:
 def migrate(as_json: Json = False, database_url: DatabaseUrl = None) -> None:
     """Create or upgrade the schema (worker, submit, run and schedule add also do on first use;
     every other command, serve and mcp need it done)."""
+    from ..store.urls import redact
+
     applied, url = _migrate(resolve_url(database_url))
     if as_json:
         emit_json({"database_url": redact(url), "applied": applied})

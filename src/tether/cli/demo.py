@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..demo import run_demo
 from .output import err, out
 
 
@@ -19,6 +18,8 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run the example LLM pipeline through a crash and a budget limit (a few seconds)."""
+    from ..demo import run_demo
+
     folder = folder or Path("tether-demo")
     result = run_demo(folder.resolve(), say=lambda s: err().print(f"[dim]demo:[/dim] {s}"))
     if as_json:

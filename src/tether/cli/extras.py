@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Iterable
 
-from ..app import Tether
-from ..records import Job
+if TYPE_CHECKING:
+    from ..app import Tether
+    from ..records import Job
 
 
 def _method(app: Tether, name: str) -> Any:

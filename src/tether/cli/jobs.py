@@ -8,15 +8,13 @@ allow exits 2 (``invalid_transition``) and an unknown id exits 3 (``job_not_foun
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from ..core.states import JobState
 from ..core.waits import KINDS
-from ..app import Tether
-from ..records import Event, Job
 from . import extras, views
 from .options import (
     DatabaseUrl, JobId, Json, MaxCalls, MaxCost, MaxDuration, MaxExamples, MaxInputTokens,
@@ -24,6 +22,10 @@ from .options import (
 )
 from .output import CliError, emit_json, emit_json_line, out, show, state_text, usd
 from .parse import budget_limits, parse_json, read_payload
+
+if TYPE_CHECKING:
+    from ..app import Tether
+    from ..records import Event, Job
 
 job_app = typer.Typer(help="Inspect, follow and steer jobs.")
 

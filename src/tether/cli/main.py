@@ -25,20 +25,24 @@ from .output import (
 )
 from .plugins import register_plugins
 
+# Typer joins an epilog's lines into one Markdown paragraph: a trailing backslash is a hard
+# line break, so each example stays on its own line.
 EPILOG = """\
-Examples:
+Examples:\\
 
-  tether worker --app myproject.jobs:app --concurrency 4
+tether worker --app myproject.jobs:app --concurrency 4\\
 
-  tether run summarize --app myproject.jobs:app -p '{"url": "https://example.com"}' --max-cost 2
+tether run summarize --app myproject.jobs:app -p '{"url": "https://example.com"}' --max-cost 2\\
 
-  tether submit summarize -p '{"url": "https://example.com"}' --idempotency-key doc-42
+tether submit summarize -p '{"url": "https://example.com"}' --idempotency-key doc-42\\
 
-  tether job list --project docs --state failed --json
+tether job list --project docs --state failed --json\\
 
-  tether job events 42 --follow
+tether job events 42 --follow\\
 
-  tether spend --by model --since 7d
+tether spend --by model --since 7d\\
+
+\\
 
 Data goes to stdout, progress and errors to stderr. Exit codes: 0 ok, 1 job did not succeed
 (run), 2 usage error or invalid transition, 3 not found.
@@ -102,8 +106,13 @@ register_plugins(app)
 
 
 def _usage_error(exc: click.ClickException) -> int:
-    """Click's parse errors (bad flag, bad value, missing argument) as one line."""
-    message = exc.format_message().strip().rstrip(".")
+    """Click's parse errors (bad flag, bad value, missing argument) as one line.
+
+    An unknown command's message is taken as Typer wrote it: Typer already appends the close
+    names ("Did you mean 'job'?") and click 8.4's ``NoSuchCommand`` would append them again."""
+    no_such_command = getattr(click.exceptions, "NoSuchCommand", ())
+    text = exc.message if isinstance(exc, no_such_command) else exc.format_message()
+    message = text.strip().rstrip(".")
     if message:
         ctx = getattr(exc, "ctx", None)
         hint = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
@@ -112,11 +121,17 @@ def _usage_error(exc: click.ClickException) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code (the console script exits with it)."""
+    """Run the CLI and return its exit code (the console script exits with it).
+
+    A bare ``tether --version`` answers before the command tree is built: building it
+    inspects the signature of every command, which is most of what the answer would cost."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    if args == ["--version"]:
+        print(f"tether {__version__}")
+        return EXIT_OK
     command = typer.main.get_command(app)
     try:
-        rv = command.main(args=list(argv) if argv is not None else None, prog_name="tether",
-                          standalone_mode=False)
+        rv = command.main(args=args, prog_name="tether", standalone_mode=False)
     except typer.Abort:
         err().print("aborted")
         return EXIT_INTERRUPTED

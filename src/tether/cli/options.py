@@ -11,14 +11,17 @@ Modules written outside this package (``tether token``, ``prices``, ``demo``) ma
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..app import Tether
-from ..loader import app_at
 from .output import CliError
+from .parse import parse_usd
+
+if TYPE_CHECKING:
+    from ..app import Tether
 
 DB_HELP = ("Database URL: sqlite:///path/to.db or postgresql://... "
            "[default: the root option, TETHER_DATABASE_URL, or sqlite:///./tether.db]")
@@ -53,8 +56,9 @@ MaxAttempts = Annotated[int | None, typer.Option(
     help="Attempts before the job fails [default: the job type's, else 3].")]
 
 # Budget limits shared by ``submit``, ``run`` and ``job budget``.
-MaxCost = Annotated[str | None, typer.Option(
-    "--max-cost", metavar="USD", help="Most the job may spend, in USD (e.g. 2.50).")]
+MaxCost = Annotated[Decimal | None, typer.Option(
+    "--max-cost", metavar="USD", parser=parse_usd,
+    help="Most the job may spend, in USD (e.g. 2.50).")]
 MaxCalls = Annotated[int | None, typer.Option(
     "--max-calls", min=0, help="Most provider calls the job may make.")]
 MaxInputTokens = Annotated[int | None, typer.Option(
@@ -96,7 +100,12 @@ def open_app(explicit_url: str | None = None, app_spec: str | None = None, *,
 
     Only commands that put work in or do it (``create``: worker, submit, run, schedule add)
     may create and migrate the database on first use; every other command opens an existing
-    tether database only, so a mistyped URL is ``no_database``, never a new empty one."""
+    tether database only, so a mistyped URL is ``no_database``, never a new empty one.
+
+    The facade and the user's module are imported here, not with the CLI: a command that opens
+    no store (``--help``, ``--version``) never pays for the store and its backends."""
+    from ..loader import app_at
+
     if app_spec is None and require_app:
         raise CliError(f"{purpose} needs your job types: pass --app MODULE:APP "
                        "(or set TETHER_APP)", code="missing_app")

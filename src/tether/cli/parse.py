@@ -1,6 +1,7 @@
 """Turning command-line text into the values the facade takes: payloads, durations, times, limits.
 
-Every parser raises ``CliError`` (exit 2) with a message that names the flag, never a traceback.
+Every parser raises ``CliError`` (exit 2) with a message that names the flag, never a traceback;
+a click parser (``parse_usd``) raises ``ValueError`` and click names the flag.
 """
 
 from __future__ import annotations
@@ -93,20 +94,22 @@ def read_payload(payload: str | None, payload_file: Path | None) -> Any:
     return {}
 
 
-def budget_limits(*, max_cost: str | None = None, max_calls: int | None = None,
+def parse_usd(text: str) -> Decimal:
+    """``2.50`` or ``$2.50`` as a ``Decimal``. A click parser: its ``ValueError`` becomes
+    click's usage error naming the flag (``Invalid value for '--max-cost': ...``)."""
+    try:
+        return Decimal(text.strip().lstrip("$"))
+    except InvalidOperation:
+        raise ValueError(f"{text!r} is not an amount in USD (e.g. 2.50)") from None
+
+
+def budget_limits(*, max_cost: Decimal | None = None, max_calls: int | None = None,
                   max_input_tokens: int | None = None, max_output_tokens: int | None = None,
                   max_duration: str | None = None,
                   max_examples: int | None = None) -> dict[str, Any]:
     """The budget limits named on the command line, keyed as ``Budget`` fields."""
-    cost = None
-    if max_cost is not None:
-        try:
-            cost = Decimal(max_cost.strip().lstrip("$"))
-        except InvalidOperation:
-            raise CliError(f"--max-cost: {max_cost!r} is not an amount in USD (e.g. 2.50)",
-                           code="invalid_payload") from None
     limits: dict[str, Any] = {
-        "max_cost_usd": cost,
+        "max_cost_usd": max_cost,
         "max_calls": max_calls,
         "max_input_tokens": max_input_tokens,
         "max_output_tokens": max_output_tokens,

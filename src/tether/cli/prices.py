@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..core.pricing import load_profile
 from .output import out
 
 prices_app = typer.Typer(help="Price profiles (USD per million tokens).", no_args_is_help=True)
@@ -24,6 +23,8 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show every priced model with its input, output, cached-input and cache-write prices."""
+    from ..core.pricing import load_profile
+
     prof = load_profile(profile or os.environ.get("TETHER_PRICE_PROFILE"))
     if as_json:
         print(json.dumps(dict(prof.to_dict(), id=prof.id), indent=2))

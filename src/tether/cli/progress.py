@@ -7,7 +7,7 @@ plain line is printed each time something in it changes, so logs stay short and 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live
@@ -15,9 +15,11 @@ from rich.markup import escape
 from rich.spinner import Spinner
 from rich.table import Table
 
-from ..records import Job
 from . import views
 from .output import err, state_text
+
+if TYPE_CHECKING:
+    from ..records import Job
 
 
 def describe(job: Job, reused: int | None = None) -> tuple[str, ...]:

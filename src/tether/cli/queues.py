@@ -3,15 +3,17 @@ queue; jobs already running finish)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from ..records import QueueInfo
 from . import views
 from .options import DatabaseUrl, Json, open_app, show_help_if_bare
 from .output import emit_json, out, show
+
+if TYPE_CHECKING:
+    from ..records import QueueInfo
 
 queue_app = typer.Typer(help="See queues; pause or resume one.")
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..app import Tether
 from ..core.states import TERMINAL, JobState
-from ..records import Job
 from . import extras, views
 from .options import (
     AppSpec, DatabaseUrl, IdempotencyKey, Json, MaxAttempts, MaxCalls, MaxCost, MaxDuration,
@@ -27,6 +25,10 @@ from .options import (
 from .output import EXIT_FAILED, EXIT_OK, CliError, emit_json, note, show
 from .progress import Progress
 from .submit import JobType, announce, build_spec
+
+if TYPE_CHECKING:
+    from ..app import Tether
+    from ..records import Job
 
 STOP = TERMINAL | {JobState.PAUSED, JobState.INTERRUPTED}
 
@@ -78,7 +80,7 @@ def _advice(job: Job) -> str | None:
 
 
 def run(
-    type_: JobType,
+    job_type: JobType,
     payload: Payload = None,
     payload_file: PayloadFile = None,
     project: Project = "default",
@@ -110,7 +112,7 @@ def run(
 
     Example: tether run summarize --app myproject.jobs:app -p '{"url": "..."}' --max-cost 2
     """
-    spec = build_spec(type_, payload=payload, payload_file=payload_file, project=project,
+    spec = build_spec(job_type, payload=payload, payload_file=payload_file, project=project,
                       idempotency_key=idempotency_key, queue=queue, priority=priority,
                       run_after=run_after, max_attempts=max_attempts, max_cost=max_cost,
                       max_calls=max_calls, max_input_tokens=max_input_tokens,

@@ -7,21 +7,23 @@ stays unless the cron or zone changes). Times are shown in UTC; ``--json`` gives
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from collections.abc import Iterable
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..records import Schedule
 from .options import (
     AppSpec, DatabaseUrl, Json, MaxCalls, MaxCost, MaxDuration, MaxInputTokens, MaxOutputTokens,
     Payload, PayloadFile, Queue, open_app, show_help_if_bare,
 )
-from .output import emit_json, out, show, when
+from .output import emit_json, note, out, show, when
 from .parse import budget_limits, read_payload
 from .views import Column, _build
+
+if TYPE_CHECKING:
+    from ..records import Schedule
 
 schedule_app = typer.Typer(help="Durable schedules: each cron tick enqueues exactly one job.")
 
@@ -105,7 +107,8 @@ def add(
     app_spec: AppSpec = None,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Add (or redefine) a schedule.
+    """Add (or redefine) a schedule. Without --app its job type is not checked (a warning
+    says so).
 
     Example: tether schedule add nightly-eval --cron '0 3 * * *' --tz Europe/Berlin --type eval
     """
@@ -116,6 +119,9 @@ def add(
     s = app.schedule(name, cron=cron, timezone=timezone, type=type_,
                      payload=read_payload(payload, payload_file), budget=budget or None,
                      project=project, queue=queue, catch_up=catch_up)
+    if app_spec is None:
+        note(f"warning: job type {type_!r} was not checked: pass --app MODULE:APP (or set "
+             "TETHER_APP) to check it against your job types")
     _show(s, as_json, "saved")
 
 

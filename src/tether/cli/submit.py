@@ -9,14 +9,13 @@ job (a note on stderr says so); the same key with another configuration exits 2.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from ..app import Tether
-from ..records import Job
 from .options import (
     AppSpec, DatabaseUrl, IdempotencyKey, Json, MaxAttempts, MaxCalls, MaxCost, MaxDuration,
     MaxExamples, MaxInputTokens, MaxOutputTokens, Payload, PayloadFile, Priority, Project, Queue,
@@ -25,6 +24,10 @@ from .options import (
 from .output import CliError, emit_json, note, out, state_text
 from .parse import budget_limits, parse_when, read_payload
 from .prices import dry_run
+
+if TYPE_CHECKING:
+    from ..app import Tether
+    from ..records import Job
 
 JobType = Annotated[str, typer.Argument(help="The job type's name.", metavar="TYPE",
                                         show_default=False)]
@@ -55,14 +58,14 @@ class SubmitSpec:
         return app.submit_with_status(self.type, self.payload, **self.options())
 
 
-def build_spec(type_: str, *, payload: str | None, payload_file: Path | None, project: str,
+def build_spec(job_type: str, *, payload: str | None, payload_file: Path | None, project: str,
                idempotency_key: str | None, queue: str | None, priority: int | None,
-               run_after: str | None, max_attempts: int | None, max_cost: str | None,
+               run_after: str | None, max_attempts: int | None, max_cost: Decimal | None,
                max_calls: int | None, max_input_tokens: int | None,
                max_output_tokens: int | None, max_duration: str | None,
                max_examples: int | None) -> SubmitSpec:
     return SubmitSpec(
-        type=type_, payload=read_payload(payload, payload_file), project=project,
+        type=job_type, payload=read_payload(payload, payload_file), project=project,
         idempotency_key=idempotency_key, queue=queue, priority=priority,
         run_after=parse_when(run_after) if run_after is not None else None,
         max_attempts=max_attempts,
@@ -90,7 +93,7 @@ def _dry_run(app: Tether, spec: SubmitSpec, as_json: bool) -> int:
 
 
 def submit(
-    type_: JobType,
+    job_type: JobType,
     payload: Payload = None,
     payload_file: PayloadFile = None,
     project: Project = "default",
@@ -116,7 +119,7 @@ def submit(
 
     Example: tether submit summarize --payload '{"url": "https://example.com"}' --max-cost 2
     """
-    spec = build_spec(type_, payload=payload, payload_file=payload_file, project=project,
+    spec = build_spec(job_type, payload=payload, payload_file=payload_file, project=project,
                       idempotency_key=idempotency_key, queue=queue, priority=priority,
                       run_after=run_after, max_attempts=max_attempts, max_cost=max_cost,
                       max_calls=max_calls, max_input_tokens=max_input_tokens,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Sequence
 
 from rich import box
@@ -16,8 +16,10 @@ from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
-from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
 from .output import size, state_text, usd, when, when_short
+
+if TYPE_CHECKING:
+    from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
 
 
 def _table() -> Table:

@@ -14,7 +14,6 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..worker import process
 from . import views
 from .options import AppSpec, DatabaseUrl, Json, open_app
 from .output import CliError, emit_json, err, out, show
@@ -43,6 +42,8 @@ def worker(
 
     Example: tether worker --app myproject.jobs:app --concurrency 8 --queues default,bulk
     """
+    from ..worker import process
+
     app = open_app(database_url, app_spec, require_app=True, purpose="a worker",
                    create=True)
     names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
