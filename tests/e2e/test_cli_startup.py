@@ -55,6 +55,7 @@ def test_root_help_lists_every_command():
 
 def test_a_read_on_sqlite_loads_neither_postgres_nor_the_worker_nor_the_server_stack(tmp_path):
     db = f"sqlite:///{tmp_path}/t.db"
+    loaded_after("from tether.cli.main import main; main(['db', 'migrate'])", db)
     r = loaded_after("from tether.cli.main import main; main(['job', 'list'])", db)
     assert "no jobs" in r["out"]
     assert "tether.store.sqlite" in r["heavy"]
