@@ -61,4 +61,4 @@ def test_a_read_on_sqlite_loads_neither_postgres_nor_the_worker_nor_the_server_s
     assert "tether.store.sqlite" in r["heavy"]
     assert not [m for m in r["heavy"] if m.startswith(
         ("tether.store.postgres", "psycopg", "tether.worker", "fastapi", "uvicorn", "mcp",
-         "pydantic", "tether.api", "tether.mcp", "tether.dashboard"))], r["heavy"]
+         "pydantic", "tether.api", "tether.mcp", "tether.dashboard", "croniter"))], r["heavy"]

@@ -25,7 +25,8 @@ from datetime import datetime, timedelta, UTC
 from collections.abc import Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterError, croniter
+import importlib
+from types import ModuleType
 
 from ..errors import InvalidArgument
 
@@ -104,14 +105,14 @@ class Cron:
                                   "hour day month weekday) or an alias such as @daily",
                                   argument="cron")
         try:
-            valid = croniter.is_valid(text)
+            valid = _cron().croniter.is_valid(text)
         except Exception:  # noqa: BLE001 - any text the parser chokes on is simply invalid
             valid = False
         if not valid:
             raise InvalidArgument(f"invalid cron expression {expr!r:.80}", argument="cron")
         try:
-            croniter(text, datetime(2000, 1, 1)).get_next(datetime)
-        except (CroniterError, ValueError, OverflowError):
+            _cron().croniter(text, datetime(2000, 1, 1)).get_next(datetime)
+        except (_cron().CroniterError, ValueError, OverflowError):
             raise InvalidArgument(f"cron expression {expr!r:.80} never fires",
                                   argument="cron") from None
         return cls(text, tz)
@@ -134,7 +135,7 @@ class Cron:
         """The first tick strictly after ``t``. Away from a clock change (``_steady`` at ``t``
         and at the answer) it is the next wall time; near one, ``_next_after_walk``."""
         if self._steady(t):
-            it = croniter(self.expr, self._wall(t))
+            it = _cron().croniter(self.expr, self._wall(t))
             while True:
                 at = self._instant(it.get_next(datetime))
                 if at > t:
@@ -147,7 +148,7 @@ class Cron:
         """``next_after`` anywhere: wall times are walked in order from a little before
         ``t``'s wall time; near a clock change wall order and instant order may differ, so
         walking goes on until no later wall time can map to an earlier instant."""
-        it = croniter(self.expr, self._wall(t) - _SLACK)
+        it = _cron().croniter(self.expr, self._wall(t) - _SLACK)
         best: float | None = None
         limit: datetime | None = None
         while True:
@@ -161,26 +162,26 @@ class Cron:
     def last_at_or_before(self, t: float) -> float | None:
         """The latest tick at or before ``t`` (None only before year 1 or so)."""
         if self._steady(t):
-            it = croniter(self.expr, self._wall(t) + timedelta(seconds=1))
+            it = _cron().croniter(self.expr, self._wall(t) + timedelta(seconds=1))
             try:
                 while True:
                     at = self._instant(it.get_prev(datetime))
                     if at <= t:
                         break
-            except CroniterError:
+            except _cron().CroniterError:
                 return None
             if self._steady(at):
                 return at
         return self._last_at_or_before_walk(t)
 
     def _last_at_or_before_walk(self, t: float) -> float | None:
-        it = croniter(self.expr, self._wall(t) + _SLACK + timedelta(seconds=1))
+        it = _cron().croniter(self.expr, self._wall(t) + _SLACK + timedelta(seconds=1))
         best: float | None = None
         limit: datetime | None = None
         while True:
             try:
                 wall = it.get_prev(datetime)
-            except CroniterError:
+            except _cron().CroniterError:
                 return best
             if limit is not None and wall < limit:
                 return best
@@ -241,3 +242,9 @@ def tick_key(name: str, tick: float) -> str:
     for the same tick, so the unique (project, key) index lets exactly one job in."""
     stamp = datetime.fromtimestamp(tick, _UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return f"schedule:{name}:{stamp}"
+
+
+def _cron() -> ModuleType:
+    """croniter, imported when a schedule is first read: a CLI command that reads none (most
+    of them) does not pay for it and dateutil at start-up."""
+    return importlib.import_module("croniter")
