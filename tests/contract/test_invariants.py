@@ -15,12 +15,18 @@ from tests.contract.test_context import claim_and_run
 BILLED_ONCE = "each call billed at most once (unless unconfirmed)"
 
 
-def _two_stages(app, provider, refuse):
+def _caller(provider):
+    """``call(ctx, key)``: one journaled call to ``provider``, billed to the job."""
     def call(ctx, key):
         return ctx.call(key=key, provider="simulated", model="sim-small",
                         estimate=Estimate(input_tokens=10, max_output_tokens=20),
                         fn=lambda: provider.complete(key, key=key, max_tokens=20,
                                                      job_id=ctx.id))
+    return call
+
+
+def _two_stages(app, provider, refuse):
+    call = _caller(provider)
 
     def draft(ctx, value):
         return call(ctx, "draft-0")
@@ -88,11 +94,7 @@ def test_a_repeat_payment_counts_as_chosen_only_after_that_keys_call_repaid_even
 def _three_stages(app, provider, refuse):
     """A call ``plan`` before any stage, then stages a, b, c, each paying one call; c refuses
     (after its call) while ``refuse``."""
-    def call(ctx, key):
-        return ctx.call(key=key, provider="simulated", model="sim-small",
-                        estimate=Estimate(input_tokens=10, max_output_tokens=20),
-                        fn=lambda: provider.complete(key, key=key, max_tokens=20,
-                                                     job_id=ctx.id))
+    call = _caller(provider)
 
     def stage(ctx, name):
         call(ctx, f"{name}-0")
@@ -106,9 +108,9 @@ def _three_stages(app, provider, refuse):
         return [ctx.stage(name, lambda name=name: stage(ctx, name)) for name in "abc"]
 
 
-def test_a_retry_from_the_middle_stage_leaves_a_ledger_the_checker_accepts(app, clock,
-                                                                           tmp_path):
-    bill = tmp_path / "bill.jsonl"
+def _retried_from_b(app, clock, bill, lose=None):
+    """Run the three-stage job to its failure in c, retry it from b (having forged the loss
+    of ``lose``'s journaled answer, if given) and run it to success."""
     refuse = [True]
     _three_stages(app, SimulatedProvider(bill), refuse)
     job = app.submit("abc", {})
@@ -116,9 +118,18 @@ def test_a_retry_from_the_middle_stage_leaves_a_ledger_the_checker_accepts(app, 
     clock.advance(60)
     refuse.clear()
     app.retry(job.id, from_stage="b")
+    if lose is not None:
+        with app.store._write() as tx:
+            tx.run("journal_supersede", job_id=job.id, key=lose, now=clock.time())
     clock.advance(60)
     assert claim_and_run(app).state == JobState.SUCCEEDED
+    return job
 
+
+def test_a_retry_from_the_middle_stage_leaves_a_ledger_the_checker_accepts(app, clock,
+                                                                           tmp_path):
+    bill = tmp_path / "bill.jsonl"
+    job = _retried_from_b(app, clock, bill)
     billed = Counter(b.key for b in read_bill(bill) if b.job_id == job.id)
     assert billed == {"plan": 1, "a-0": 1, "b-0": 2, "c-0": 2}
     ledger = app.ledger(job.id)
@@ -137,17 +148,7 @@ def test_a_key_a_retry_from_a_stage_kept_is_still_reported_when_paid_again(app, 
     that lost ``plan``'s answer (forged here) would pay it again after the retry: that is a
     call paid twice, whatever retry came between."""
     bill = tmp_path / "bill.jsonl"
-    refuse = [True]
-    _three_stages(app, SimulatedProvider(bill), refuse)
-    job = app.submit("abc", {})
-    assert claim_and_run(app).state == JobState.FAILED
-    clock.advance(60)
-    refuse.clear()
-    app.retry(job.id, from_stage="b")
-    with app.store._write() as tx:
-        tx.run("journal_supersede", job_id=job.id, key="plan", now=clock.time())
-    clock.advance(60)
-    assert claim_and_run(app).state == JobState.SUCCEEDED
+    job = _retried_from_b(app, clock, bill, lose="plan")
     assert Counter(b.key for b in read_bill(bill))["plan"] == 2
     problems = {c.name: c.problems for c in run_checks(app, bill_path=bill)}
     assert problems[BILLED_ONCE] == [f"job {job.id} call 'plan': 2 confirmed ledger rows"]
