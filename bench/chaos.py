@@ -8,13 +8,16 @@ simulated provider calls each, with random latency, seeded 429s and refusals) un
 project budgets, and a workflow mix (``--workflow-share``, 20 % by default): fan-out parents
 that gather pipeline children without a lease, sleep on a durable timer and merge, and jobs
 that wait for a signal the runner sends at a random moment (before or during the wait) or
-time out. For ``--minutes`` a random worker is SIGKILLed and replaced every few seconds
-while more jobs arrive; on PostgreSQL the private database server (initdb'd here, never the
-shared one on 5432) is crashed and restarted once mid-run. Then the kills stop, the workers
-drain everything, and the invariants of ``tether.testing.invariants`` are checked and printed:
+time out; and pipelines the runner forks from a random stage, or retries from a random stage
+after they fail in review (``bench/chaos_reruns.py``). For ``--minutes`` a random worker is
+SIGKILLed and replaced every few seconds while more jobs arrive; on PostgreSQL the private
+database server (initdb'd here, never the shared one on 5432) is crashed and restarted once
+mid-run. Then the kills stop, the workers drain everything, and the invariants of
+``tether.testing.invariants`` are checked and printed:
 
 * every job terminal, or paused because its budget ran out;   * no job lost;
-* each simulated call billed at most once, except calls with an unconfirmed ledger row;
+* each simulated call billed at most once, except calls with an unconfirmed ledger row and
+  calls a retry from a stage paid again (each after its ``call_repaid`` event);
 * the billed total within every job and project budget;       * ledger total >= billed total;
 * every job's events gap-free and a valid path through the state machine, attempts consistent;
 * each wait woke its job at most once, and no gather returned before its children finished.
@@ -27,7 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -47,7 +49,9 @@ from tether.errors import StoreError  # noqa: E402
 from tether.providers.simulated import read_bill  # noqa: E402
 from tether.testing.invariants import Check, all_jobs, failed, render, run_checks  # noqa: E402
 
-APP = "bench.chaos_app:app"
+from bench.chaos_reruns import Reruns  # noqa: E402
+from bench.chaos_workers import Workers  # noqa: E402
+
 PROJECTS = ("p0", "p1", "p2", "p3")
 COST_PER_CALL = Decimal("0.00005")  # about what a chaos call costs on sim-small
 
@@ -67,6 +71,8 @@ class Config:
     latency: str = "0.1,0.6"
     tight_share: float = 0.15
     workflow_share: float = 0.2
+    fork_share: float = 0.1
+    retry_share: float = 0.08
     pg_restart: bool = True
     drain_timeout: float = 300.0
     out: Path | None = None
@@ -81,54 +87,6 @@ class Result:
     @property
     def ok(self) -> bool:
         return not failed(self.checks)
-
-
-class Workers:
-    """Worker slots; a slot whose process died (killed, or exited) gets a fresh process."""
-
-    def __init__(self, url: str, cfg: Config, env: dict[str, str], logs: Path) -> None:
-        self.url, self.cfg, self.env, self.logs = url, cfg, env, logs
-        self.procs: list[subprocess.Popen] = [self._spawn(i) for i in range(cfg.workers)]
-        self.kills = 0
-        self.unexpected_exits: list[int] = []
-
-    def _spawn(self, slot: int) -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "tether.worker", "--app", APP, "--database-url", self.url,
-               "--concurrency", str(self.cfg.concurrency), "--lease-ttl", str(self.cfg.lease_ttl),
-               "--poll-interval", "0.05"]
-        log = open(self.logs / f"worker-{slot}.log", "ab")
-        try:
-            return subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=log, stderr=log)
-        finally:
-            log.close()
-
-    def tend(self) -> None:
-        for i, p in enumerate(self.procs):
-            if p.poll() is not None:
-                self.unexpected_exits.append(p.returncode)
-                self.procs[i] = self._spawn(i)
-
-    def kill_one(self, rng: random.Random) -> None:
-        slot = rng.randrange(len(self.procs))
-        proc = self.procs[slot]
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-            self.kills += 1
-        self.procs[slot] = self._spawn(slot)
-
-    def stop(self) -> list[int]:
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        codes = []
-        for p in self.procs:
-            try:
-                codes.append(p.wait(60))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                codes.append(p.wait(10))
-        return codes
 
 
 def _job_specs(cfg: Config, rng: random.Random, start: int, n: int) -> list[dict[str, Any]]:
@@ -254,10 +212,14 @@ def run(cfg: Config) -> Result:
         upfront = int(cfg.jobs * 0.4)
         pending_signals: dict[int, float] = {}
         signals_sent = 0
+        reruns = Reruns(app, rng, out, fork_share=cfg.fork_share, retry_share=cfg.retry_share)
 
         def submit(specs: list[dict[str, Any]], deadline: float) -> list[int]:
+            for spec in specs:
+                reruns.prepare(spec)
             new = _submit(app, specs, deadline)
             for spec, job_id in zip(specs, new):
+                reruns.submitted(spec, job_id)
                 if spec["type"] == "chaos_approval" and rng.random() < 0.7:
                     pending_signals[job_id] = time.monotonic() + rng.uniform(0.0, 4.0)
             return new
@@ -286,6 +248,7 @@ def run(cfg: Config) -> Result:
                 submitted += n
                 next_trickle = now + trickle_every
             signals_sent += _signal_some(app, rng, pending_signals)
+            reruns.step()
             if server is not None and cfg.pg_restart and not pg_restarts and now >= pg_restart_at:
                 _say(cfg, "crashing and restarting the private PostgreSQL server")
                 server.stop("immediate")
@@ -299,11 +262,12 @@ def run(cfg: Config) -> Result:
         chaos_s = time.monotonic() - started
         _say(cfg, f"{workers.kills} kills in {chaos_s:.0f}s; draining")
         drain_deadline = time.monotonic() + cfg.drain_timeout
-        while not _settled(app) and time.monotonic() < drain_deadline:
+        while (reruns.busy or not _settled(app)) and time.monotonic() < drain_deadline:
             workers.tend()
             signals_sent += _signal_some(app, rng, pending_signals)
+            reruns.step()
             time.sleep(0.5)
-        drained = _settled(app)
+        drained = not reruns.busy and _settled(app)
         stats.update(minutes=round(chaos_s / 60, 2), jobs=len(ids), kills=workers.kills,
                      worker_exits_unasked=len(workers.unexpected_exits),
                      pg_restarts=pg_restarts, drain_s=round(time.monotonic() - started - chaos_s, 1),
@@ -313,14 +277,19 @@ def run(cfg: Config) -> Result:
         stats["worker_exit_codes"] = dict(Counter(codes))
         jobs = all_jobs(app)
         children = [j.id for j in jobs if j.parent_id is not None]
-        checks = run_checks(app, expected_ids=ids + children, bill_path=bill)
+        checks = run_checks(app, expected_ids=ids + children + reruns.forks, bill_path=bill)
         billed = read_bill(bill)
         stats.update(
             states=dict(Counter(str(j.state) for j in jobs)),
             error_codes=dict(Counter(j.error_code for j in jobs if j.error_code)),
             attempts=sum(j.attempt_count for j in jobs),
             workflows=dict(Counter(j.type for j in jobs if j.type != "chaos_pipeline")),
-            children=len(children), signals_sent=signals_sent,
+            children=len(children), signals_sent=signals_sent, forks=len(reruns.forks),
+            retries_from_stage=reruns.retries,
+            calls_carried=sum(1 for j in reruns.forks for r in app.store.ledger(j)
+                              if r.reused_from is not None),
+            calls_repaid=sum(1 for j in jobs for e in app.store.events(j.id, limit=100_000)
+                             if e.kind == "call_repaid"),
             attempts_lost_to_kills=sum(1 for j in jobs for a in app.store.attempts(j.id)
                                        if a.outcome == "lease_expired"),
             billed_calls=len(billed), billed_usd=str(sum((b.cost_usd for b in billed),
@@ -368,6 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--refusal", type=float, default=0.004, help="rate of simulated refusals")
     p.add_argument("--workflow-share", type=float, default=0.2,
                    help="share of jobs that are fan-out parents or signal waiters")
+    p.add_argument("--fork-share", type=float, default=0.1,
+                   help="share of pipelines forked from a random stage")
+    p.add_argument("--retry-share", type=float, default=0.08,
+                   help="share of pipelines failed in review and retried from a stage")
     p.add_argument("--no-pg-restart", action="store_true")
     p.add_argument("--drain-timeout", type=float, default=300.0)
     p.add_argument("--out", type=Path, default=None, help="folder for the database, bill, logs")
@@ -375,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(minutes=a.minutes, backend=a.backend, jobs=a.jobs, workers=a.workers,
                  concurrency=a.concurrency, kill_every=a.kill_every, lease_ttl=a.lease_ttl,
                  seed=a.seed, transient=a.transient, refusal=a.refusal,
-                 workflow_share=a.workflow_share, pg_restart=not a.no_pg_restart,
+                 workflow_share=a.workflow_share, fork_share=a.fork_share,
+                 retry_share=a.retry_share, pg_restart=not a.no_pg_restart,
                  drain_timeout=a.drain_timeout, out=a.out)
     try:
         result = run(cfg)

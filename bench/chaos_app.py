@@ -5,7 +5,10 @@
 every other draft, one by one) and ``assemble`` (pure). The provider is configured from the
 environment the runner sets: ``CHAOS_BILL`` (its bill file), ``CHAOS_SEED``,
 ``CHAOS_LATENCY`` ("low,high" seconds), ``CHAOS_TRANSIENT`` and ``CHAOS_REFUSAL`` (rates).
-Call keys include the job id, so the seeded failures differ from job to job.
+Call keys include the payload's topic (each submitted job has its own), so the seeded failures
+differ from job to job while a fork, which keeps its source's topic, asks its source's keys.
+With ``{"review_needs": PATH}`` the review stage refuses (a policy block, after its calls)
+until PATH exists: the runner creates it and retries the failed job from a stage.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 import random
 from typing import Any
 
-from tether import Estimate, JobContext, Tether, TransientError
+from tether import Estimate, JobContext, PolicyBlock, Tether, TransientError
 from tether.providers.simulated import SimulatedProvider
 
 app = Tether()
@@ -47,7 +50,7 @@ def _complete(ctx: JobContext, key: str, prompt: str):
 
 
 def _call(ctx: JobContext, key: str, prompt: str) -> str:
-    key = f"{ctx.id}-{key}"
+    key = f"{ctx.payload['topic']}-{key}"
     out = ctx.call(key=key, provider="simulated", model=MODEL,
                    estimate=Estimate(input_text=prompt, max_output_tokens=MAX_OUT),
                    fn=lambda: _complete(ctx, key, prompt))
@@ -75,6 +78,9 @@ def review(ctx: JobContext, drafts: list[dict[str, Any]]) -> list[dict[str, Any]
         if i % 2 == 0:
             d = dict(d, review=_call(ctx, f"review-{i}", f"Review this draft:\n{d['text']}"))
         out.append(d)
+    needs = ctx.payload.get("review_needs")
+    if needs and not os.path.exists(needs):
+        raise PolicyBlock(f"review needs {needs}")
     return out
 
 

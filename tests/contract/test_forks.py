@@ -249,3 +249,73 @@ def test_a_fork_outlives_its_pruned_source(app, clock):
                                                     "export-1"]
     assert app.checkpoint_value(fork.id, "validate")["outs"] == ["validate-0:p", "validate-1:p"]
     assert {r.reused_from for r in app.ledger(fork.id)} == {src.id, None}
+
+
+def planned(app, made):
+    """A call ``plan`` (asking about the payload's topic) before the first stage, then stages
+    draft and review, one call each (review asks about the payload's prompt)."""
+    def call(ctx, key, text):
+        def fn():
+            made.append((ctx.id, key))
+            return Metered({"text": f"{key}:{text}"}, Usage(100, 20))
+        return ctx.call(key=key, provider="simulated", model="sim-small",
+                        estimate=Estimate(input_text=text, max_output_tokens=20), fn=fn)
+
+    @app.job("planned")
+    def run(ctx, payload):
+        plan = call(ctx, "plan", payload["topic"])["text"]
+        ctx.stage("draft", lambda: call(ctx, "draft-0", plan)["text"])
+        return ctx.stage("review", lambda: call(ctx, "review-0", payload["prompt"])["text"])
+
+
+def test_every_fork_carries_the_calls_made_before_the_first_stage(app):
+    made = []
+    planned(app, made)
+    src = app.submit("planned", {"topic": "cats", "prompt": "old"}, project="pl")
+    assert claim_and_run(app).state == JobState.SUCCEEDED
+    assert [k for _, k in made] == ["plan", "draft-0", "review-0"]
+    paid = {r.key: r.cost_usd for r in app.ledger(src.id)}
+
+    for from_stage, runs in (("draft", ["draft-0", "review-0"]), ("review", ["review-0"])):
+        fork = app.fork(src.id, from_stage=from_stage,
+                        payload={"topic": "cats", "prompt": "new"})
+        done = claim_and_run(app)
+        assert (done.id, done.state) == (fork.id, JobState.SUCCEEDED)
+        assert [k for j, k in made if j == fork.id] == runs  # plan is not made again
+        assert done.result == "review-0:new"
+        reused = {r.key: r for r in app.ledger(fork.id) if r.reused_from is not None}
+        assert sorted(reused) == sorted({"plan", "draft-0"} - set(runs))
+        assert reused["plan"].cost_usd == 0 and reused["plan"].stage is None
+        assert (reused["plan"].reused_from, reused["plan"].reused_cost_usd) == (src.id,
+                                                                                paid["plan"])
+        assert {e.key: e.reused_from for e in app.journal(fork.id)}["plan"] == src.id
+        assert done.budget.used.calls == len(runs)
+        data = {e.kind: e.data for e in app.events(fork.id)}["forked_from"]
+        assert data["calls"] == len(reused)
+        assert Decimal(data["reused_cost_usd"]) == sum(r.reused_cost_usd for r in reused.values())
+
+    used = app.project_budget("pl").used
+    report = app.spend(("project",))
+    assert report.total.calls == used.calls == 3 + 2 + 1
+    assert report.total.cost_usd == used.spent_usd
+
+
+def test_a_carried_call_the_fork_asks_otherwise_is_a_change_like_any_other(app):
+    """A fork whose payload changes what the call before the first stage asks replays into a
+    changed call: it pauses with ``journal_mismatch``, paying nothing, and is resumed with a
+    decision (here: pay again)."""
+    made = []
+    planned(app, made)
+    src = app.submit("planned", {"topic": "cats", "prompt": "p"})
+    claim_and_run(app)
+    fork = app.fork(src.id, from_stage="review", payload={"topic": "dogs", "prompt": "p"})
+    paused = claim_and_run(app)
+    assert (paused.state, paused.error_code) == (JobState.PAUSED, "journal_mismatch")
+    assert [k for j, k in made if j == fork.id] == []
+    app.resume(fork.id, on_change="repay")
+    assert claim_and_run(app).state == JobState.SUCCEEDED
+    assert [k for j, k in made if j == fork.id] == ["plan", "review-0"]
+    assert [e.data["key"] for e in app.events(fork.id) if e.kind == "call_repaid"] == ["plan"]
+    rows = [(r.key, r.reused_from) for r in app.ledger(fork.id)]
+    assert sorted(rows, key=str) == sorted([("plan", src.id), ("draft-0", src.id),
+                                            ("plan", None), ("review-0", None)], key=str)

@@ -47,13 +47,14 @@ class ForkMixin:
              idempotency_key: str | None = None,
              projects: Iterable[str] | None = None) -> Job:
         """A new job of ``job_id``'s type that starts at ``from_stage``: the source's finished
-        stages before it (checkpoints and their done calls) are carried over, so they are not
-        run, paid or counted again; the fork's ledger lists those calls at cost 0 as reused
-        from the job that paid for them. ``payload`` (default: the source's) and ``budget``
-        (default: the source's limits) are the fork's own; the fork stays in the source's
-        project (``project``, if given, must name it). Records ``forked_to`` on the source and
-        ``forked_from`` on the fork. ``invalid_argument`` for a stage the source does not
-        have or never reached; ``job_not_found`` for a source outside ``projects``.
+        stages before it (checkpoints and their done calls) and its done calls made before its
+        first stage are carried over, so they are not run, paid or counted again; the fork's
+        ledger lists those calls at cost 0 as reused from the job that paid for them.
+        ``payload`` (default: the source's) and ``budget`` (default: the source's limits) are
+        the fork's own; the fork stays in the source's project (``project``, if given, must
+        name it). Records ``forked_to`` on the source and ``forked_from`` on the fork.
+        ``invalid_argument`` for a stage the source does not have or never reached;
+        ``job_not_found`` for a source outside ``projects``.
 
         With ``idempotency_key``, forking again with the same key, source, stage and
         configuration returns the fork already made (nothing is carried twice), and anything
@@ -87,7 +88,8 @@ class ForkMixin:
         """Queue a failed job again (never automatic). With ``from_stage``, first drop its
         checkpoints from that stage on and the finished calls of those stages: the job runs
         them again and those calls are made and paid again (by choice: a retry from a stage
-        is asked for because their results are not wanted)."""
+        is asked for because their results are not wanted), each after a ``call_repaid``
+        event keeping the dropped answer."""
         if from_stage is None:
             return self.store.control(validate.job_id(job_id), "retry", projects=projects)
         validate.name(from_stage, "stage")

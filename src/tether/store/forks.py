@@ -2,16 +2,18 @@
 
 A fork is a NEW job whose finished stages before ``from_stage`` come from its source: the
 checkpoint rows (naming the same content-addressed blobs) and the ``done`` journal rows of
-those stages are copied, so the fork's code skips those stages and never calls their keys
-again. Their money is not counted again: the fork's budget starts at zero, and its ledger
+those stages, and of the calls made before the first stage (stage null: every fork shares
+them), are copied, so the fork's code skips those stages and never calls their keys again.
+Their money is not counted again: the fork's budget starts at zero, and its ledger
 holds one row per carried call at cost 0 with ``reused_from`` (the job that paid) and
 ``reused_cost_usd`` (what it paid there, for information). Everything happens in one
 transaction with the source row locked: the new job, the copies, ``forked_to`` on the
 source and ``forked_from`` on the fork commit together or not at all.
 
 A retry from a stage drops a failed job's checkpoints from ``from_stage`` on and the finished
-journal rows of those stages (so their calls are made, and paid, again) and queues it, also
-in one transaction.
+journal rows of those stages (so their calls are made, and paid, again), records a
+``call_repaid`` event per dropped answer (as a replay's ``repay`` does: ``replays.py``) and
+queues it, also in one transaction.
 
 Stage order is the order of the source's checkpoints (``position``, the order in which the
 job reached its stages); a type that declares its stages also names stages not reached yet.
@@ -29,6 +31,7 @@ from ..errors import InvalidArgument
 from ..records import Job
 from .base import NewJob
 from .jobs import Jobs
+from .replays import superseded
 from .rows import as_decimal, to_job
 from .tx import Row, Tx, present
 
@@ -113,7 +116,8 @@ class Forks(Jobs):
                    projects: Iterable[str] | None = None) -> Job:
         """Queue a failed job again after dropping its checkpoints from ``from_stage`` on and
         the finished journal rows of those stages (their calls are made and paid again: the
-        ledger keeps every row it had). JobStateError unless the job is failed."""
+        ledger keeps every row it had; each dropped answer is kept in a ``call_repaid``
+        event). JobStateError unless the job is failed."""
         with self._write() as tx:
             now = self._now(tx, None)
             row = self._locked(tx, job_id, projects)
@@ -122,8 +126,12 @@ class Forks(Jobs):
             kept = carried_stages(row, checkpoints, from_stage, declared)
             dropped = [c["stage"] for c in checkpoints if c["stage"] not in kept]
             kept_param = self._list_param(kept)
+            repaid = tx.all("dropped_answers", job_id=job_id, kept=kept_param)
             tx.run("drop_checkpoints", job_id=job_id, kept=kept_param)
             calls = tx.run("drop_journal", job_id=job_id, kept=kept_param)
+            for old in repaid:
+                self._note(tx, job_id, "call_repaid", now, None,
+                           {**superseded(old), "from_stage": from_stage})
             self._retry_transition(tx, row, to, now, {
                 "action": "retry", "from_stage": from_stage, "dropped_stages": dropped,
                 "dropped_calls": calls})

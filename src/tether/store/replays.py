@@ -1,5 +1,9 @@
 """What a replay that found a change writes (``job/replay.py``): the operator's decision it
-reads, and a changed call or stage reused or paid again, each recorded as an event."""
+reads, and a changed call or stage reused or paid again, each recorded as an event.
+
+``call_repaid`` is the one record of "a key paid again on purpose": a replay's ``repay`` and a
+retry from a stage (``forks.py``) both write it, and the invariant checker accepts a second
+payment of a key only after one."""
 
 from __future__ import annotations
 
@@ -7,6 +11,17 @@ from typing import Any
 
 from .rows import load_json
 from .transitions import Transitions
+from .tx import Row
+
+
+def superseded(old: Row) -> dict[str, Any]:
+    """What a ``call_repaid`` event keeps of the journal entry ``old`` it replaces: its stage,
+    fingerprint, answer, usage, cost and attempt (the entry itself is overwritten or dropped;
+    its ledger row stays as it was)."""
+    return {"key": old["key"], "stage": old["stage"],
+            "recorded_fingerprint": old.get("fingerprint"), "result": load_json(old["result"]),
+            "usage": load_json(old["usage"]), "cost_usd": str(old["cost_usd"]),
+            "attempt": int(old["attempt"])}
 
 
 class Replays(Transitions):
@@ -39,9 +54,7 @@ class Replays(Transitions):
                 return
             old = tx.one("journal_get", job_id=job_id, key=key)
             if old is not None:
-                data.update(stage=old["stage"], recorded_fingerprint=old.get("fingerprint"),
-                            result=load_json(old["result"]), usage=load_json(old["usage"]),
-                            cost_usd=str(old["cost_usd"]), attempt=int(old["attempt"]))
+                data.update(superseded(old))
             tx.run("journal_supersede", job_id=job_id, key=key, now=now)
             self._note(tx, job_id, "call_repaid", now, token, data)
 

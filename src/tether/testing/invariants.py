@@ -8,8 +8,8 @@ An empty list means the promise held. Nothing here writes.
   machine that ends in the job's state, terminal states absorbing, attempts consistent with
   the events (one ``leased`` event per attempt, the open attempt is the lease held).
 * ``run_checks``        a whole run: every job settled, none lost, no call paid twice without an
-  unconfirmed ledger row (or, between the payments, a retry from a stage or the call's
-  ``call_repaid`` event: a changed call an operator or its job type chose to pay again), bill
+  unconfirmed ledger row (or, between the payments, the call's ``call_repaid`` event: a call
+  an operator or its job type chose to pay again, by a retry from a stage or a replay), bill
   within every job (with its children) and project budget, ledger >= bill, every job's
   history, and every wait woken at most once. ``render`` prints them as a table.
 """
@@ -117,19 +117,20 @@ class Check:
     problems: list[str] = field(default_factory=list)
 
 
-def repaid_by_retries(confirmed: Sequence[Any], events: Sequence[Event],
-                      key: str | None = None) -> bool:
-    """Whether each confirmed ledger row of one call after the first follows a retry from a
-    stage (``retry(from_stage=)`` drops the finished calls of the stages it re-runs, so they
-    are made and paid again, by the operator's choice) or a ``call_repaid`` event of ``key``
-    (a replay found the call changed, and it was to be paid again: ``job/replay.py``). Any
-    other repeat is a call paid twice."""
-    retries = sorted(e.at for e in events
-                     if (e.kind == "retry" and e.data.get("from_stage"))
-                     or (key is not None and e.kind == "call_repaid"
-                         and e.data.get("key") == key))
+def repaid_on_purpose(confirmed: Sequence[Any], events: Sequence[Event], key: str) -> bool:
+    """Whether each confirmed ledger row of call ``key`` after the first follows a
+    ``call_repaid`` event of ``key``: the one record of a key paid again on purpose (a replay
+    found the call changed and it was to be paid again, ``job/replay.py``; or a retry from a
+    stage dropped its answer, ``store/forks.py``), one event per repeat. Any other repeat is a
+    call paid twice."""
+    repaid = iter(sorted(e.at for e in events
+                         if e.kind == "call_repaid" and e.data.get("key") == key))
     paid = sorted(r.created_at for r in confirmed)
-    return all(any(a <= t <= b for t in retries) for a, b in pairwise(paid))
+    for a, b in pairwise(paid):  # each repeat needs an event of its own
+        t = next((t for t in repaid if t >= a), None)
+        if t is None or t > b:
+            return False
+    return True
 
 
 def _check(name: str, problems: list[str], figures: str) -> Check:
@@ -201,7 +202,7 @@ def run_checks(app: Any, *, expected_ids: Iterable[int] | None = None,
                 repeats += 1
             if job_id not in by_id:
                 problems.append(f"the bill names call {key!r} of unknown job {job_id}")
-            elif confirmed > 1 and not repaid_by_retries(
+            elif confirmed > 1 and not repaid_on_purpose(
                     [r for r in rows if r.confirmed], histories[job_id], key):
                 problems.append(f"job {job_id} call {key!r}: {confirmed} confirmed ledger rows")
             elif n > confirmed and unconf == 0:

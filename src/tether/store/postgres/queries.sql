@@ -923,7 +923,8 @@ ORDER BY id FOR UPDATE;
 
 -- ---- forks and retries from a stage (store/forks.py) ----------------------------------------
 -- %(stages)s / %(kept)s are text arrays of stage names. A carried row names the job that paid
--- for it (the source, or the source's own source when the source was itself a fork).
+-- for it (the source, or the source's own source when the source was itself a fork). A call
+-- made before the job's first stage (stage null) is carried by every fork.
 
 -- name: fork_checkpoints
 INSERT INTO checkpoints (job_id, stage, position, blob, size, attempt, created_at, reused_from,
@@ -940,7 +941,8 @@ INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model, 
 SELECT %(job_id)s, key, stage, 'done', 0, provider, model, request_hash, 0, 0, 0, result, usage,
        0, %(now)s, %(now)s, coalesce(reused_from, job_id), fingerprint
 FROM call_journal
-WHERE job_id = %(source_id)s AND status = 'done' AND stage = ANY (%(stages)s::text[]);
+WHERE job_id = %(source_id)s AND status = 'done'
+  AND (stage IS NULL OR stage = ANY (%(stages)s::text[]));
 
 -- The confirmed ledger rows of the carried calls, at cost 0, with the payer's cost beside.
 -- name: fork_ledger
@@ -957,12 +959,20 @@ SELECT %(job_id)s, l.project, l.stage, l.key, 0, l.provider, l.model, l.input_to
        %(now)s, coalesce(l.reused_from, l.job_id), coalesce(l.reused_cost_usd, l.cost_usd)
 FROM cost_ledger l
 JOIN call_journal c ON c.job_id = l.job_id AND c.key = l.key AND c.status = 'done'
-WHERE l.job_id = %(source_id)s AND l.confirmed AND l.stage = ANY (%(stages)s::text[])
+WHERE l.job_id = %(source_id)s AND l.confirmed
+  AND (l.stage IS NULL OR l.stage = ANY (%(stages)s::text[]))
 ORDER BY l.id;
 
 -- name: drop_checkpoints
 DELETE FROM checkpoints
 WHERE job_id = %(job_id)s AND stage <> ALL (%(kept)s::text[]);
+
+-- The answers a retry from a stage drops: each gets a call_repaid event.
+-- name: dropped_answers
+SELECT * FROM call_journal
+WHERE job_id = %(job_id)s AND status = 'done' AND stage IS NOT NULL
+  AND stage <> ALL (%(kept)s::text[])
+ORDER BY created_at, key;
 
 -- Finished calls of the dropped stages (a call still reserved stays: its money is open).
 -- name: drop_journal

@@ -748,7 +748,8 @@ ORDER BY id;
 
 -- ---- forks and retries from a stage (store/forks.py) ----------------------------------------
 -- :stages / :kept are JSON arrays of stage names. A carried row names the job that paid for
--- it (the source, or the source's own source when the source was itself a fork).
+-- it (the source, or the source's own source when the source was itself a fork). A call made
+-- before the job's first stage (stage null) is carried by every fork.
 
 -- name: fork_checkpoints
 INSERT INTO checkpoints (job_id, stage, position, blob, size, attempt, created_at, reused_from,
@@ -766,7 +767,7 @@ SELECT :job_id, key, stage, 'done', 0, provider, model, request_hash, '0', 0, 0,
        '0', :now, :now, coalesce(reused_from, job_id), fingerprint
 FROM call_journal
 WHERE job_id = :source_id AND status = 'done'
-  AND stage IN (SELECT value FROM json_each(:stages));
+  AND (stage IS NULL OR stage IN (SELECT value FROM json_each(:stages)));
 
 -- The confirmed ledger rows of the carried calls, at cost 0, with the payer's cost beside.
 -- name: fork_ledger
@@ -784,12 +785,19 @@ SELECT :job_id, l.project, l.stage, l.key, 0, l.provider, l.model, l.input_token
 FROM cost_ledger l
 JOIN call_journal c ON c.job_id = l.job_id AND c.key = l.key AND c.status = 'done'
 WHERE l.job_id = :source_id AND l.confirmed = 1
-  AND l.stage IN (SELECT value FROM json_each(:stages))
+  AND (l.stage IS NULL OR l.stage IN (SELECT value FROM json_each(:stages)))
 ORDER BY l.id;
 
 -- name: drop_checkpoints
 DELETE FROM checkpoints
 WHERE job_id = :job_id AND stage NOT IN (SELECT value FROM json_each(:kept));
+
+-- The answers a retry from a stage drops: each gets a call_repaid event.
+-- name: dropped_answers
+SELECT * FROM call_journal
+WHERE job_id = :job_id AND status = 'done' AND stage IS NOT NULL
+  AND stage NOT IN (SELECT value FROM json_each(:kept))
+ORDER BY created_at, key;
 
 -- Finished calls of the dropped stages (a call still reserved stays: its money is open).
 -- name: drop_journal
