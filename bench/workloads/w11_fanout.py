@@ -8,24 +8,13 @@ the parent) is reported beside it. Sizes: ``fanout_children`` (a tuple: each siz
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from ..apps import make_app
-from ..backends import TetherDB, stop, tether_worker, wait_for
+from ..backends import TetherDB, rss_kb, stop, tether_worker, wait_for
 from ..stats import ratio, summarize
 
 KEY = "W11"
 TITLE = "fan-out: a parent's N children against N plain jobs (time ratio)"
-
-
-def _peak_rss_kb(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return None
 
 
 def _timed(db: TetherDB, submit, done, n: int, timeout: float) -> tuple[float, bool]:
@@ -58,7 +47,7 @@ def once(backend: str, sz, n: int) -> dict:
             lambda: app.get(parent[0]).state in ("succeeded", "failed"), n,
             sz.fanout_timeout_s)
         job = app.get(parent[0])
-        peaks = [_peak_rss_kb(p.pid) for p in procs]
+        peaks = [rss_kb(p.pid, "VmHWM") for p in procs]
         return {"children": n, "plain_s": plain_s, "fanout_s": fan_s,
                 "ratio": ratio(fan_s, plain_s), "parent_state": job.state,
                 "parent_result": job.result,
