@@ -128,3 +128,25 @@ def test_a_failed_child_among_many_fails_the_parent_with_its_code(app):
     assert "child job" in (done.error_summary or "")
     (wait,) = app.waits(parent.id)
     assert wait.outcome == "child_failed" and wait.value["failed"]["state"] == "failed"
+
+
+def test_a_batch_of_children_finished_together_wakes_their_parent_once(app):
+    """Workers report successes many at a time (``finish_many``): the children of a batch
+    are written set-wise, counted in their gather together, and the parent wakes once."""
+    from tether.store.base import Outcome
+
+    _squares(app)
+    parent = app.submit("squares", N)
+    run_next(app)
+    claims = app.store.claim("w", queues=None, limit=N, lease_ttl=3600, start=True)
+    assert len(claims) == N and all(c.started for c in claims)
+
+    def finish(part):
+        return app.store.finish_many([(c.job.id, c.token, Outcome(
+            JobState.SUCCEEDED, result_json=str(c.job.payload ** 2))) for c in part])
+    assert finish(claims[:N // 2]) == [JobState.SUCCEEDED] * (N // 2)
+    assert_parked(app, parent.id)
+    finish(claims[N // 2:])
+    assert app.get(parent.id).state == JobState.QUEUED
+    assert run_next(app).result == [n * n for n in range(N)]
+    assert kinds(app, parent.id).count("woken") == 1

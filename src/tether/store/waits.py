@@ -175,6 +175,14 @@ class Waits(Transitions):
             if parent is not None and parent["state"] == JobState.WAITING:
                 self._wake_if_ready(tx, parent, now)
 
+    def _wake_gathers(self, tx: Tx, parents: list[int], now: float) -> None:
+        """Wake the parents whose gathers a batch of children completed (``_child_finished``
+        for a batch: a parent another transaction holds is parking, and counts again)."""
+        for parent_id in sorted(set(parents)):
+            parent = tx.one("lock_job_if_free", id=parent_id)
+            if parent is not None and parent["state"] == JobState.WAITING:
+                self._wake_if_ready(tx, parent, now)
+
     def _park(self, tx: Tx, row: Row, outcome: Outcome, now: float) -> JobState:
         """Move a running job that reported ``waiting``: to ``waiting`` until its current
         wait is satisfied, or straight back to ``queued`` if it already is. Either way the

@@ -792,7 +792,8 @@ JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 
 -- ---- batched completion (the common case: running jobs that succeeded) ------------------------
 
 -- name: succeed_many
--- A child job goes the one-by-one way: its end may wake its waiting parent.
+-- A child's end is counted in the open gathers that wait for it (counted); the gathers this
+-- completes come back as ``wake`` rows (their parents wake next).
 -- Plain successes of running jobs with no call left open, set-wise in one statement: rows are
 -- locked in id order first (as every multi-row lock here is), so a concurrent cancel either
 -- committed before (the row no longer matches and takes the one-by-one path) or waits.
@@ -808,7 +809,7 @@ WITH clock AS (
 ), locked AS (
     SELECT j.id FROM jobs j
     WHERE j.id = ANY (%(ids)s::bigint[])
-      AND (j.state = 'running') IS TRUE AND j.parent_id IS NULL
+      AND (j.state = 'running') IS TRUE
       AND (j.lease_token = (%(tokens)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int])
           IS TRUE
       AND NOT EXISTS (SELECT 1 FROM call_journal c
@@ -824,8 +825,8 @@ WITH clock AS (
         finished_at = clock.now, updated_at = clock.now, event_seq = j.event_seq + 1
     FROM clock
     WHERE j.id = ANY (ARRAY(SELECT id FROM locked))
-    RETURNING j.id, j.event_seq, (%(tokens)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int]
-              AS token,
+    RETURNING j.id, j.event_seq, j.parent_id,
+              (%(tokens)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int] AS token,
               (%(data)s::text[])[(%(pos)s::jsonb ->> j.id::text)::int] AS data, clock.now
 ), events AS (
     INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
@@ -838,8 +839,17 @@ WITH clock AS (
     WHERE a.job_id = ANY (ARRAY(SELECT id FROM done))
       AND a.attempt = (%(tokens)s::integer[])[(%(pos)s::jsonb ->> a.job_id::text)::int]
       AND a.finished_at IS NULL
+), counted AS (
+    UPDATE job_waits w
+    SET pending = w.pending - c.n
+    FROM (SELECT job_id, key, count(*) AS n FROM wait_children
+          WHERE child_id = ANY (ARRAY(SELECT id FROM done WHERE parent_id IS NOT NULL))
+          GROUP BY job_id, key) c
+    WHERE w.job_id = c.job_id AND w.key = c.key AND w.status = 'open' AND w.kind = 'children'
+    RETURNING w.job_id, w.pending
 )
-SELECT id FROM done;
+SELECT id, NULL::bigint AS wake FROM done
+UNION ALL SELECT NULL, job_id FROM counted WHERE pending <= 0;
 
 -- name: due_period_resumes
 -- Jobs paused by a periodic project limit whose period has ended (run_after: its end).
