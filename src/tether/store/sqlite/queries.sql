@@ -674,13 +674,14 @@ RETURNING jobs.id, jobs.event_seq, jobs.parent_id;
 
 -- name: wait_children_done_many
 -- A batch of children that succeeded, counted in the open gathers that wait for them; the
--- gathers this completes come back (their parents wake).
+-- gathers this completes come back (their parents wake). CROSS JOIN keeps the batch's ids
+-- outermost, each looked up in the child index (not every child of the gather, per batch).
 UPDATE job_waits
-SET pending = pending - (SELECT count(*) FROM wait_children c, json_each(:ids) i
+SET pending = pending - (SELECT count(*) FROM json_each(:ids) i CROSS JOIN wait_children c
                          WHERE c.child_id = i.value AND c.job_id = job_waits.job_id
                            AND c.key = job_waits.key)
 WHERE status = 'open' AND kind = 'children'
-  AND (job_id, key) IN (SELECT c.job_id, c.key FROM wait_children c, json_each(:ids) i
+  AND (job_id, key) IN (SELECT c.job_id, c.key FROM json_each(:ids) i CROSS JOIN wait_children c
                         WHERE c.child_id = i.value)
 RETURNING job_id, pending;
 
@@ -742,9 +743,11 @@ WHERE job_id = :job_id AND key = :key;
 -- A gathered child ended: every open gather that waits for it counts it, O(1) each (the
 -- wait_children_child index finds the gathers and how often each names the child).
 UPDATE job_waits
-SET pending = pending - (SELECT count(*) FROM wait_children c WHERE c.child_id = :child_id
-                         AND c.job_id = job_waits.job_id AND c.key = job_waits.key),
+SET pending = pending - (SELECT count(*) FROM wait_children c INDEXED BY wait_children_child
+                         WHERE c.child_id = :child_id AND c.job_id = job_waits.job_id
+                           AND c.key = job_waits.key),
     failed = failed + :failed * (SELECT count(*) FROM wait_children c
+                                 INDEXED BY wait_children_child
                                  WHERE c.child_id = :child_id AND c.job_id = job_waits.job_id
                                    AND c.key = job_waits.key)
 WHERE status = 'open' AND kind = 'children'
