@@ -92,6 +92,12 @@ def llm(ctx, payload):
     return None
 
 
+def fanout(ctx, payload):
+    """W11's parent: one ``noop`` child per item, gathered (``ctx.map_jobs``); returns how
+    many results came back, so the parent's own result stays small."""
+    return len(ctx.map_jobs("noop", range(payload["n"])))
+
+
 def register(app: Tether) -> Tether:
     """Register every benchmark job type on ``app``."""
     app.register("noop", noop)
@@ -100,6 +106,7 @@ def register(app: Tether) -> Tether:
     app.register("calls", calls)
     app.register("acalls", acalls)
     app.register("llm", llm)
+    app.register("fanout", fanout)
     return app
 
 

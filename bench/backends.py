@@ -208,11 +208,12 @@ def stop(procs: list[subprocess.Popen], *, timeout: float = 15.0) -> None:
             p.wait(5)
 
 
-def rss_kb(pid: int) -> int | None:
-    """Resident set size of ``pid`` from /proc (kB), None if it is gone."""
+def rss_kb(pid: int, field: str = "VmRSS") -> int | None:
+    """Resident set size of ``pid`` from /proc (kB; ``field="VmHWM"``: its peak), None if it
+    is gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except (FileNotFoundError, ProcessLookupError):
         return None

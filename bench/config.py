@@ -65,6 +65,10 @@ class Sizes:
     big_cli_runs: int = 3
     big_prune_fraction: float = 0.5
     big_prune_baseline_s: float = 10.0
+    fanout_children: tuple[int, ...] = (1_000, 10_000, 100_000)  # W11
+    fanout_pg_max: int = 10_000     # W11: the largest size run on PostgreSQL
+    fanout_workers: int = 1         # W11: worker processes
+    fanout_timeout_s: float = 900.0
     ceiling_seconds: float = 10.0
     ceiling_clients: int = 8
     runs: int = 3
@@ -85,7 +89,7 @@ QUICK = Sizes(throughput_jobs=100, drain_timeout_s=30.0, enqueue_single=30,
               scale_workers=(1, 2), scale_jobs=3_000, scale_timeout_s=30.0,
               ceiling_seconds=1.0, runs=1, big_finished=20_000, big_queued=500,
               big_claim_samples=40, big_list_calls=20, big_cli_runs=1,
-              big_prune_baseline_s=1.0,
+              big_prune_baseline_s=1.0, fanout_children=(50,), fanout_timeout_s=60.0,
               poll_interval=0.2)
 
 

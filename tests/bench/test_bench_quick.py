@@ -15,7 +15,7 @@ from bench.peers import ALL as ALL_PEERS
 from bench.peers.huey_peer import HueyPeer
 from tests.conftest import ROOT
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W10")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W10", "W11")
 
 
 def _quick(tmp_path, *args: str) -> dict:
@@ -50,6 +50,11 @@ def test_quick_mode_writes_every_workload(tmp_path):
     if "postgres" in backends:  # the same hops with no engine, in the same run
         floor = res["workloads"]["W3"]["postgres"]["floor"]
         assert floor["p50_ms"] > 0 and floor["lost"] == 0 and floor["samples"] > 0
+    for b in backends:  # W11: a parent's children against as many plain jobs, same run
+        (n,) = sz["fanout_children"]
+        fan = res["workloads"]["W11"][b]["tether"][str(n)]
+        assert fan["runs"][0]["parent_state"] == "succeeded" and fan["runs"][0]["parent_result"] == n
+        assert fan["ratio"] > 0 and fan["parent_peak_rss_kb"] > 0
     bound = res["workloads"]["W4"]["sqlite"]["commit_bound"]
     # one batch of 8 reservations and one of settlements each write pages, timed exactly
     assert bound["reserve_pages"] >= 1 and bound["settle_pages"] > bound["reserve_pages"]

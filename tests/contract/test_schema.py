@@ -14,7 +14,8 @@ EXPECTED = {
              "finished_at", "detached", "trace_context"},
     "job_waits": {"job_id", "key", "kind", "status", "wake_at", "children", "fail_mode",
                   "signal", "prompt", "schema", "outcome", "value", "attempt", "created_at",
-                  "done_at"},
+                  "done_at", "child_count", "pending", "failed"},
+    "wait_children": {"job_id", "key", "pos", "child_id"},
     "job_signals": {"id", "job_id", "name", "value", "sent_at", "consumed_at", "consumed_by"},
     "job_events": {"job_id", "seq", "at", "kind", "from_state", "to_state", "attempt", "data"},
     "job_attempts": {"job_id", "attempt", "worker_id", "claimed_at", "started_at",
@@ -55,7 +56,8 @@ EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "job
                     "jobs_lease_owner", "call_journal_open", "call_journal_cache",
                     "rate_limit_events_scope", "jobs_waiting_due", "jobs_parent",
                     "job_signals_mailbox", "schedules_due", "job_events_feed",
-                    "job_signals_job", "jobs_idempotency_key"}
+                    "job_signals_job", "jobs_idempotency_key",
+                    "wait_children_child"}
 
 
 def _schema(store, backend):
@@ -88,7 +90,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 21
+    assert store.schema_version() == 22
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -167,7 +169,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 21
+        assert new.store.schema_version() == 22
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         with new.store._write() as tx:  # 0009 widened the state check of existing tables

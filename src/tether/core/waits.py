@@ -21,7 +21,6 @@ from ..errors import InvalidArgument
 KINDS = ("children", "timer", "signal")
 FAIL_MODES = ("fast", "collect")
 FAILED_CHILD_STATES = frozenset({"failed", "cancelled"})
-CHILD_TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 
 RECHECK_S = 300.0
 """A wait without a deadline is re-decided by the sweep this often: a backstop only (children
@@ -105,7 +104,11 @@ def gather_key(ids: Sequence[int]) -> str:
 
 
 def child_outcome(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A finished (or, under fail-fast, still running) child as a gather records it."""
+    """A finished (or, under fail-fast, still running) child as a gather records it; a
+    ``pruned`` row (the child no longer exists) as cancelled with ``error_code`` pruned."""
+    if row.get("pruned"):
+        return {"job_id": int(row["id"]), "state": "cancelled", "error_code": "pruned",
+                "error_summary": "child job no longer exists"}
     result = row.get("result")
     if isinstance(result, (str, bytes)):
         result = json.loads(result)
@@ -117,12 +120,18 @@ def child_outcome(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def decide(wait: Mapping[str, Any], *, now: float,
-           children: Sequence[Mapping[str, Any]] = (),
+def decide(wait: Mapping[str, Any], *, now: float, pending: int | None = None,
+           failed: int = 0, failure: Mapping[str, Any] | None = None,
            signal: Mapping[str, Any] | None = None) -> Wake | None:
-    """Is ``wait`` (a ``job_waits`` row) satisfied at ``now``? ``children``: the rows of its
-    children (id, state, result, error_code, error_summary); ``signal``: the oldest unconsumed
-    mailbox entry of its signal (id, value). None: keep waiting."""
+    """Is ``wait`` (a ``job_waits`` row) satisfied at ``now``? For a gather: ``pending``,
+    how many of its children have not finished, ``failed``, how many failed, were cancelled
+    or no longer exist, and ``failure``, the first of those in the gather's order (id,
+    state, error_code, error_summary). ``signal``: the oldest unconsumed mailbox entry of its
+    signal (id, value). None: keep waiting.
+
+    A gather's value holds no results: they are read from the children's rows when the
+    parent replays (``gather_iter``), page by page. Only a fail-fast wake records the child
+    that failed, which the replay raises."""
     kind = wait["kind"]
     wake_at = wait.get("wake_at")
     if kind == "timer":
@@ -136,21 +145,10 @@ def decide(wait: Mapping[str, Any], *, now: float,
         if wake_at is not None and now >= wake_at:
             return Wake("timeout")
         return None
-    ids = child_ids(wait.get("children"))
-    by_id = {int(r["id"]): r for r in children}
-    rows = [by_id.get(i) for i in ids]
-    if any(r is None for r in rows):  # a child was pruned: it finished long ago
-        rows = [r if r is not None else {"id": i, "state": "cancelled",
-                                         "error_code": "pruned",
-                                         "error_summary": "child job no longer exists"}
-                for i, r in zip(ids, rows, strict=True)]
-    states = [str(r["state"]) for r in rows]  # type: ignore[index]
-    if wait.get("fail_mode") == "fast" and any(s in FAILED_CHILD_STATES for s in states):
-        return Wake("child_failed", [child_outcome(r) for r in rows])  # type: ignore[arg-type]
-    if all(s in CHILD_TERMINAL for s in states):
-        failed = any(s in FAILED_CHILD_STATES for s in states)
-        return Wake("children_failed" if failed else "children_done",
-                    [child_outcome(r) for r in rows])  # type: ignore[arg-type]
+    if wait.get("fail_mode") == "fast" and failed > 0 and failure is not None:
+        return Wake("child_failed", {"failed": child_outcome(failure)})
+    if pending is not None and pending <= 0:
+        return Wake("children_failed" if failed else "children_done")
     return None
 
 
@@ -158,12 +156,3 @@ def recheck_at(wait: Mapping[str, Any], now: float) -> float:
     """When the sweep next looks at a job waiting on ``wait``: its deadline, else a backstop."""
     wake_at = wait.get("wake_at")
     return float(wake_at) if wake_at is not None else now + RECHECK_S
-
-
-def child_ids(value: Any) -> list[int]:
-    """A gather's children as stored (a JSON list, or a list)."""
-    if value is None:
-        return []
-    if isinstance(value, (str, bytes)):
-        value = json.loads(value)
-    return [int(v) for v in value]

@@ -16,7 +16,7 @@ import threading
 from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from ..core.states import JobState
 from ..core.waits import WaitCounters
@@ -29,6 +29,9 @@ from .lease import Lease
 from .stages import run_stage
 from . import waits as _waits
 from .store import JobStore
+
+CHILD_BATCH = 1_000
+"""Children ``enqueue_many`` submits a statement (a transaction)."""
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -181,13 +184,48 @@ class JobContext:
         (``job/waits.py: gather``: ``fail="fast"`` or ``"collect"``)."""
         return _waits.gather(self, children, fail=fail)
 
+    def gather_iter(self, children: Iterable[Job | int], *, fail: str = "fast",
+                    page_size: int = 1000) -> Iterator[Any]:
+        """``gather`` with the results streamed, ``page_size`` read at a time, in order:
+        for gathers too large to hold every result at once."""
+        return _waits.gather_iter(self, children, fail=fail, page_size=page_size)
+
+    def enqueue_many(self, type: str, items: Iterable[Any], *, key: str = "item",
+                     detach: bool = False, **options: Any) -> list[int]:
+        """``enqueue`` for each item (keys ``{key}-0``, ``{key}-1``, ...), a batch of
+        children a statement: the children's ids in order. Exactly one child per key however
+        often this runs (a repeat makes no job and takes no id)."""
+        options.setdefault("project", self.project)
+        ids: list[int] = []
+        batch: list[dict[str, Any]] = []
+        for i, item in enumerate(items):
+            batch.append({**options, "type": type, "payload": item,
+                          "idempotency_key": f"child:{self.id}:{key}-{i}",
+                          "parent_id": self.id, "detached": detach})
+            if len(batch) == CHILD_BATCH:
+                ids.extend(self._submit_children(batch))
+                batch = []
+        ids.extend(self._submit_children(batch))
+        return ids
+
+    def _submit_children(self, batch: list[dict[str, Any]]) -> list[int]:
+        if not batch:
+            return []
+        self.check()
+        return [job.id for job in self.app.submit_many(batch)]
+
     def map_jobs(self, type: str, items: Iterable[Any], *, fail: str = "fast",
                  key: str = "item", **options: Any) -> list[Any]:
         """One child job of ``type`` per item (keys ``{key}-0``, ``{key}-1``, ...), gathered:
-        the one-line fan-out and fan-in."""
-        children = [self.enqueue(type, item, key=f"{key}-{i}", **options)
-                    for i, item in enumerate(items)]
-        return self.gather(children, fail=fail)
+        the one-line fan-out and fan-in. Children are enqueued a batch a statement."""
+        return self.gather(self.enqueue_many(type, items, key=key, **options), fail=fail)
+
+    def map_jobs_iter(self, type: str, items: Iterable[Any], *, fail: str = "fast",
+                      key: str = "item", page_size: int = 1000,
+                      **options: Any) -> Iterator[Any]:
+        """``map_jobs`` with the results streamed (``gather_iter``)."""
+        return self.gather_iter(self.enqueue_many(type, items, key=key, **options),
+                                fail=fail, page_size=page_size)
 
     def sleep(self, duration: float | timedelta, *, key: str | None = None) -> None:
         """Wait ``duration`` by the store's clock, holding no lease and no worker slot."""

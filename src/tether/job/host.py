@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
 
 from ..blobs import BlobStore
 from ..clock import Clock
@@ -42,6 +43,10 @@ class JobHost(Protocol):
     def submit_with_status(self, type: str, payload: Any = None,
                            **options: Any) -> tuple[Job, bool]:
         """Submit a job (``ctx.enqueue``'s children); also says whether it was created."""
+        ...
+
+    def submit_many(self, jobs: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
+        """Submit a batch of jobs in one transaction (``ctx.enqueue_many``'s children)."""
         ...
 
 

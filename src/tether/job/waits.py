@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator
 
 from ..clock import to_ts
 from ..core import validate
@@ -43,31 +43,57 @@ def gather(ctx: RunningJob, children: Iterable[Job | int], *, fail: str = "fast"
     fails or is cancelled fails this job with that child's error code (``ChildJobFailed``),
     without waiting for the others. ``fail="collect"``: wait for all; a child that did not
     succeed comes back as a ``ChildFailure`` in its place."""
-    ids = [c.id if isinstance(c, Job) else int(c) for c in children]
+    return list(gather_iter(ctx, children, fail=fail))
+
+
+def gather_iter(ctx: RunningJob, children: Iterable[Job | int], *, fail: str = "fast",
+                page_size: int = 1000) -> Iterator[Any]:
+    """``gather``, its results streamed: the wait (and a fail-fast ``ChildJobFailed``)
+    happens in this call; the iterator then reads the children's results ``page_size`` at a
+    time, in order, so however many children there are, one page is in memory at once."""
+    if not isinstance(page_size, int) or page_size < 1:
+        raise InvalidArgument(f"page_size must be an int >= 1, got {page_size!r}")
+    ids = tuple(c.id if isinstance(c, Job) else int(c) for c in children)
     if not ids:
-        return []
+        return iter(())
     for i in ids:
         if i <= 0:
             raise InvalidArgument(f"not a job id: {i!r}")
-    done = wait(ctx, WaitSpec(key=gather_key(ids), kind="children", children=tuple(ids),
+    done = wait(ctx, WaitSpec(key=gather_key(ids), kind="children", children=ids,
                               fail_mode=fail))
-    outcomes: Sequence[dict[str, Any]] = done.value or []
-    results: list[Any] = []
-    for item in outcomes:
-        state = item.get("state")
-        if state == "succeeded":
-            results.append(item.get("result"))
-            continue
-        failure = ChildFailure(job_id=int(item["job_id"]), state=str(state),
-                               error_code=item.get("error_code"),
-                               error_summary=item.get("error_summary"))
-        if fail == "fast" and state in ("failed", "cancelled"):
-            raise ChildJobFailed(
-                f"child job {failure.job_id} {state}: "
-                f"{failure.error_summary or failure.error_code or 'no reason recorded'}",
-                child_id=failure.job_id, child_code=failure.error_code or "child_failed")
-        results.append(failure)
-    return results
+    del ids
+    if isinstance(done.value, list):  # a gather recorded with its results in its value
+        return iter([_result(item, fail) for item in done.value])
+    if done.outcome == "child_failed":
+        _result(done.value["failed"], fail)
+    return _pages(ctx, done.key, fail, page_size)
+
+
+def _pages(ctx: RunningJob, key: str, fail: str, page_size: int) -> Iterator[Any]:
+    after = 0
+    while True:
+        page = ctx.store.wait_results(ctx.id, key, after=after, limit=page_size)
+        for item in page:
+            yield _result(item, fail)
+        if len(page) < page_size:
+            return
+        after = page[-1]["pos"] + 1
+
+
+def _result(item: dict[str, Any], fail: str) -> Any:
+    """A child's result, or its failure: raised under fail-fast, a ``ChildFailure`` else."""
+    state = item.get("state")
+    if state == "succeeded":
+        return item.get("result")
+    failure = ChildFailure(job_id=int(item["job_id"]), state=str(state),
+                           error_code=item.get("error_code"),
+                           error_summary=item.get("error_summary"))
+    if fail == "fast" and state in ("failed", "cancelled"):
+        raise ChildJobFailed(
+            f"child job {failure.job_id} {state}: "
+            f"{failure.error_summary or failure.error_code or 'no reason recorded'}",
+            child_id=failure.job_id, child_code=failure.error_code or "child_failed")
+    return failure
 
 
 def sleep(ctx: RunningJob, duration: float | timedelta, *, key: str | None = None) -> None:

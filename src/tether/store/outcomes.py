@@ -46,7 +46,10 @@ class Outcomes(Waits, Accounting):
         not hold back the others."""
         if self._succeed_alone and all(_plain(o) for _, _, o in items):
             with self._read() as tx:  # one statement, atomic by itself: no BEGIN/COMMIT
-                fast = self._succeed_plain(tx, items, now)
+                fast, gathers = self._succeed_plain(tx, items, now)
+            if gathers:
+                with self._write() as tx:
+                    self._wake_gathers(tx, gathers, self._now(tx, now))
             if len(fast) == len(items):
                 return [JobState.SUCCEEDED] * len(items)
             rest = iter(self._finish_each([it for i, it in enumerate(items) if i not in fast],
@@ -54,7 +57,8 @@ class Outcomes(Waits, Accounting):
             return [JobState.SUCCEEDED if i in fast else next(rest) for i in range(len(items))]
         with self._write() as tx:
             now = self._now(tx, now)
-            fast = self._succeed_plain(tx, items, now)
+            fast, gathers = self._succeed_plain(tx, items, now)
+            self._wake_gathers(tx, gathers, now)
             return self._finish_rest(tx, items, fast, now)
 
     def _finish_each(self, items: Sequence[tuple[int, int, Outcome]],
@@ -80,14 +84,15 @@ class Outcomes(Waits, Accounting):
         return out
 
     def _succeed_plain(self, tx: Tx, items: Sequence[tuple[int, int, Outcome]],
-                       now: float | None) -> set[int]:
+                       now: float | None) -> tuple[set[int], list[int]]:
         """Write the plain successes among ``items`` (a ``running`` job under its lease with
-        no call left open) set-wise; returns their positions. The rest go one by one.
+        no call left open) set-wise; returns their positions, and the parents whose gathers
+        the children among them completed. The rest go one by one.
         ``succeed_many`` moves the rows; a backend may also write their events and attempts
         in that same statement (PostgreSQL), otherwise they follow here."""
         wanted = [i for i, (_, _, out) in enumerate(items) if _plain(out)]
         if not wanted:
-            return set()
+            return set(), []
         assert now is not None, "the clock is read in the caller's transaction"
         check_transition(JobState.RUNNING, JobState.SUCCEEDED)
         rows = tx.all("succeed_many", items=json.dumps(
@@ -101,7 +106,12 @@ class Outcomes(Waits, Accounting):
         tx.many("finish_attempt", [
             {"job_id": items[i][0], "attempt": items[i][1], "now": now, "outcome": "succeeded",
              "error_code": None, "error_summary": None} for i in done])
-        return set(done)
+        children = [int(r["id"]) for r in rows if r["parent_id"] is not None]
+        gathers = [] if not children else [
+            int(r["job_id"]) for r in tx.all("wait_children_done_many",
+                                             ids=self._array_param(children))
+            if int(r["pending"]) <= 0]
+        return set(done), gathers
 
     def _finish_row(self, tx: Tx, row: Row, token: int, outcome: Outcome,
                     now: float) -> JobState:

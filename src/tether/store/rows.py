@@ -240,11 +240,12 @@ def to_checkpoint(r: Row) -> Checkpoint:
                       reused_from=_opt_int(r.get("reused_from")), version=r.get("version"))
 
 
-def to_wait(r: Row) -> Wait:
+def to_wait(r: Row, children: tuple[int, ...] = ()) -> Wait:
+    """A ``job_waits`` row; a gather's ``children`` are rows of their own, given apart."""
     return Wait(job_id=int(r["job_id"]), key=r["key"], kind=r["kind"], status=r["status"],
                 attempt=int(r["attempt"]), created_at=as_datetime(r["created_at"]),
                 wake_at=as_datetime(r.get("wake_at")),
-                children=tuple(int(i) for i in load_json(r.get("children")) or ()),
+                children=children,
                 fail_mode=r.get("fail_mode"), signal=r.get("signal"), prompt=r.get("prompt"),
                 schema=load_json(r.get("schema")), outcome=r.get("outcome"),
                 value=load_json(r.get("value")), done_at=as_datetime(r.get("done_at")))

@@ -90,12 +90,13 @@ class Transitions(ABC):
                                                  str(src), str(to), row.get("lease_token")
                                                  or row.get("attempt_count"), data))
         if to in TERMINAL and row.get("parent_id") is not None:
-            self._child_finished(tx, int(row["parent_id"]), now)
+            self._child_finished(tx, int(row["id"]), str(to), now)
         return new
 
-    def _child_finished(self, tx: Tx, parent_id: int, now: float) -> None:  # noqa: B027 - hook
-        """A child of ``parent_id`` just ended (this transaction): a parent waiting for its
-        children may wake (``waits.py``). Here: nothing."""
+    def _child_finished(self, tx: Tx, child_id: int, state: str,  # noqa: B027 - hook
+                        now: float) -> None:
+        """A child just ended in ``state`` (this transaction): a parent gathering it may
+        wake (``waits.py``). Here: nothing."""
 
     def _mutable(self, row: Row) -> Row:
         """A locked row's mutable columns, times as unix seconds and JSON as parameters."""

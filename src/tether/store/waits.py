@@ -16,7 +16,8 @@ from collections.abc import Iterable
 
 from ..clock import LAST_TS
 from ..core.states import TERMINAL, JobState
-from ..core.waits import Wake, WaitSpec, child_ids, decide, recheck_at
+from ..core.waits import (FAILED_CHILD_STATES, Wake, WaitSpec, child_outcome, decide,
+                          recheck_at)
 from ..errors import JobNotFound, JobStateError
 from ..records import Job, Wait
 from .base import Outcome
@@ -30,15 +31,20 @@ class Waits(Transitions):
     ``wake_due`` and the wake hooks."""
 
     def get_wait(self, job_id: int, key: str) -> Wait | None:
+        """The wait ``key`` of the job, as its replay needs it: a gather's ``children`` are
+        not read (``child_count`` says how many; ``wait_results`` reads them in pages)."""
         with self._read() as tx:
             row = tx.one("wait_get", job_id=job_id, key=key)
         return None if row is None else to_wait(row)
 
     def waits(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[Wait]:
-        """Every wait of a job, oldest first (for status pages and operators)."""
+        """Every wait of a job, oldest first, a gather's children listed (for status pages
+        and operators)."""
         with self._read() as tx:
             self._visible(tx, job_id, projects)
-            return [to_wait(r) for r in tx.all("waits_of", job_id=job_id)]
+            rows = tx.all("waits_of", job_id=job_id)
+            kids = self._kids(tx, job_id, rows)
+            return [to_wait(r, k) for r, k in zip(rows, kids, strict=True)]
 
     def current_wait(self, job_id: int, *,
                      projects: Iterable[str] | None = None) -> Wait | None:
@@ -46,7 +52,24 @@ class Waits(Transitions):
         with self._read() as tx:
             self._visible(tx, job_id, projects)
             row = tx.one("wait_current", job_id=job_id)
-        return None if row is None else to_wait(row)
+            return None if row is None else to_wait(row, self._kids(tx, job_id, [row])[0])
+
+    def wait_results(self, job_id: int, key: str, *, after: int = 0,
+                     limit: int = 1000) -> list[dict[str, Any]]:
+        """One page of a gather's children in its order, from position ``after``: each
+        child as ``core.waits.child_outcome`` gives it, with its ``pos``. One read a page."""
+        with self._read() as tx:
+            rows = tx.all("wait_results", job_id=job_id, key=key, after=after, limit=limit)
+        return [dict(child_outcome(r), pos=int(r["pos"])) for r in rows]
+
+    @staticmethod
+    def _kids(tx: Tx, job_id: int, rows: list[Row]) -> list[tuple[int, ...]]:
+        if not any(r["kind"] == "children" for r in rows):
+            return [() for _ in rows]
+        ids: dict[str, list[int]] = {}
+        for r in tx.all("wait_child_ids", job_id=job_id):
+            ids.setdefault(r["key"], []).append(int(r["child_id"]))
+        return [tuple(ids.get(r["key"], ())) for r in rows]
 
     def list_waiting(self, kind: str, *, projects: Iterable[str] | None = None,
                      type: str | None = None, queue: str | None = None,
@@ -75,8 +98,7 @@ class Waits(Transitions):
                     wake_at = min(now + max(0.0, float(spec.delay_s)), LAST_TS)
                 tx.run("wait_insert", job_id=job_id, key=spec.key, kind=spec.kind,
                        wake_at=wake_at,
-                       children=self._json_param(list(spec.children)) if spec.children
-                       or spec.kind == "children" else None,
+                       child_count=len(spec.children) if spec.kind == "children" else None,
                        fail_mode=spec.fail_mode if spec.kind == "children" else None,
                        signal=spec.signal, prompt=spec.prompt,
                        schema=self._json_param(spec.schema), attempt=token, now=now)
@@ -87,6 +109,7 @@ class Waits(Transitions):
                     data["signal"] = spec.signal
                 if spec.children:
                     data["children"] = len(spec.children)
+                    self._insert_children(tx, job_id, spec.key, spec.children)
                 self._note(tx, job_id, "wait", now, token, data)
                 row = present(tx.one("wait_get", job_id=job_id, key=spec.key))
             elif row["status"] == "open":
@@ -132,10 +155,33 @@ class Waits(Transitions):
 
     # --- hooks of the other parts ------------------------------------------------------------
 
-    def _child_finished(self, tx: Tx, parent_id: int, now: float) -> None:
-        parent = tx.one("lock_job", id=parent_id)
-        if parent is not None and parent["state"] == JobState.WAITING:
-            self._wake_if_ready(tx, parent, now)
+    _CHILD_BATCH = 5_000
+
+    def _insert_children(self, tx: Tx, job_id: int, key: str, ids: tuple[int, ...]) -> None:
+        for i in range(0, len(ids), self._CHILD_BATCH):
+            tx.run("wait_children_insert", job_id=job_id, key=key, offset=i,
+                   ids=self._array_param(ids[i:i + self._CHILD_BATCH]))
+
+    def _child_finished(self, tx: Tx, child_id: int, state: str, now: float) -> None:
+        """Count the child's end in each open gather waiting for it (O(1) each; the parent's
+        row is not touched). The gather a count completes (or, fail-fast, a failure
+        decides) wakes its parent here, unless another transaction holds the parent: that
+        can only be the parent parking, which counts the children again after this commits."""
+        failed = 1 if state in FAILED_CHILD_STATES else 0
+        for w in tx.all("wait_child_done", child_id=child_id, failed=failed):
+            if int(w["pending"]) > 0 and not (w["fail_mode"] == "fast" and int(w["failed"])):
+                continue
+            parent = tx.one("lock_job_if_free", id=w["job_id"])
+            if parent is not None and parent["state"] == JobState.WAITING:
+                self._wake_if_ready(tx, parent, now)
+
+    def _wake_gathers(self, tx: Tx, parents: list[int], now: float) -> None:
+        """Wake the parents whose gathers a batch of children completed (``_child_finished``
+        for a batch: a parent another transaction holds is parking, and counts again)."""
+        for parent_id in sorted(set(parents)):
+            parent = tx.one("lock_job_if_free", id=parent_id)
+            if parent is not None and parent["state"] == JobState.WAITING:
+                self._wake_if_ready(tx, parent, now)
 
     def _park(self, tx: Tx, row: Row, outcome: Outcome, now: float) -> JobState:
         """Move a running job that reported ``waiting``: to ``waiting`` until its current
@@ -178,15 +224,23 @@ class Waits(Transitions):
                          run_after=now, **changes)
 
     def _decide(self, tx: Tx, wait: Row, now: float) -> Wake | None:
-        children: list[Row] = []
-        signal = None
+        """Decide ``wait`` from rows. A gather's children are counted again (its row locked
+        first, so a child that ends meanwhile counts itself after this commits) and its
+        counts rewritten: the counts a crash or a race lost are found here."""
         if wait["kind"] == "children":
-            ids = child_ids(wait.get("children"))
-            if ids:
-                children = tx.all("wait_children", ids=self._array_param(ids))
-        elif wait["kind"] == "signal":
+            key = {"job_id": wait["job_id"], "key": wait["key"]}
+            tx.one("wait_lock", **key)
+            counts = present(tx.one("wait_count", **key))
+            pending, failed = int(counts["pending"]), int(counts["failed"])
+            if (wait.get("pending"), wait.get("failed")) != (pending, failed):
+                tx.run("wait_set_counts", pending=pending, failed=failed, **key)
+            failure = tx.one("wait_first_failed", **key) if failed else None
+            return decide(_seconds(wait), now=now, pending=pending, failed=failed,
+                          failure=failure)
+        signal = None
+        if wait["kind"] == "signal":
             signal = tx.one("signal_next", job_id=wait["job_id"], name=wait["signal"])
-        return decide(_seconds(wait), now=now, children=children, signal=signal)
+        return decide(_seconds(wait), now=now, signal=signal)
 
     def _close_wait(self, tx: Tx, wait: Row, wake: Wake, now: float) -> None:
         tx.run("wait_close", job_id=wait["job_id"], key=wait["key"], outcome=wake.outcome,

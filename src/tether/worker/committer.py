@@ -252,6 +252,10 @@ class CommittingStore(WorkerStore):
     def get_wait(self, job_id: int, key: str) -> Wait | None:
         return self._store.get_wait(job_id, key)
 
+    def wait_results(self, job_id: int, key: str, *, after: int = 0,
+                     limit: int = 1000) -> list[dict[str, Any]]:
+        return self._store.wait_results(job_id, key, after=after, limit=limit)
+
     def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
                      now: float | None = None) -> float:
         return self._store.acquire_rate(limits, tokens=tokens, job_id=job_id, key=key, now=now)

@@ -792,7 +792,8 @@ JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 
 -- ---- batched completion (the common case: running jobs that succeeded) ------------------------
 
 -- name: succeed_many
--- A child job goes the one-by-one way: its end may wake its waiting parent.
+-- A child's end is counted in the open gathers that wait for it (counted); the gathers this
+-- completes come back as ``wake`` rows (their parents wake next).
 -- Plain successes of running jobs with no call left open, set-wise in one statement: rows are
 -- locked in id order first (as every multi-row lock here is), so a concurrent cancel either
 -- committed before (the row no longer matches and takes the one-by-one path) or waits.
@@ -808,7 +809,7 @@ WITH clock AS (
 ), locked AS (
     SELECT j.id FROM jobs j
     WHERE j.id = ANY (%(ids)s::bigint[])
-      AND (j.state = 'running') IS TRUE AND j.parent_id IS NULL
+      AND (j.state = 'running') IS TRUE
       AND (j.lease_token = (%(tokens)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int])
           IS TRUE
       AND NOT EXISTS (SELECT 1 FROM call_journal c
@@ -824,8 +825,8 @@ WITH clock AS (
         finished_at = clock.now, updated_at = clock.now, event_seq = j.event_seq + 1
     FROM clock
     WHERE j.id = ANY (ARRAY(SELECT id FROM locked))
-    RETURNING j.id, j.event_seq, (%(tokens)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int]
-              AS token,
+    RETURNING j.id, j.event_seq, j.parent_id,
+              (%(tokens)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int] AS token,
               (%(data)s::text[])[(%(pos)s::jsonb ->> j.id::text)::int] AS data, clock.now
 ), events AS (
     INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
@@ -838,8 +839,17 @@ WITH clock AS (
     WHERE a.job_id = ANY (ARRAY(SELECT id FROM done))
       AND a.attempt = (%(tokens)s::integer[])[(%(pos)s::jsonb ->> a.job_id::text)::int]
       AND a.finished_at IS NULL
+), counted AS (
+    UPDATE job_waits w
+    SET pending = w.pending - c.n
+    FROM (SELECT job_id, key, count(*) AS n FROM wait_children
+          WHERE child_id = ANY (ARRAY(SELECT id FROM done WHERE parent_id IS NOT NULL))
+          GROUP BY job_id, key) c
+    WHERE w.job_id = c.job_id AND w.key = c.key AND w.status = 'open' AND w.kind = 'children'
+    RETURNING w.job_id, w.pending
 )
-SELECT id FROM done;
+SELECT id, NULL::bigint AS wake FROM done
+UNION ALL SELECT NULL, job_id FROM counted WHERE pending <= 0;
 
 -- name: due_period_resumes
 -- Jobs paused by a periodic project limit whose period has ended (run_after: its end).
@@ -861,9 +871,9 @@ SELECT * FROM job_waits WHERE job_id = %(job_id)s AND status = 'open'
 ORDER BY attempt DESC, created_at DESC LIMIT 1;
 
 -- name: wait_insert
-INSERT INTO job_waits (job_id, key, kind, wake_at, children, fail_mode, signal, prompt, schema,
-                       attempt, created_at)
-VALUES (%(job_id)s, %(key)s, %(kind)s, %(wake_at)s, %(children)s::jsonb, %(fail_mode)s,
+INSERT INTO job_waits (job_id, key, kind, wake_at, child_count, fail_mode, signal, prompt,
+                       schema, attempt, created_at)
+VALUES (%(job_id)s, %(key)s, %(kind)s, %(wake_at)s, %(child_count)s, %(fail_mode)s,
         %(signal)s, %(prompt)s, %(schema)s::jsonb, %(attempt)s, %(now)s);
 
 -- name: wait_touch
@@ -875,8 +885,62 @@ UPDATE job_waits SET status = 'done', outcome = %(outcome)s, value = %(value)s::
     done_at = %(now)s
 WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'open';
 
--- name: wait_children
-SELECT id, state, result, error_code, error_summary FROM jobs WHERE id = ANY(%(ids)s::bigint[]);
+-- name: wait_children_insert
+-- One batch of a gather's children, positions from :offset, in one statement.
+INSERT INTO wait_children (job_id, key, pos, child_id)
+SELECT %(job_id)s, %(key)s, %(offset)s + c.pos - 1, c.id
+FROM unnest(%(ids)s::bigint[]) WITH ORDINALITY AS c (id, pos);
+
+-- name: wait_lock
+-- The gather's row, locked: children that end meanwhile wait to count themselves.
+SELECT * FROM job_waits WHERE job_id = %(job_id)s AND key = %(key)s FOR UPDATE;
+
+-- name: wait_count
+-- A gather's children counted from their rows: not finished, and failed (a pruned child
+-- counts as failed: it finished long ago).
+SELECT count(*) FILTER (WHERE j.state NOT IN ('succeeded', 'failed', 'cancelled')) AS pending,
+       count(*) FILTER (WHERE j.id IS NULL OR j.state IN ('failed', 'cancelled')) AS failed
+FROM wait_children c LEFT JOIN jobs j ON j.id = c.child_id
+WHERE c.job_id = %(job_id)s AND c.key = %(key)s;
+
+-- name: wait_set_counts
+UPDATE job_waits SET pending = %(pending)s, failed = %(failed)s
+WHERE job_id = %(job_id)s AND key = %(key)s;
+
+-- name: wait_child_done
+-- A gathered child ended: every open gather that waits for it counts it, O(1) each (the
+-- wait_children_child index finds the gathers and how often each names the child).
+UPDATE job_waits w
+SET pending = w.pending - c.n, failed = w.failed + %(failed)s * c.n
+FROM (SELECT job_id, key, count(*) AS n FROM wait_children WHERE child_id = %(child_id)s
+      GROUP BY job_id, key) c
+WHERE w.job_id = c.job_id AND w.key = c.key AND w.status = 'open' AND w.kind = 'children'
+RETURNING w.job_id, w.key, w.pending, w.failed, w.fail_mode;
+
+-- name: wait_first_failed
+-- The first child in the gather's order that failed, was cancelled or no longer exists.
+SELECT c.child_id AS id, coalesce(j.state, 'cancelled') AS state, j.error_code,
+       j.error_summary, j.id IS NULL AS pruned
+FROM wait_children c LEFT JOIN jobs j ON j.id = c.child_id
+WHERE c.job_id = %(job_id)s AND c.key = %(key)s
+  AND (j.id IS NULL OR j.state IN ('failed', 'cancelled'))
+ORDER BY c.pos LIMIT 1;
+
+-- name: wait_results
+-- One page of a gather's children in its order, results included.
+SELECT c.pos, c.child_id AS id, j.id IS NULL AS pruned, coalesce(j.state, 'cancelled') AS state,
+       j.result, j.error_code, j.error_summary
+FROM wait_children c LEFT JOIN jobs j ON j.id = c.child_id
+WHERE c.job_id = %(job_id)s AND c.key = %(key)s AND c.pos >= %(after)s
+ORDER BY c.pos LIMIT %(limit)s;
+
+-- name: wait_child_ids
+SELECT key, child_id FROM wait_children WHERE job_id = %(job_id)s ORDER BY key, pos;
+
+-- name: lock_job_if_free
+-- A gather's parent, unless another transaction holds it (its own park, which counts the
+-- children again once this one commits).
+SELECT * FROM jobs WHERE id = %(id)s FOR UPDATE SKIP LOCKED;
 
 -- name: waiting_due
 -- Waiting jobs whose recheck time has come; another sweeper's rows are skipped, not waited on.

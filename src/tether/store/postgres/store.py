@@ -257,13 +257,13 @@ class PostgresStore(GroupedCalls):
         return super().submit(jobs, conn=conn, profile=profile)
 
     def _succeed_plain(self, tx: Any, items: Sequence[tuple[int, int, Outcome]],
-                       now: float | None) -> set[int]:
-        """Plain successes in one statement (``succeed_many``): one round trip for a batch;
-        ``now`` None: the statement reads the clock (``_succeed_alone``)."""
+                       now: float | None) -> tuple[set[int], list[int]]:
+        """Plain successes, children counted in their gathers, in one statement: one round
+        trip a batch; ``now`` None: the statement reads the clock (``_succeed_alone``)."""
         wanted = [i for i, (_, _, out) in enumerate(items)
                   if out.state == JobState.SUCCEEDED and out.kind is None]
         if not wanted:
-            return set()
+            return set(), []
         check_transition(JobState.RUNNING, JobState.SUCCEEDED)
         if now is None and self.clock is not None:
             now = self.clock.time()
@@ -271,10 +271,10 @@ class PostgresStore(GroupedCalls):
         rows = tx.all("succeed_many", ids=ids, pos=positions(ids),
                       tokens=[items[i][1] for i in wanted],
                       results=[items[i][2].result_json for i in wanted],
-                      data=[self._json_param(items[i][2].data) for i in wanted],
-                      now=now)
-        done = {int(r["id"]) for r in rows}
-        return {i for i in wanted if items[i][0] in done}
+                      data=[self._json_param(items[i][2].data) for i in wanted], now=now)
+        done = {int(r["id"]) for r in rows if r["id"] is not None}
+        return {i for i in wanted if items[i][0] in done}, [
+            int(r["wake"]) for r in rows if r["wake"] is not None]
 
     @contextmanager
     def transaction(self, *, savepoints: bool = True) -> Iterator[None]:

@@ -660,17 +660,30 @@ JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt AND e.kind = 
 -- :items is a JSON array of [id, token, result]; the rows that are still running under that
 -- lease with no call left open succeed. Their events and attempts are written next. NOT
 -- INDEXED keeps the planner on rowid lookups per item (it would rather scan jobs_state).
--- A child job goes the one-by-one way: its end may wake its waiting parent.
+-- A child's end is then counted in the gathers that wait for it (wait_children_done_many).
 UPDATE jobs NOT INDEXED
 SET state = 'succeeded', result = json_extract(i.value, '$[2]'), error_code = NULL,
     error_summary = NULL, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
     finished_at = :now, updated_at = :now, event_seq = event_seq + 1
 FROM json_each(:items) AS i
 WHERE jobs.id = json_extract(i.value, '$[0]') AND jobs.lease_token = json_extract(i.value, '$[1]')
-  AND jobs.state = 'running' AND jobs.parent_id IS NULL
+  AND jobs.state = 'running'
   AND NOT EXISTS (SELECT 1 FROM call_journal c
                   WHERE c.job_id = jobs.id AND c.status = 'reserved')
-RETURNING jobs.id, jobs.event_seq;
+RETURNING jobs.id, jobs.event_seq, jobs.parent_id;
+
+-- name: wait_children_done_many
+-- A batch of children that succeeded, counted in the open gathers that wait for them; the
+-- gathers this completes come back (their parents wake). CROSS JOIN keeps the batch's ids
+-- outermost, each looked up in the child index (not every child of the gather, per batch).
+UPDATE job_waits
+SET pending = pending - (SELECT count(*) FROM json_each(:ids) i CROSS JOIN wait_children c
+                         WHERE c.child_id = i.value AND c.job_id = job_waits.job_id
+                           AND c.key = job_waits.key)
+WHERE status = 'open' AND kind = 'children'
+  AND (job_id, key) IN (SELECT c.job_id, c.key FROM json_each(:ids) i CROSS JOIN wait_children c
+                        WHERE c.child_id = i.value)
+RETURNING job_id, pending;
 
 -- name: due_period_resumes
 -- Jobs paused by a periodic project limit whose period has ended (run_after: its end).
@@ -692,9 +705,9 @@ SELECT * FROM job_waits WHERE job_id = :job_id AND status = 'open'
 ORDER BY attempt DESC, created_at DESC LIMIT 1;
 
 -- name: wait_insert
-INSERT INTO job_waits (job_id, key, kind, wake_at, children, fail_mode, signal, prompt, schema,
-                       attempt, created_at)
-VALUES (:job_id, :key, :kind, :wake_at, :children, :fail_mode, :signal, :prompt, :schema,
+INSERT INTO job_waits (job_id, key, kind, wake_at, child_count, fail_mode, signal, prompt,
+                       schema, attempt, created_at)
+VALUES (:job_id, :key, :kind, :wake_at, :child_count, :fail_mode, :signal, :prompt, :schema,
         :attempt, :now);
 
 -- name: wait_touch
@@ -704,9 +717,65 @@ UPDATE job_waits SET attempt = :attempt WHERE job_id = :job_id AND key = :key AN
 UPDATE job_waits SET status = 'done', outcome = :outcome, value = :value, done_at = :now
 WHERE job_id = :job_id AND key = :key AND status = 'open';
 
--- name: wait_children
-SELECT id, state, result, error_code, error_summary FROM jobs
-WHERE id IN (SELECT value FROM json_each(:ids));
+-- name: wait_children_insert
+-- One batch of a gather's children, positions from :offset, in one statement.
+INSERT INTO wait_children (job_id, key, pos, child_id)
+SELECT :job_id, :key, :offset + CAST(c.key AS INTEGER), c.value FROM json_each(:ids) c;
+
+-- name: wait_lock
+SELECT * FROM job_waits WHERE job_id = :job_id AND key = :key;
+
+-- name: wait_count
+-- A gather's children counted from their rows: not finished, and failed (a pruned child
+-- counts as failed: it finished long ago).
+SELECT coalesce(sum(CASE WHEN j.state NOT IN ('succeeded', 'failed', 'cancelled')
+                         THEN 1 ELSE 0 END), 0) AS pending,
+       coalesce(sum(CASE WHEN j.id IS NULL OR j.state IN ('failed', 'cancelled')
+                         THEN 1 ELSE 0 END), 0) AS failed
+FROM wait_children c LEFT JOIN jobs j ON j.id = c.child_id
+WHERE c.job_id = :job_id AND c.key = :key;
+
+-- name: wait_set_counts
+UPDATE job_waits SET pending = :pending, failed = :failed
+WHERE job_id = :job_id AND key = :key;
+
+-- name: wait_child_done
+-- A gathered child ended: every open gather that waits for it counts it, O(1) each (the
+-- wait_children_child index finds the gathers and how often each names the child).
+UPDATE job_waits
+SET pending = pending - (SELECT count(*) FROM wait_children c INDEXED BY wait_children_child
+                         WHERE c.child_id = :child_id AND c.job_id = job_waits.job_id
+                           AND c.key = job_waits.key),
+    failed = failed + :failed * (SELECT count(*) FROM wait_children c
+                                 INDEXED BY wait_children_child
+                                 WHERE c.child_id = :child_id AND c.job_id = job_waits.job_id
+                                   AND c.key = job_waits.key)
+WHERE status = 'open' AND kind = 'children'
+  AND (job_id, key) IN (SELECT job_id, key FROM wait_children WHERE child_id = :child_id)
+RETURNING job_id, key, pending, failed, fail_mode;
+
+-- name: wait_first_failed
+-- The first child in the gather's order that failed, was cancelled or no longer exists.
+SELECT c.child_id AS id, coalesce(j.state, 'cancelled') AS state, j.error_code,
+       j.error_summary, j.id IS NULL AS pruned
+FROM wait_children c LEFT JOIN jobs j ON j.id = c.child_id
+WHERE c.job_id = :job_id AND c.key = :key
+  AND (j.id IS NULL OR j.state IN ('failed', 'cancelled'))
+ORDER BY c.pos LIMIT 1;
+
+-- name: wait_results
+-- One page of a gather's children in its order, results included.
+SELECT c.pos, c.child_id AS id, j.id IS NULL AS pruned, coalesce(j.state, 'cancelled') AS state,
+       j.result, j.error_code, j.error_summary
+FROM wait_children c LEFT JOIN jobs j ON j.id = c.child_id
+WHERE c.job_id = :job_id AND c.key = :key AND c.pos >= :after
+ORDER BY c.pos LIMIT :limit;
+
+-- name: lock_job_if_free
+SELECT * FROM jobs WHERE id = :id;
+
+-- name: wait_child_ids
+SELECT key, child_id FROM wait_children WHERE job_id = :job_id ORDER BY key, pos;
 
 -- name: waiting_due
 SELECT * FROM jobs WHERE state = 'waiting' AND run_after <= :now ORDER BY run_after LIMIT :limit;
