@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidArgument
 
-KINDS = ("children", "timer", "signal")
+KINDS = ("children", "timer", "signal", "provider_batch")
 FAIL_MODES = ("fast", "collect")
 FAILED_CHILD_STATES = frozenset({"failed", "cancelled"})
 CHILD_TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
@@ -119,11 +119,16 @@ def child_outcome(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def decide(wait: Mapping[str, Any], *, now: float,
            children: Sequence[Mapping[str, Any]] = (),
-           signal: Mapping[str, Any] | None = None) -> Wake | None:
+           signal: Mapping[str, Any] | None = None,
+           batch: Mapping[str, Any] | None = None) -> Wake | None:
     """Is ``wait`` (a ``job_waits`` row) satisfied at ``now``? ``children``: the rows of its
     children (id, state, result, error_code, error_summary); ``signal``: the oldest unconsumed
-    mailbox entry of its signal (id, value). None: keep waiting."""
+    mailbox entry of its signal (id, value); ``batch``: its provider batch's row (status).
+    None: keep waiting."""
     kind = wait["kind"]
+    if kind == "provider_batch":
+        status = None if batch is None else batch.get("status")
+        return Wake(str(status)) if status in ("settled", "unconfirmed") else None
     wake_at = wait.get("wake_at")
     if kind == "timer":
         return Wake("fired") if wake_at is not None and now >= wake_at else None

@@ -27,6 +27,7 @@ from .calls import Calls
 from .host import JobHost
 from .lease import Lease
 from .stages import run_stage
+from . import batches as _batches
 from . import waits as _waits
 from .store import JobStore
 
@@ -161,6 +162,22 @@ class JobContext:
         return await self.calls.acall(key=key, provider=provider, model=model,
                                       estimate=estimate, fn=fn, request=request, cache=cache,
                                       on_change=on_change)
+
+    def batch(self, *, key: str, provider: str, model: str, requests: Mapping[str, Any],
+              estimate: Any) -> dict[str, Any]:
+        """Send ``requests`` (item key -> request) as one provider batch at the batch price;
+        each answer by its key (a ``BatchFailure`` for an item that got none). Every item's
+        worst case (``estimate``: one ``Estimate``, or one per key) is reserved before the
+        upload; the job then waits without a lease until a worker's sweep has settled the
+        batch (``job/batches.py``)."""
+        return _batches.batch(self, key=key, provider=provider, model=model,
+                              requests=requests, estimate=estimate)
+
+    async def abatch(self, *, key: str, provider: str, model: str,
+                     requests: Mapping[str, Any], estimate: Any) -> dict[str, Any]:
+        """``batch`` for ``async def`` jobs."""
+        return await _batches.abatch(self, key=key, provider=provider, model=model,
+                                     requests=requests, estimate=estimate)
 
     def enqueue(self, type: str, payload: Any = None, *, key: str, detach: bool = False,
                 **options: Any) -> Job:

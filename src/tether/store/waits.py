@@ -179,14 +179,16 @@ class Waits(Transitions):
 
     def _decide(self, tx: Tx, wait: Row, now: float) -> Wake | None:
         children: list[Row] = []
-        signal = None
-        if wait["kind"] == "children":
+        signal = batch = None
+        if wait["kind"] == "provider_batch":
+            batch = tx.one("batch_status", job_id=wait["job_id"], key=wait["key"])
+        elif wait["kind"] == "children":
             ids = child_ids(wait.get("children"))
             if ids:
                 children = tx.all("wait_children", ids=self._array_param(ids))
         elif wait["kind"] == "signal":
             signal = tx.one("signal_next", job_id=wait["job_id"], name=wait["signal"])
-        return decide(_seconds(wait), now=now, children=children, signal=signal)
+        return decide(_seconds(wait), now=now, children=children, signal=signal, batch=batch)
 
     def _close_wait(self, tx: Tx, wait: Row, wake: Wake, now: float) -> None:
         tx.run("wait_close", job_id=wait["job_id"], key=wait["key"], outcome=wake.outcome,

@@ -1,0 +1,129 @@
+"""``ctx.batch``: many requests sent as one provider batch, at the batch price, durably.
+
+1. Money first: every item's worst case (its ``Estimate`` at the profile's batch price) is
+   reserved in one transaction against the job's, its ancestors' and its project's limits,
+   and the batch is journaled (its key, its items' keys and request hashes) before anything
+   is uploaded. A batch that would cross a limit is never sent: ``BudgetExhausted`` pauses
+   the job, as for a call.
+2. The upload; the provider's batch id is committed as soon as it is known.
+3. The job waits (wait kind ``provider_batch``) without a lease or a worker slot. Workers'
+   sweeps poll the batch (``worker/batch_poller.py``); the sweep that sees it ended settles
+   every item at the batch price and wakes the job in one transaction.
+4. The replay returns the recorded answers; a recorded batch is never uploaded again.
+
+Crash windows: after the reservation, before the id was committed, the replay asks the
+provider for a batch carrying the batch's ``tether_key`` (``adapter.find``) and reattaches to
+it; found nothing, it uploads (the provider never had it). A provider that cannot be asked
+(``adapter.reattach`` false) gets no second upload: the reservation is spent, unconfirmed,
+and every item comes back a ``BatchFailure`` with code ``unconfirmed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from collections.abc import Mapping
+
+from ..core.batches import BatchFailure, tether_key
+from ..core.usage import Estimate
+from ..core.waits import WaitSpec
+from ..errors import ControlSignal, InvalidCall
+from ..providers.classify import classify_exception
+from ..records import ProviderBatch
+from .calls import request_hash
+from .host import RunningJob
+from .waits import wait
+
+
+def batch(ctx: RunningJob, *, key: str, provider: str, model: str,
+          requests: Mapping[str, Any], estimate: Estimate | Mapping[str, Estimate]
+          ) -> dict[str, Any]:
+    """Each request's answer by its key; an item that got no answer comes back as a
+    ``BatchFailure`` in its place (classified like a call's failure)."""
+    if not isinstance(key, str) or not key:
+        raise InvalidCall("ctx.batch needs a non-empty string key")
+    if not requests or not all(isinstance(k, str) and k for k in requests):
+        raise InvalidCall("ctx.batch needs requests: a non-empty mapping of string keys")
+    wkey = f"batch:{key}"
+    ctx.check()
+    record = ctx.store.get_batch(ctx.id, wkey)
+    if record is None:
+        record = _reserve(ctx, wkey, provider, model, requests, estimate)
+    if record.status == "submitting":
+        record = _upload(ctx, record, requests)
+    wait(ctx, WaitSpec(key=wkey, kind="provider_batch"))
+    done = ctx.store.get_batch(ctx.id, wkey) if not record.settled else record
+    assert done is not None
+    ctx.stats["batches_done"] += 1
+    return answers(done)
+
+
+async def abatch(ctx: RunningJob, **arguments: Any) -> dict[str, Any]:
+    """``batch`` for async jobs: its store work and upload run on a thread."""
+    return await asyncio.to_thread(batch, ctx, **arguments)
+
+
+def answers(record: ProviderBatch) -> dict[str, Any]:
+    """A settled batch's items in order: each answer, or a ``BatchFailure``."""
+    results = record.results or {}
+    out: dict[str, Any] = {}
+    for item in record.items:
+        got = results.get(item["key"]) or {"ok": False, "error_code": "no_result"}
+        out[item["key"]] = got.get("value") if got.get("ok") else BatchFailure(
+            key=item["key"], error_code=str(got.get("error_code") or "failed"),
+            error_summary=got.get("error_summary"), retryable=bool(got.get("retryable")))
+    return out
+
+
+def _reserve(ctx: RunningJob, wkey: str, provider: str, model: str,
+             requests: Mapping[str, Any],
+             estimate: Estimate | Mapping[str, Estimate]) -> ProviderBatch:
+    profile = ctx.app.profile_for(ctx.job)
+    price = profile.batch_price(provider, model)
+    items: list[dict[str, Any]] = []
+    for k, request in requests.items():
+        est = estimate if isinstance(estimate, Estimate) else estimate.get(k)
+        if not isinstance(est, Estimate):
+            raise InvalidCall(f"ctx.batch needs an Estimate for item {k!r}")
+        r = price.reservation(est)
+        items.append({"key": k, "hash": request_hash(provider, model, request),
+                      "reserved_usd": r.cost_usd, "input_tokens": r.input_tokens,
+                      "output_tokens": r.output_tokens})
+    tkey = tether_key(ctx.id, wkey, {i["key"]: i["hash"] for i in items})
+    try:
+        return ctx.store.reserve_batch(
+            ctx.id, ctx.attempt, key=wkey, stage=ctx.job_stage, provider=provider, model=model,
+            tether_key=tkey, items=items, price=price,
+            standard=profile.price(provider, model), profile_id=profile.id)
+    except ControlSignal as sig:
+        ctx.lease.remember(sig)
+        raise
+
+
+def _upload(ctx: RunningJob, record: ProviderBatch,
+            requests: Mapping[str, Any]) -> ProviderBatch:
+    """Upload a reserved batch, or reattach to the upload of an attempt that died before
+    it committed the provider's id."""
+    adapter = ctx.app.batch_adapter(record.provider)
+    remote = None
+    if record.attempt != ctx.attempt:  # an earlier attempt reserved it and may have sent it
+        if not adapter.reattach:
+            return ctx.store.batch_unconfirmed(
+                ctx.id, ctx.attempt, record.key,
+                f"{record.provider} offers no way to find a batch whose id was not recorded; "
+                "it was not uploaded again")
+        remote = adapter.find(record.tether_key)
+    if remote is None:
+        ctx.check()
+        try:
+            remote = adapter.submit(tether_key=record.tether_key, model=record.model,
+                                    requests={i["key"]: requests[i["key"]]
+                                              for i in record.items})
+        except Exception as exc:
+            mapped = classify_exception(exc)
+            if isinstance(mapped, ControlSignal):
+                ctx.lease.remember(mapped)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+    return ctx.store.batch_submitted(ctx.id, ctx.attempt, record.key, remote)
