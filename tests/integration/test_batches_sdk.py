@@ -1,0 +1,172 @@
+"""Provider batches through the real ``openai`` and ``anthropic`` SDKs against the local
+wire-format server (tests/provider_server.py), on both backends: the happy path, partial
+failures, expiry, cancel at the provider, budget refusal before upload, and reattaching after
+a lost batch id. The test decides when the provider finishes (``server.finish``)."""
+
+from decimal import Decimal
+
+import anthropic
+import openai
+import pytest
+
+from tether import Budget, Estimate, JobState
+from tether.core.batches import BatchFailure
+from tether.providers.batch_anthropic import AnthropicBatches
+from tether.providers.batch_openai import OpenAIBatches
+from tether.worker.batch_poller import BatchPoller
+
+from tests.contract.test_waits import assert_parked, run_next
+from tests.provider_server import FakeProviderServer
+
+EST = Estimate(input_tokens=4000, max_output_tokens=500)
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+
+
+@pytest.fixture
+def server():
+    with FakeProviderServer() as s:
+        yield s
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def provider(request, app, server):
+    if request.param == "openai":
+        app.add_batch_provider(OpenAIBatches(openai.OpenAI(
+            base_url=f"{server.url}/v1", api_key="sk-test", max_retries=0)))
+    else:
+        app.add_batch_provider(AnthropicBatches(anthropic.Anthropic(
+            base_url=server.url, api_key="sk-ant-test", max_retries=0)))
+    return request.param
+
+
+def _requests(modes):
+    return {f"q{i}": {"max_tokens": 500,
+                      "messages": [{"role": "user", "content": f"question {i} MODE:{m}"}]}
+            for i, m in enumerate(modes)}
+
+
+def _job(app, provider, modes):
+    @app.job("gen")
+    def gen(ctx, payload):
+        answers = ctx.batch(key="gen", provider=provider, model=MODELS[provider],
+                            requests=_requests(modes), estimate=EST)
+        return {k: v.to_dict() if isinstance(v, BatchFailure) else v
+                for k, v in answers.items()}
+
+
+def _settle(app, clock):
+    clock.advance(3600)
+    return BatchPoller(app.store, app, interval=1).run_once()
+
+
+def _money_holds(app, job_id):
+    """bill <= reservation, ledger = settled, nothing left reserved."""
+    (b,) = app.batches(job_id)
+    ledger = sum((r.cost_usd for r in app.ledger(job_id)), Decimal(0))
+    assert b.settled_usd == ledger <= b.reserved_usd
+    used = app.get(job_id).budget.used
+    assert used.reserved_usd == 0 and used.spent_usd == ledger
+    return b
+
+
+def test_happy_path_settles_each_item_at_half_the_standard_price(app, clock, server,
+                                                                 provider):
+    _job(app, provider, ["ok", "ok", "ok"])
+    job = app.submit("gen")
+    run_next(app)
+    assert_parked(app, job.id)
+    assert len(server.uploads) == 1
+    clock.advance(60)
+    assert BatchPoller(app.store, app, interval=1).run_once() == 0, "still in progress"
+    server.finish(server.uploads[0])
+    assert _settle(app, clock) == 1
+    done = run_next(app)
+    assert done.state == JobState.SUCCEEDED
+    assert all(v.get("usage") for v in done.result.values())
+    b = _money_holds(app, job.id)
+    assert (b.items_done, b.items_failed, b.remote_id) == (3, 0, server.uploads[0])
+    assert b.standard_usd == 2 * b.settled_usd > 0
+    assert len(app.ledger(job.id)) == 3 and len(server.uploads) == 1
+
+
+def test_partial_failures_are_classified_and_refunded(app, clock, server, provider):
+    _job(app, provider, ["ok", "context", "529"])
+    job = app.submit("gen")
+    run_next(app)
+    server.finish(server.uploads[0])
+    _settle(app, clock)
+    done = run_next(app)
+    assert done.state == JobState.SUCCEEDED
+    assert "usage" in done.result["q0"]
+    assert done.result["q1"]["error_code"] == "provider_error"
+    assert not done.result["q1"]["retryable"]
+    assert done.result["q2"]["retryable"]
+    b = _money_holds(app, job.id)
+    assert (b.items_done, b.items_failed) == (1, 2)
+    assert [r.key for r in app.ledger(job.id)] == ["batch:gen/q0"]
+
+
+def test_an_expired_batch_settles_what_finished(app, clock, server, provider):
+    _job(app, provider, ["ok", "ok", "ok"])
+    job = app.submit("gen")
+    run_next(app)
+    server.finish(server.uploads[0], status="expired", answered=1)
+    _settle(app, clock)
+    done = run_next(app)
+    assert "usage" in done.result["q0"]
+    assert done.result["q1"]["retryable"] and done.result["q2"]["retryable"]
+    assert _money_holds(app, job.id).items_done == 1
+
+
+def test_a_batch_cancelled_at_the_provider_refunds_every_item(app, clock, server, provider):
+    _job(app, provider, ["ok", "ok"])
+    job = app.submit("gen")
+    run_next(app)
+    app.batch_adapter(provider).cancel(server.uploads[0])
+    _settle(app, clock)
+    done = run_next(app)
+    assert all(v["retryable"] for v in done.result.values())
+    assert _money_holds(app, job.id).settled_usd == 0 and app.ledger(job.id) == []
+
+
+def test_a_batch_over_budget_is_never_uploaded(app, clock, server, provider):
+    _job(app, provider, ["ok", "ok", "ok"])
+    price = app.price_profile.batch_price(provider, MODELS[provider])
+    job = app.submit("gen", budget=Budget(max_cost_usd=price.reservation(EST).cost_usd * 2))
+    done = run_next(app)
+    assert done.state == JobState.PAUSED and done.error_code == "budget_exhausted"
+    assert server.uploads == [] and app.batches(job.id) == []
+
+
+def test_a_lost_batch_id_is_reattached_or_spent_never_uploaded_twice(app, clock, server,
+                                                                     provider):
+    _job(app, provider, ["ok", "ok"])
+    job = app.submit("gen")
+    real = app.store.batch_submitted
+
+    def lost(*args, **kwargs):  # the worker dies after the upload, before the id commits
+        raise KeyboardInterrupt
+    app.store.batch_submitted = lost
+    with pytest.raises(KeyboardInterrupt):
+        run_next(app)
+    app.store.batch_submitted = real
+    clock.advance(7200)
+    app.store.expire_leases()
+    clock.advance(3600)
+    app.store.promote_due()
+    run_next(app)
+    assert len(server.uploads) == 1, "no second upload"
+    (b,) = app.batches(job.id)
+    if provider == "openai":  # found by its metadata
+        assert_parked(app, job.id)
+        assert b.remote_id == server.uploads[0]
+        server.finish(server.uploads[0])
+        _settle(app, clock)
+        assert run_next(app).state == JobState.SUCCEEDED
+        _money_holds(app, job.id)
+    else:  # Message Batches cannot be searched: the reservation is spent, unconfirmed
+        done = app.get(job.id)
+        assert done.state == JobState.SUCCEEDED
+        assert {v["error_code"] for v in done.result.values()} == {"unconfirmed"}
+        assert b.status == "unconfirmed" and b.settled_usd == b.reserved_usd
+        assert all(not r.confirmed for r in app.ledger(job.id))
