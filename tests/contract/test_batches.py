@@ -146,3 +146,19 @@ def test_a_replay_after_the_upload_reattaches_instead_of_uploading_again(app, cl
     assert_parked(app, job.id)
     (b,) = app.batches(job.id)
     assert b.remote_id == sim.uploads[0] and len(sim.uploads) == 1
+
+
+def test_cancelling_a_waiting_job_cancels_its_remote_batch_and_settles_it(app, clock, sim):
+    _job(app)
+    job = app.submit("gen")
+    run_next(app)
+    app.cancel(job.id)
+    assert app.get(job.id).state == JobState.CANCELLED
+    clock.advance(60)
+    assert BatchPoller(app.store, app, interval=1).run_once() == 1
+    assert sim.poll(sim.uploads[0]).state == "cancelled"
+    (b,) = app.batches(job.id)
+    assert b.status == "settled" and b.remote_status == "cancelled" and b.settled_usd == 0
+    used = app.get(job.id).budget.used
+    assert used.reserved_usd == 0 and used.reserved_calls == 0
+    assert app.get(job.id).state == JobState.CANCELLED

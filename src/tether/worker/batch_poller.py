@@ -6,6 +6,10 @@ is doing, and either records the poll (the next one backs off: ``core/batches.py
 the batch has ended, fetches its results and settles it: every item at the batch price and
 the job woken, in one transaction (``Store.settle_batch``). A poll that fails is logged and
 tried again at the next backoff; the batch and its reservation stay as they were.
+
+A batch whose job was cancelled is cancelled at the provider first, then settled as usual:
+what the provider finished before the cancel is paid and in the ledger, the rest refunded.
+A paused job's batch runs on: it is settled when it ends, and the job's resume finds it.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ import logging
 from typing import Protocol
 
 from ..core.batches import RemoteStatus
+from ..core.states import JobState
 from ..providers.batches import BatchAdapter
 from ..store.base import Store
 
 log = logging.getLogger("tether.batches")
+_CANCELLED = frozenset({"cancelling", "cancelled", "canceling", "canceled"})
 
 
 class BatchHost(Protocol):
@@ -39,6 +45,10 @@ class BatchPoller:
                 continue
             try:
                 adapter = self.host.batch_adapter(batch.provider)
+                if batch.remote_status not in _CANCELLED and self._cancelled(batch.job_id):
+                    adapter.cancel(batch.remote_id)
+                    log.info("job %s cancelled: batch %s (%s) cancelled at the provider",
+                             batch.job_id, batch.key, batch.remote_id)
                 status = adapter.poll(batch.remote_id)
                 if not status.ended:
                     self.store.batch_polled(batch.job_id, batch.key, status, now=now)
@@ -57,6 +67,10 @@ class BatchPoller:
                 log.info("job %s: batch %s settled (%d done, %d failed)", batch.job_id,
                          batch.key, status.done, status.failed)
         return settled
+
+    def _cancelled(self, job_id: int) -> bool:
+        job = self.store.get_job(job_id)
+        return job is None or job.state in (JobState.CANCELLED, JobState.CANCELLING)
 
     def due(self, monotonic_now: float) -> bool:
         if monotonic_now >= self._next:
