@@ -4,17 +4,21 @@ and a job's batches as status pages show them.
 Adapters are made on first use from the official SDKs' own configuration (``OPENAI_API_KEY``,
 ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ...), with the SDKs' retries off (retries are
 tether's), or registered with ``add_batch_provider`` (a custom client, a third provider). The
-simulated provider's batches live in ``TETHER_SIM_BATCH_DIR`` (default ``.tether-batches``).
+simulated provider's batches live in ``TETHER_SIM_BATCH_DIR`` (default: ``tether-sim-batches``
+in the system's temporary directory).
 """
 
 from __future__ import annotations
 
 import builtins
 import os
+import tempfile
 import threading
 from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
-from ..errors import ConfigurationError
+from ..core import validate
+from ..errors import ConfigurationError, JobNotFound
 from ..providers.batches import BatchAdapter, SimulatedBatches
 from ..records import ProviderBatch
 from ..store.base import Store
@@ -39,9 +43,13 @@ class BatchProviders:
                     adapters[provider] = _default_adapter(provider)
         return adapters[provider]
 
-    def batches(self, job_id: int) -> builtins.list[ProviderBatch]:
-        """The job's provider batches, oldest first."""
-        return self.store.batches(job_id)
+    def batches(self, job_id: int, *,
+                projects: Iterable[str] | None = None) -> builtins.list[ProviderBatch]:
+        """The job's provider batches, oldest first (``projects``: the job must be in one)."""
+        job = self.store.get_job(validate.job_id(job_id))
+        if job is None or (projects is not None and job.project not in set(projects)):
+            raise JobNotFound(f"job {job_id} not found", job_id=job_id)
+        return self.store.batches(job.id)
 
     def _adapters(self) -> dict[str, BatchAdapter]:
         adapters: dict[str, BatchAdapter] | None = self.__dict__.get("_batch_adapters")
@@ -55,7 +63,8 @@ _making = threading.Lock()
 
 def _default_adapter(provider: str) -> BatchAdapter:
     if provider == "simulated":
-        return SimulatedBatches(os.environ.get("TETHER_SIM_BATCH_DIR", ".tether-batches"))
+        return SimulatedBatches(os.environ.get("TETHER_SIM_BATCH_DIR") or os.path.join(
+            tempfile.gettempdir(), "tether-sim-batches"))
     if provider == "openai":
         import openai
 
