@@ -162,3 +162,29 @@ def test_cancelling_a_waiting_job_cancels_its_remote_batch_and_settles_it(app, c
     used = app.get(job.id).budget.used
     assert used.reserved_usd == 0 and used.reserved_calls == 0
     assert app.get(job.id).state == JobState.CANCELLED
+
+
+def test_async_job_code_batches_too(app, clock, sim):
+    @app.job("agen")
+    async def agen(ctx, payload):
+        answers = await ctx.abatch(key="a", provider="simulated", model="sim-small",
+                                   requests=REQUESTS, estimate=EST)
+        return sorted(answers)
+    job = app.submit("agen")
+    run_next(app)
+    assert_parked(app, job.id)
+    sim.finish(sim.uploads[0])
+    clock.advance(60)
+    assert BatchPoller(app.store, app, interval=1).run_once() == 1
+    done = run_next(app)
+    assert done.state == JobState.SUCCEEDED and done.result == sorted(REQUESTS)
+    assert len(sim.uploads) == 1
+
+
+def test_a_waiting_batch_shows_in_the_jobs_status(app, clock, sim):
+    _job(app)
+    job = app.submit("gen")
+    run_next(app)
+    w = app.waiting_summary(job.id)
+    assert w.kind == "provider_batch" and w.batch["remote_id"] == sim.uploads[0]
+    assert w.batch["items_total"] == 3 and w.to_dict()["batch"] == w.batch
