@@ -126,4 +126,5 @@ def _upload(ctx: RunningJob, record: ProviderBatch,
             if mapped is exc:
                 raise
             raise mapped from exc
-    return ctx.store.batch_submitted(ctx.id, ctx.attempt, record.key, remote)
+    return ctx.store.batch_submitted(ctx.id, ctx.attempt, record.key, remote,
+                                     first_poll_s=adapter.first_poll_s)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Mapping
 
-from ..core.batches import ItemResult, RemoteStatus
+from ..core.batches import POLL_FIRST_S, ItemResult, RemoteStatus
 from .adapters import extract, to_json_value
 from .batches import item_failure
 
@@ -19,6 +19,7 @@ from .batches import item_failure
 class AnthropicBatches:
     name = "anthropic"
     reattach = False
+    first_poll_s = POLL_FIRST_S
 
     def __init__(self, client: Any) -> None:
         self.client = client

@@ -13,7 +13,7 @@ import json
 from typing import Any
 from collections.abc import Mapping
 
-from ..core.batches import ItemResult, RemoteStatus
+from ..core.batches import POLL_FIRST_S, ItemResult, RemoteStatus
 from .adapters import extract
 from .batches import item_failure
 
@@ -24,6 +24,7 @@ METADATA_KEY = "tether_key"
 class OpenAIBatches:
     name = "openai"
     reattach = True
+    first_poll_s = POLL_FIRST_S
 
     def __init__(self, client: Any, *, endpoint: str = "/v1/chat/completions",
                  completion_window: str = "24h") -> None:

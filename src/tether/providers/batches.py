@@ -30,6 +30,8 @@ class BatchAdapter(Protocol):
     name: str
     reattach: bool
     """Whether ``find`` can find an upload whose batch id was never committed."""
+    first_poll_s: float
+    """How long after the upload the first poll is worth making."""
 
     def submit(self, *, tether_key: str, model: str, requests: Mapping[str, Any]) -> str:
         """Upload ``requests`` (item key -> request body) as one batch; its provider id."""
@@ -83,6 +85,7 @@ class SimulatedBatches:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.sim = SimulatedProvider(self.dir / "bill.jsonl", seed=seed)
         self.complete_after_s = complete_after_s
+        self.first_poll_s = complete_after_s
         self.now = now
 
     def _path(self, remote_id: str) -> Path:

@@ -83,13 +83,16 @@ class Batches(Waits, Calls):
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
     def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
+                        first_poll_s: float | None = None,
                         now: float | None = None) -> ProviderBatch:
-        """Commit the provider's id of an uploaded batch; its polls start."""
+        """Commit the provider's id of an uploaded batch; its polls start, the first after
+        ``first_poll_s`` (default ``core.batches.POLL_FIRST_S``)."""
         with self._write() as tx:
             at = self._now(tx, now)
             self._held(tx, job_id, token)
             tx.run("batch_submitted", job_id=job_id, key=key, remote_id=remote_id,
-                   wake_at=next_poll(0, at), now=at)
+                   wake_at=at + first_poll_s if first_poll_s is not None
+                   else next_poll(0, at), now=at)
             self._note(tx, job_id, "batch_submitted", at, token,
                        {"key": key, "remote_id": remote_id})
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))

@@ -244,8 +244,10 @@ class CommittingStore(WorkerStore):
             profile_id=profile_id, now=now)
 
     def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
+                        first_poll_s: float | None = None,
                         now: float | None = None) -> ProviderBatch:
-        return self._store.batch_submitted(job_id, token, key, remote_id, now=now)
+        return self._store.batch_submitted(job_id, token, key, remote_id,
+                                           first_poll_s=first_poll_s, now=now)
 
     def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
                           now: float | None = None) -> ProviderBatch:
