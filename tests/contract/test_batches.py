@@ -188,3 +188,21 @@ def test_a_waiting_batch_shows_in_the_jobs_status(app, clock, sim):
     w = app.waiting_summary(job.id)
     assert w.kind == "provider_batch" and w.batch["remote_id"] == sim.uploads[0]
     assert w.batch["items_total"] == 3 and w.to_dict()["batch"] == w.batch
+
+
+def test_a_replay_whose_batch_changed_pauses_instead_of_reusing_silently(app, clock, sim):
+    asked = {"prompt": "question 0"}
+
+    @app.job("changing")
+    def changing(ctx, payload):
+        return sorted(ctx.batch(key="c", provider="simulated", model="sim-small",
+                                requests={"q0": dict(asked)}, estimate=EST))
+    job = app.submit("changing")
+    run_next(app)
+    sim.finish(sim.uploads[0])
+    clock.advance(3600)
+    BatchPoller(app.store, app, interval=1).run_once()
+    asked["prompt"] = "another question"
+    done = run_next(app)
+    assert done.state == JobState.PAUSED and done.error_code == "journal_mismatch"
+    assert len(sim.uploads) == 1

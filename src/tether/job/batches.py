@@ -32,6 +32,7 @@ from ..providers.classify import classify_exception
 from ..records import ProviderBatch
 from .calls import request_hash
 from .host import RunningJob
+from .replay import mismatch
 from .waits import wait
 
 
@@ -49,6 +50,8 @@ def batch(ctx: RunningJob, *, key: str, provider: str, model: str,
     record = ctx.store.get_batch(ctx.id, wkey)
     if record is None:
         record = _reserve(ctx, wkey, provider, model, requests, estimate)
+    else:
+        _unchanged(ctx, record, provider, model, requests)
     if record.status == "submitting":
         record = _upload(ctx, record, requests)
     wait(ctx, WaitSpec(key=wkey, kind="provider_batch"))
@@ -73,6 +76,26 @@ def answers(record: ProviderBatch) -> dict[str, Any]:
             key=item["key"], error_code=str(got.get("error_code") or "failed"),
             error_summary=got.get("error_summary"), retryable=bool(got.get("retryable")))
     return out
+
+
+def _unchanged(ctx: RunningJob, record: ProviderBatch, provider: str, model: str,
+               requests: Mapping[str, Any]) -> None:
+    """A replay asking a recorded batch for something else (other items, requests, provider
+    or model) pauses with ``journal_mismatch`` unless the operator chose ``reuse``: a
+    recorded batch is never sent again, so ``repay`` needs a new key."""
+    was = {i["key"]: i["hash"] for i in record.items}
+    now = {k: request_hash(provider, model, r) for k, r in requests.items()}
+    if was == now:
+        return
+    differs: dict[str, list[Any]] = {}
+    if (record.provider, record.model) != (provider, model):
+        differs["model"] = [f"{record.provider}/{record.model}", f"{provider}/{model}"]
+    changed = sorted(set(was) ^ set(now) | {k for k in was.keys() & now.keys()
+                                            if was[k] != now[k]})
+    if changed:
+        differs["items"] = [len(was), f"{len(now)} ({', '.join(changed[:5])} changed)"]
+    if ctx.replay_decision() != "reuse":
+        mismatch(ctx, key=record.key, stage=record.stage, differs=differs)
 
 
 def _reserve(ctx: RunningJob, wkey: str, provider: str, model: str,
