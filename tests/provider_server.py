@@ -149,6 +149,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(200, _openai_batch(srv.batches[parts[2]]))
             if parts[:2] == ["v1", "files"] and parts[-1] == "content":
                 return self._send(200, srv.files[parts[2]], "application/octet-stream")
+            if parts[:2] == ["v1", "responses"] and parts[2] in srv.batches:
+                return self._send(200, _response_of(srv.batches[parts[2]]))
             if parts[:3] == ["v1", "messages", "batches"] and parts[3] in srv.batches:
                 b = srv.batches[parts[3]]
                 if parts[-1] == "results":
@@ -159,6 +161,17 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._send(200, lines.encode(), "application/binary")
                 return self._send(200, _anthropic_batch(b, srv.url))
         self._send(404, {"error": {"message": "no such route"}})
+
+    def _background(self, body: dict) -> None:
+        """``POST /v1/responses`` with ``background``: queued until ``finish``."""
+        srv = self.server
+        with srv.lock:
+            rid = f"resp_bg_{len(srv.batches) + 1}"
+            srv.batches[rid] = {"id": rid, "kind": "response", "status": "queued",
+                                "answers": {}, "items": {"r": ("/v1/responses", body)}}
+            srv.uploads.append(rid)
+            srv.requests.append((self.path, "background"))
+            self._send(200, _response_of(srv.batches[rid]))
 
     def _batch_post(self, raw: bytes) -> bool:
         """The batch endpoints' POSTs; False: not one of them."""
@@ -200,7 +213,8 @@ class _Handler(BaseHTTPRequestHandler):
                 srv.uploads.append(bid)
                 self._send(200, _anthropic_batch(srv.batches[bid], srv.url))
                 return True
-            if parts[-1] == "cancel" and parts[-2] in srv.batches:
+            if parts[-1] == "cancel" and parts[-2] in srv.batches \
+                    and srv.batches[parts[-2]]["kind"] != "response":
                 b = srv.batches[parts[-2]]
                 b["status"] = "cancelled" if b["kind"] == "openai" else "canceled"
                 srv.finish_locked(b["id"], b["status"], 0)
@@ -212,6 +226,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
+        if self.path.endswith("/responses") and json.loads(raw or b"{}").get("background"):
+            return self._background(json.loads(raw))
         if "batches" in self.path or self.path.startswith("/v1/files"):
             self.server.requests.append((self.path, "batch"))
             if self._batch_post(raw):
@@ -240,6 +256,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+
+
+def _response_of(b: dict) -> dict:
+    """A background response as ``GET /v1/responses/{id}`` shows it."""
+    if b["status"] == "completed":
+        status, body = b["answers"]["r"]
+        if status == 200:
+            return dict(body, id=b["id"], background=True)
+        return {"id": b["id"], "object": "response", "created_at": 1700000000,
+                "model": "m", "status": "failed", "output": [], "background": True,
+                "error": {"code": "server_error", "message": json.dumps(body)[:200]},
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    return {"id": b["id"], "object": "response", "created_at": 1700000000, "model": "m",
+            "status": b["status"], "output": [], "background": True,
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
 
 
 def _anthropic_result(key: str, status: int, body: dict) -> dict:
@@ -301,7 +332,7 @@ class FakeProviderServer:
         with self.httpd.lock:
             kind = self.httpd.batches[batch_id]["kind"]
             self.httpd.finish_locked(batch_id, status or (
-                "completed" if kind == "openai" else "ended"), answered)
+                "ended" if kind == "anthropic" else "completed"), answered)
 
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()

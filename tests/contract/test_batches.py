@@ -197,7 +197,7 @@ def test_a_replay_whose_batch_changed_pauses_instead_of_reusing_silently(app, cl
     def changing(ctx, payload):
         return sorted(ctx.batch(key="c", provider="simulated", model="sim-small",
                                 requests={"q0": dict(asked)}, estimate=EST))
-    job = app.submit("changing")
+    app.submit("changing")
     run_next(app)
     sim.finish(sim.uploads[0])
     clock.advance(3600)

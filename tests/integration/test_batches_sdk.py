@@ -170,3 +170,48 @@ def test_a_lost_batch_id_is_reattached_or_spent_never_uploaded_twice(app, clock,
         assert {v["error_code"] for v in done.result.values()} == {"unconfirmed"}
         assert b.status == "unconfirmed" and b.settled_usd == b.reserved_usd
         assert all(not r.confirmed for r in app.ledger(job.id))
+
+
+@pytest.fixture
+def background(app, server):
+    from tether.providers.background_openai import OpenAIBackground
+    app.add_batch_provider(OpenAIBackground(openai.OpenAI(
+        base_url=f"{server.url}/v1", api_key="sk-test", max_retries=0)))
+
+    @app.job("long_call")
+    def long_call(ctx, payload):
+        out = ctx.call(key="essay", provider="openai", model="gpt-4.1-mini", estimate=EST,
+                       request={"input": f"write an essay MODE:{payload['mode']}"},
+                       background=True)
+        return out["usage"]
+
+
+def test_a_background_call_waits_without_a_lease_and_never_calls_twice(app, clock, server,
+                                                                       background):
+    job = app.submit("long_call", {"mode": "ok"})
+    run_next(app)
+    assert_parked(app, job.id)
+    (rid,) = server.uploads
+    (b,) = app.batches(job.id)
+    assert b.remote_id.endswith(rid) and b.key == "background:essay"
+    clock.advance(10)
+    assert BatchPoller(app.store, app, interval=1).run_once() == 0, "still queued"
+    server.finish(rid)
+    assert _settle(app, clock) == 1
+    done = run_next(app)
+    assert done.state == JobState.SUCCEEDED and done.result["input_tokens"] == 500
+    assert server.uploads == [rid], "the replay reattached to the response id"
+    (row,) = app.ledger(job.id)
+    std = app.price_profile.price("openai", "gpt-4.1-mini")
+    assert row.input_per_mtok == std.input_per_mtok, "background calls pay the standard price"
+    _money_holds(app, job.id)
+
+
+def test_a_failed_background_call_fails_like_a_call(app, clock, server, background):
+    job = app.submit("long_call", {"mode": "500"})
+    run_next(app)
+    server.finish(server.uploads[0])
+    _settle(app, clock)
+    done = run_next(app)
+    assert done.state in (JobState.RETRY_WAIT, JobState.FAILED)
+    assert app.ledger(job.id) == [] and app.get(job.id).budget.used.reserved_usd == 0

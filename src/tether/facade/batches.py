@@ -70,6 +70,11 @@ def _default_adapter(provider: str) -> BatchAdapter:
 
         from ..providers.batch_openai import OpenAIBatches
         return OpenAIBatches(openai.OpenAI(max_retries=0))
+    if provider == "openai:background":
+        import openai
+
+        from ..providers.background_openai import OpenAIBackground
+        return OpenAIBackground(openai.OpenAI(max_retries=0))
     if provider == "anthropic":
         import anthropic
 

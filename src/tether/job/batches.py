@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from ..core.batches import BatchFailure, tether_key
 from ..core.usage import Estimate
 from ..core.waits import WaitSpec
-from ..errors import ControlSignal, InvalidCall
+from ..errors import ControlSignal, InvalidCall, ProviderError
 from ..providers.classify import classify_exception
 from ..records import ProviderBatch
 from .calls import request_hash
@@ -37,15 +37,17 @@ from .waits import wait
 
 
 def batch(ctx: RunningJob, *, key: str, provider: str, model: str,
-          requests: Mapping[str, Any], estimate: Estimate | Mapping[str, Estimate]
-          ) -> dict[str, Any]:
+          requests: Mapping[str, Any], estimate: Estimate | Mapping[str, Estimate],
+          mode: str = "batch") -> dict[str, Any]:
     """Each request's answer by its key; an item that got no answer comes back as a
-    ``BatchFailure`` in its place (classified like a call's failure)."""
+    ``BatchFailure`` in its place (classified like a call's failure). ``mode``
+    ``background``: one request made in the provider's background mode, at the standard
+    price (``background``)."""
     if not isinstance(key, str) or not key:
         raise InvalidCall("ctx.batch needs a non-empty string key")
     if not requests or not all(isinstance(k, str) and k for k in requests):
         raise InvalidCall("ctx.batch needs requests: a non-empty mapping of string keys")
-    wkey = f"batch:{key}"
+    wkey = f"{mode}:{key}"
     ctx.check()
     record = ctx.store.get_batch(ctx.id, wkey)
     if record is None:
@@ -59,6 +61,28 @@ def batch(ctx: RunningJob, *, key: str, provider: str, model: str,
     assert done is not None
     ctx.stats["batches_done"] += 1
     return answers(done)
+
+
+def background(ctx: RunningJob, *, key: str, provider: str, model: str, request: Any,
+               estimate: Estimate) -> Any:
+    """``ctx.call(..., background=True)``: ``request`` made in the provider's background
+    mode (OpenAI Responses), its id journaled before the job parks without a lease; the
+    answer, or the failure raised classified as a call's would be."""
+    if request is None:
+        raise InvalidCall("ctx.call(background=True) needs request=: the request is what is "
+                          "sent")
+    got = batch(ctx, key=key, provider=provider, model=model, requests={key: request},
+                estimate=estimate, mode="background")[key]
+    if isinstance(got, BatchFailure):  # recorded: a retry would get it again (a new key asks)
+        raise ProviderError(f"background call {key!r}: {got.error_code}: {got.error_summary}",
+                            retryable=False)
+    return got
+
+
+def adapter_name(provider: str, key: str) -> str:
+    """The adapter a batch's polls go through: a background call's is the provider's
+    ``<provider>:background`` one."""
+    return f"{provider}:background" if key.startswith("background:") else provider
 
 
 async def abatch(ctx: RunningJob, **arguments: Any) -> dict[str, Any]:
@@ -102,7 +126,8 @@ def _reserve(ctx: RunningJob, wkey: str, provider: str, model: str,
              requests: Mapping[str, Any],
              estimate: Estimate | Mapping[str, Estimate]) -> ProviderBatch:
     profile = ctx.app.profile_for(ctx.job)
-    price = profile.batch_price(provider, model)
+    price = (profile.batch_price(provider, model) if wkey.startswith("batch:")
+             else profile.price(provider, model))
     items: list[dict[str, Any]] = []
     for k, request in requests.items():
         est = estimate if isinstance(estimate, Estimate) else estimate.get(k)
@@ -127,7 +152,7 @@ def _upload(ctx: RunningJob, record: ProviderBatch,
             requests: Mapping[str, Any]) -> ProviderBatch:
     """Upload a reserved batch, or reattach to the upload of an attempt that died before
     it committed the provider's id."""
-    adapter = ctx.app.batch_adapter(record.provider)
+    adapter = ctx.app.batch_adapter(adapter_name(record.provider, record.key))
     remote = None
     if record.attempt != ctx.attempt:  # an earlier attempt reserved it and may have sent it
         if not adapter.reattach:

@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..core.states import JobState
 from ..core.waits import WaitCounters
-from ..errors import ControlSignal, JobCancelled, JobPaused, LeaseLost, WorkerShutdown
+from ..errors import (
+    ControlSignal, InvalidCall, JobCancelled, JobPaused, LeaseLost, WorkerShutdown,
+)
 from ..records import Job
 from ..tracing import NO_TRACE, AttemptTrace
 from .calls import Calls
@@ -145,13 +147,20 @@ class JobContext:
         return run_stage(self, name, fn, version=version, on_change=on_change)
 
     def call(self, *, key: str, provider: str, model: str, estimate: Any,
-             fn: Callable[[], Any], request: Any = None, cache: bool = False,
-             on_change: str | None = None) -> Any:
+             fn: Callable[[], Any] | None = None, request: Any = None, cache: bool = False,
+             on_change: str | None = None, background: bool = False) -> Any:
         """A journaled, budgeted provider call. ``key`` names it within the job: a key that
         completed before (in any attempt) returns its recorded result and is never paid again,
         unless what it asks changed since (``on_change``: ``job/replay.py``).
         With ``cache=True`` an identical ``request`` (same provider and model) already answered
-        anywhere in the project is reused instead of paid for again."""
+        anywhere in the project is reused instead of paid for again. With ``background=True``
+        (OpenAI Responses) no ``fn``: ``request`` is made in the provider's background mode,
+        its id journaled before the job waits without a lease (``job/batches.py``)."""
+        if background:
+            return _batches.background(self, key=key, provider=provider, model=model,
+                                       request=request, estimate=estimate)
+        if fn is None:
+            raise InvalidCall("ctx.call needs fn= (or background=True and request=)")
         return self.calls.call(key=key, provider=provider, model=model, estimate=estimate,
                                fn=fn, request=request, cache=cache, on_change=on_change)
 

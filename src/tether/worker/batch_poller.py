@@ -19,6 +19,7 @@ from typing import Protocol
 
 from ..core.batches import RemoteStatus
 from ..core.states import JobState
+from ..job.batches import adapter_name
 from ..providers.batches import BatchAdapter
 from ..store.base import Store
 
@@ -44,7 +45,7 @@ class BatchPoller:
             if batch.remote_id is None:
                 continue
             try:
-                adapter = self.host.batch_adapter(batch.provider)
+                adapter = self.host.batch_adapter(adapter_name(batch.provider, batch.key))
                 if batch.remote_status not in _CANCELLED and self._cancelled(batch.job_id):
                     adapter.cancel(batch.remote_id)
                     log.info("job %s cancelled: batch %s (%s) cancelled at the provider",
