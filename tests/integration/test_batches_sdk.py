@@ -15,6 +15,7 @@ from tether.providers.batch_anthropic import AnthropicBatches
 from tether.providers.batch_openai import OpenAIBatches
 from tether.worker.batch_poller import BatchPoller
 
+from tests.contract.test_batches import lose_the_batch_id_then_replay
 from tests.contract.test_waits import assert_parked, run_next
 from tests.provider_server import FakeProviderServer
 
@@ -142,19 +143,7 @@ def test_a_lost_batch_id_is_reattached_or_spent_never_uploaded_twice(app, clock,
                                                                      provider):
     _job(app, provider, ["ok", "ok"])
     job = app.submit("gen")
-    real = app.store.batch_submitted
-
-    def lost(*args, **kwargs):  # the worker dies after the upload, before the id commits
-        raise KeyboardInterrupt
-    app.store.batch_submitted = lost
-    with pytest.raises(KeyboardInterrupt):
-        run_next(app)
-    app.store.batch_submitted = real
-    clock.advance(7200)
-    app.store.expire_leases()
-    clock.advance(3600)
-    app.store.promote_due()
-    run_next(app)
+    lose_the_batch_id_then_replay(app, clock)
     assert len(server.uploads) == 1, "no second upload"
     (b,) = app.batches(job.id)
     if provider == "openai":  # found by its metadata
