@@ -204,3 +204,31 @@ def test_a_failed_background_call_fails_like_a_call(app, clock, server, backgrou
     done = run_next(app)
     assert done.state in (JobState.RETRY_WAIT, JobState.FAILED)
     assert app.ledger(job.id) == [] and app.get(job.id).budget.used.reserved_usd == 0
+
+
+def test_an_upload_the_provider_refused_is_released_and_sent_again_on_retry(
+        app, clock, server, provider, monkeypatch):
+    _job(app, provider, ["ok", "ok"])
+    adapter = app.batch_adapter(provider)
+    real = adapter.submit
+    calls = []
+
+    def flaky(**kwargs):  # the first upload answers 503; the retry's goes through
+        calls.append(1)
+        if len(calls) == 1:
+            class Overloaded(Exception):
+                status_code = 503
+                body = {"error": {"message": "overloaded", "type": "server_error"}}
+                response = None
+            raise Overloaded("overloaded")
+        return real(**kwargs)
+    monkeypatch.setattr(adapter, "submit", flaky)
+    job = app.submit("gen")
+    failed = run_next(app)
+    assert failed.state == JobState.RETRY_WAIT and app.batches(job.id) == []
+    assert app.get(job.id).budget.used.reserved_usd == 0, "the reservation was released"
+    clock.advance(3600)
+    app.store.promote_due()
+    run_next(app)
+    assert_parked(app, job.id)
+    assert len(server.uploads) == 1 and app.batches(job.id)[0].status == "submitted"

@@ -169,6 +169,9 @@ def _upload(ctx: RunningJob, record: ProviderBatch,
                                               for i in record.items})
         except Exception as exc:
             mapped = classify_exception(exc)
+            if getattr(exc, "status_code", None) is not None:  # the provider answered: not taken
+                ctx.store.batch_refused(ctx.id, ctx.attempt, record.key,
+                                        getattr(mapped, "code", "refused"))
             if isinstance(mapped, ControlSignal):
                 ctx.lease.remember(mapped)
             if mapped is exc:

@@ -97,6 +97,25 @@ class Batches(Waits, Calls):
                        {"key": key, "remote_id": remote_id})
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
+    def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
+                      now: float | None = None) -> None:
+        """Forget a batch the provider provably refused to take (its upload failed with an
+        answer): its reservation is released and nothing of it stays, so the job's retry
+        reserves and uploads it anew."""
+        with self._write() as tx:
+            at = self._now(tx, now)
+            job = self._held(tx, job_id, token)
+            row = tx.one("batch_get", job_id=job_id, key=key)
+            if row is None or row["status"] != "submitting":
+                return
+            self._adjust(tx, job, at, reserved_usd=-as_decimal(row["reserved_usd"]),
+                         reserved_calls=-int(row["items_total"]),
+                         reserved_input_tokens=-int(row["reserved_input_tokens"]),
+                         reserved_output_tokens=-int(row["reserved_output_tokens"]))
+            tx.run("batch_delete_unsent", job_id=job_id, key=key)
+            self._note(tx, job_id, "batch_refused", at, token,
+                       {"key": key, "error_code": error_code})
+
     def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
                           now: float | None = None) -> ProviderBatch:
         """Spend a batch's whole reservation, unconfirmed: its upload may have reached a

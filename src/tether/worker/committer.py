@@ -249,6 +249,10 @@ class CommittingStore(WorkerStore):
         return self._store.batch_submitted(job_id, token, key, remote_id,
                                            first_poll_s=first_poll_s, now=now)
 
+    def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
+                      now: float | None = None) -> None:
+        self._store.batch_refused(job_id, token, key, error_code, now=now)
+
     def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
                           now: float | None = None) -> ProviderBatch:
         return self._store.batch_unconfirmed(job_id, token, key, reason, now=now)

@@ -1130,3 +1130,7 @@ UPDATE provider_batches SET status = %(status)s, remote_status = %(remote_status
     items_done = %(items_done)s, items_failed = %(items_failed)s, error = %(error)s,
     next_poll_at = NULL, settled_at = %(now)s, updated_at = %(now)s
 WHERE job_id = %(job_id)s AND key = %(key)s AND status IN ('submitting', 'submitted');
+
+-- name: batch_delete_unsent
+DELETE FROM provider_batches
+WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitting';

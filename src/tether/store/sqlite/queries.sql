@@ -943,3 +943,7 @@ UPDATE provider_batches SET status = :status, remote_status = :remote_status,
     items_done = :items_done, items_failed = :items_failed, error = :error,
     next_poll_at = NULL, settled_at = :now, updated_at = :now
 WHERE job_id = :job_id AND key = :key AND status IN ('submitting', 'submitted');
+
+-- name: batch_delete_unsent
+DELETE FROM provider_batches
+WHERE job_id = :job_id AND key = :key AND status = 'submitting';
