@@ -211,3 +211,23 @@ def test_a_replay_whose_batch_changed_pauses_instead_of_reusing_silently(app, cl
     done = run_next(app)
     assert done.state == JobState.PAUSED and done.error_code == "journal_mismatch"
     assert len(sim.uploads) == 1
+
+
+def test_metrics_show_the_batches_open_and_the_money_they_hold(app, clock, sim):
+    from fastapi.testclient import TestClient
+
+    from tether.api.server import create_app
+    from tests.e2e.test_metrics_engine import metric
+    _job(app)
+    job = app.submit("gen")
+    run_next(app)
+    (b,) = app.batches(job.id)
+    text = TestClient(create_app(app, auth=False)).get("/metrics").text
+    assert metric(text, 'tether_provider_batches_open{provider="simulated"}') == 1
+    assert metric(text, 'tether_provider_batches_reserved_usd{provider="simulated"}') == \
+        float(b.reserved_usd)
+    assert app.store.open_batches() == {"simulated": (1, b.reserved_usd)}
+    sim.finish(sim.uploads[0])
+    clock.advance(3600)
+    BatchPoller(app.store, app, interval=1).run_once()
+    assert app.store.open_batches() == {}

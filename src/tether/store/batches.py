@@ -49,6 +49,15 @@ class Batches(Waits, Calls):
         with self._read() as tx:
             return [to_batch(r) for r in tx.all("batches_of", job_id=job_id)]
 
+    def open_batches(self) -> dict[str, tuple[int, Decimal]]:
+        """Per provider: the batches not settled yet and the money they hold reserved."""
+        out: dict[str, tuple[int, Decimal]] = {}
+        with self._read() as tx:
+            for row in tx.all("batches_open"):
+                n, usd = out.get(row["provider"], (0, _D0))
+                out[row["provider"]] = (n + 1, usd + as_decimal(row["reserved_usd"]))
+        return out
+
     def reserve_batch(self, job_id: int, token: int, *, key: str, stage: str | None,
                       provider: str, model: str, tether_key: str,
                       items: Sequence[Mapping[str, Any]], price: ModelPrice,

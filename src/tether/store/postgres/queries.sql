@@ -1134,3 +1134,8 @@ WHERE job_id = %(job_id)s AND key = %(key)s AND status IN ('submitting', 'submit
 -- name: batch_delete_unsent
 DELETE FROM provider_batches
 WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitting';
+
+-- name: batches_open
+-- Batches not settled yet, for /metrics: few at a time (each holds many items).
+SELECT provider, reserved_usd FROM provider_batches
+WHERE status IN ('submitting', 'submitted');

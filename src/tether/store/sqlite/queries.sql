@@ -947,3 +947,8 @@ WHERE job_id = :job_id AND key = :key AND status IN ('submitting', 'submitted');
 -- name: batch_delete_unsent
 DELETE FROM provider_batches
 WHERE job_id = :job_id AND key = :key AND status = 'submitting';
+
+-- name: batches_open
+-- Batches not settled yet, for /metrics: few at a time (each holds many items).
+SELECT provider, reserved_usd FROM provider_batches
+WHERE status IN ('submitting', 'submitted');
