@@ -231,3 +231,27 @@ def test_metrics_show_the_batches_open_and_the_money_they_hold(app, clock, sim):
     clock.advance(3600)
     BatchPoller(app.store, app, interval=1).run_once()
     assert app.store.open_batches() == {}
+
+
+def test_each_attempt_at_a_batch_has_a_span_reserved_then_a_journal_hit(app, clock, sim):
+    from tests.contract.test_tracing import finished
+    from tests.otel import in_memory
+    exporter = in_memory()
+    exporter.recording = True
+    try:
+        _job(app)
+        app.submit("gen")
+        run_next(app)
+        sim.finish(sim.uploads[0])
+        clock.advance(3600)
+        BatchPoller(app.store, app, interval=1).run_once()
+        run_next(app)
+        spans = [s for s in finished(exporter)
+                 if s["attributes"].get("tether.call.key") == "batch:gen"]
+    finally:
+        exporter.recording = False
+        exporter.clear()
+    first, replay = spans
+    assert first["attributes"]["tether.reserved_usd"] > 0
+    assert first["attributes"]["error.type"] == "waiting"
+    assert replay["attributes"]["tether.journal"] == "hit"

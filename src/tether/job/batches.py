@@ -49,18 +49,22 @@ def batch(ctx: RunningJob, *, key: str, provider: str, model: str,
         raise InvalidCall("ctx.batch needs requests: a non-empty mapping of string keys")
     wkey = f"{mode}:{key}"
     ctx.check()
-    record = ctx.store.get_batch(ctx.id, wkey)
-    if record is None:
-        record = _reserve(ctx, wkey, provider, model, requests, estimate)
-    else:
-        _unchanged(ctx, record, provider, model, requests)
-    if record.status == "submitting":
-        record = _upload(ctx, record, requests)
-    wait(ctx, WaitSpec(key=wkey, kind="provider_batch"))
-    done = ctx.store.get_batch(ctx.id, wkey) if not record.settled else record
-    assert done is not None
-    ctx.stats["batches_done"] += 1
-    return answers(done)
+    # one span per attempt that reaches the batch (``tracing.py``): reserved, or a journal hit
+    with ctx.trace.call(ctx.id, ctx.job_stage, wkey, provider, model, None) as span:
+        record = ctx.store.get_batch(ctx.id, wkey)
+        if record is None:
+            record = _reserve(ctx, wkey, provider, model, requests, estimate)
+            span.reserved(record.reserved_usd)
+        else:
+            _unchanged(ctx, record, provider, model, requests)
+            span.hit()
+        if record.status == "submitting":
+            record = _upload(ctx, record, requests)
+        wait(ctx, WaitSpec(key=wkey, kind="provider_batch"))
+        done = ctx.store.get_batch(ctx.id, wkey) if not record.settled else record
+        assert done is not None
+        ctx.stats["batches_done"] += 1
+        return answers(done)
 
 
 def background(ctx: RunningJob, *, key: str, provider: str, model: str, request: Any,
