@@ -3,6 +3,11 @@
 The last user message picks the behaviour: ``MODE:ok`` (default), ``MODE:429``, ``MODE:500``,
 ``MODE:503``, ``MODE:529``, ``MODE:context``, ``MODE:401``, ``MODE:refusal``, ``MODE:quota``.
 Every request is recorded in ``server.requests``.
+
+Batches: OpenAI's files and ``/v1/batches`` and Anthropic's ``/v1/messages/batches`` endpoints.
+A batch stays in progress until the test calls ``server.finish(batch_id)`` (optionally with
+only the first ``answered`` items answered and the batch ``expired``); each item's answer
+follows its own ``MODE:``, as a call's would. Uploads are counted in ``server.uploads``.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -69,15 +75,164 @@ ERRORS = {
 }
 
 
+def _answer(path: str, body: dict) -> tuple[int, dict]:
+    """One request's status and body, as the call endpoints answer it."""
+    mode = _mode(body)
+    if mode in ERRORS:
+        status, _, payload = ERRORS[mode]
+        return status, payload
+    if path.endswith("/messages"):
+        return 200, _anthropic(body, mode == "refusal")
+    if path.endswith("/responses"):
+        return 200, _openai_responses(body)
+    return 200, _openai_chat(body, mode == "refusal")
+
+
+def _openai_batch(b: dict) -> dict:
+    items = b["items"]
+    done = [k for k in items if k in b["answers"] and b["answers"][k][0] == 200]
+    return {"id": b["id"], "object": "batch", "endpoint": b["endpoint"],
+            "input_file_id": b["input_file_id"], "completion_window": "24h",
+            "status": b["status"], "created_at": 1700000000, "metadata": b["metadata"],
+            "output_file_id": b.get("output_file_id"), "error_file_id": b.get("error_file_id"),
+            "request_counts": {"total": len(items), "completed": len(done),
+                               "failed": len(b["answers"]) - len(done)}}
+
+
+def _anthropic_batch(b: dict, url: str) -> dict:
+    ended = b["status"] != "in_progress"
+    ok = sum(1 for s, _ in b["answers"].values() if s == 200)
+    return {"id": b["id"], "type": "message_batch",
+            "processing_status": "ended" if ended else b["status"],
+            "request_counts": {"processing": 0 if ended else len(b["items"]),
+                               "succeeded": ok, "errored": len(b["answers"]) - ok,
+                               "canceled": len(b["items"]) - len(b["answers"])
+                               if b["status"] == "canceled" else 0,
+                               "expired": len(b["items"]) - len(b["answers"])
+                               if b["status"] == "expired" else 0},
+            "created_at": "2026-01-01T00:00:00Z", "expires_at": "2026-01-02T00:00:00Z",
+            "ended_at": "2026-01-01T01:00:00Z" if ended else None, "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{url}/v1/messages/batches/{b['id']}/results" if ended else None}
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "fake-llm/1"
 
     def log_message(self, *args):  # quiet
         pass
 
+    def _send(self, status: int, payload, content_type: str = "application/json",
+              headers: dict | None = None) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):  # noqa: N802
+        srv = self.server
+        path = self.path.split("?")[0]
+        srv.requests.append((self.path, "GET"))
+        parts = path.strip("/").split("/")
+        with srv.lock:
+            if path == "/v1/batches":
+                data = [_openai_batch(b) for b in reversed(srv.batches.values())
+                        if b["kind"] == "openai"]
+                return self._send(200, {"object": "list", "data": data, "has_more": False,
+                                        "first_id": data[0]["id"] if data else None,
+                                        "last_id": data[-1]["id"] if data else None})
+            if parts[:2] == ["v1", "batches"] and parts[2] in srv.batches:
+                return self._send(200, _openai_batch(srv.batches[parts[2]]))
+            if parts[:2] == ["v1", "files"] and parts[-1] == "content":
+                return self._send(200, srv.files[parts[2]], "application/octet-stream")
+            if parts[:2] == ["v1", "responses"] and parts[2] in srv.batches:
+                return self._send(200, _response_of(srv.batches[parts[2]]))
+            if parts[:3] == ["v1", "messages", "batches"] and parts[3] in srv.batches:
+                b = srv.batches[parts[3]]
+                if parts[-1] == "results":
+                    lines = "".join(json.dumps(_anthropic_result(k, *b["answers"][k])) + "\n"
+                                    if k in b["answers"] else json.dumps(
+                                        {"custom_id": k, "result": {"type": b["status"]}}) + "\n"
+                                    for k in b["items"])
+                    return self._send(200, lines.encode(), "application/binary")
+                return self._send(200, _anthropic_batch(b, srv.url))
+        self._send(404, {"error": {"message": "no such route"}})
+
+    def _background(self, body: dict) -> None:
+        """``POST /v1/responses`` with ``background``: queued until ``finish``."""
+        srv = self.server
+        with srv.lock:
+            rid = f"resp_bg_{len(srv.batches) + 1}"
+            srv.batches[rid] = {"id": rid, "kind": "response", "status": "queued",
+                                "answers": {}, "items": {"r": ("/v1/responses", body)}}
+            srv.uploads.append(rid)
+            srv.requests.append((self.path, "background"))
+            self._send(200, _response_of(srv.batches[rid]))
+
+    def _batch_post(self, raw: bytes) -> bool:
+        """The batch endpoints' POSTs; False: not one of them."""
+        srv = self.server
+        path = self.path.split("?")[0]
+        parts = path.strip("/").split("/")
+        with srv.lock:
+            if path == "/v1/files":
+                ctype = self.headers.get("content-type", "")
+                msg = BytesParser().parsebytes(f"Content-Type: {ctype}\r\n\r\n".encode() + raw)
+                content = next(p.get_payload(decode=True) for p in msg.get_payload()
+                               if p.get_param("name", header="content-disposition") == "file")
+                fid = f"file-{len(srv.files) + 1}"
+                srv.files[fid] = content
+                self._send(200, {"id": fid, "object": "file", "bytes": len(content),
+                                 "created_at": 1700000000, "filename": "batch.jsonl",
+                                 "purpose": "batch", "status": "processed"})
+                return True
+            if path == "/v1/batches":
+                body = json.loads(raw)
+                lines = [json.loads(x) for x in srv.files[body["input_file_id"]].splitlines()
+                         if x.strip()]
+                bid = f"batch_{len(srv.batches) + 1}"
+                srv.batches[bid] = {
+                    "id": bid, "kind": "openai", "status": "in_progress",
+                    "endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
+                    "metadata": body.get("metadata"), "answers": {},
+                    "items": {x["custom_id"]: (x["url"], x["body"]) for x in lines}}
+                srv.uploads.append(bid)
+                self._send(200, _openai_batch(srv.batches[bid]))
+                return True
+            if path == "/v1/messages/batches":
+                body = json.loads(raw)
+                bid = f"msgbatch_{len(srv.batches) + 1}"
+                srv.batches[bid] = {
+                    "id": bid, "kind": "anthropic", "status": "in_progress", "answers": {},
+                    "items": {r["custom_id"]: ("/v1/messages", r["params"])
+                              for r in body["requests"]}}
+                srv.uploads.append(bid)
+                self._send(200, _anthropic_batch(srv.batches[bid], srv.url))
+                return True
+            if parts[-1] == "cancel" and parts[-2] in srv.batches \
+                    and srv.batches[parts[-2]]["kind"] != "response":
+                b = srv.batches[parts[-2]]
+                b["status"] = "cancelled" if b["kind"] == "openai" else "canceled"
+                srv.finish_locked(b["id"], b["status"], 0)
+                self._send(200, _openai_batch(b) if b["kind"] == "openai"
+                           else _anthropic_batch(b, srv.url))
+                return True
+        return False
+
     def do_POST(self):  # noqa: N802
         length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        raw = self.rfile.read(length)
+        if self.path.endswith("/responses") and json.loads(raw or b"{}").get("background"):
+            return self._background(json.loads(raw))
+        if "batches" in self.path or self.path.startswith("/v1/files"):
+            self.server.requests.append((self.path, "batch"))
+            if self._batch_post(raw):
+                return
+        body = json.loads(raw or b"{}")
         mode = _mode(body)
         self.server.requests.append((self.path, mode))
         if mode in ERRORS:
@@ -103,10 +258,56 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def _response_of(b: dict) -> dict:
+    """A background response as ``GET /v1/responses/{id}`` shows it."""
+    if b["status"] == "completed":
+        status, body = b["answers"]["r"]
+        if status == 200:
+            return dict(body, id=b["id"], background=True)
+        return {"id": b["id"], "object": "response", "created_at": 1700000000,
+                "model": "m", "status": "failed", "output": [], "background": True,
+                "error": {"code": "server_error", "message": json.dumps(body)[:200]},
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    return {"id": b["id"], "object": "response", "created_at": 1700000000, "model": "m",
+            "status": b["status"], "output": [], "background": True,
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+
+
+def _anthropic_result(key: str, status: int, body: dict) -> dict:
+    if status == 200:
+        return {"custom_id": key, "result": {"type": "succeeded", "message": body}}
+    return {"custom_id": key, "result": {"type": "errored", "error": body}}
+
+
+class _Server(ThreadingHTTPServer):
+    def finish_locked(self, batch_id: str, status: str, answered: int | None) -> None:
+        b = self.batches[batch_id]
+        items = list(b["items"].items())[:answered]
+        b["answers"] = {k: _answer(url, body) for k, (url, body) in items}
+        b["status"] = status
+        if b["kind"] == "openai":
+            ok = [k for k, (s, _) in b["answers"].items() if s == 200]
+            bad = [k for k in b["answers"] if k not in ok]
+            for name, keys in (("output_file_id", ok), ("error_file_id", bad)):
+                if keys:
+                    fid = f"file-{len(self.files) + 1}"
+                    self.files[fid] = "".join(json.dumps({
+                        "id": f"req_{k}", "custom_id": k, "error": None,
+                        "response": {"status_code": b["answers"][k][0], "request_id": "r",
+                                     "body": b["answers"][k][1]}}) + "\n"
+                        for k in keys).encode()
+                    b[name] = fid
+
+
 class FakeProviderServer:
     def __enter__(self) -> "FakeProviderServer":
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd = _Server(("127.0.0.1", 0), _Handler)
         self.httpd.requests = []
+        self.httpd.batches = {}
+        self.httpd.files = {}
+        self.httpd.uploads = []
+        self.httpd.lock = threading.Lock()
+        self.httpd.url = self.url
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
         return self
@@ -118,6 +319,20 @@ class FakeProviderServer:
     @property
     def requests(self) -> list:
         return self.httpd.requests
+
+    @property
+    def uploads(self) -> list:
+        """The ids of the batches uploaded, in order."""
+        return self.httpd.uploads
+
+    def finish(self, batch_id: str, *, status: str | None = None,
+               answered: int | None = None) -> None:
+        """End a batch: every item answered (by its ``MODE:``), or only the first
+        ``answered`` with the batch ``status`` (``expired``)."""
+        with self.httpd.lock:
+            kind = self.httpd.batches[batch_id]["kind"]
+            self.httpd.finish_locked(batch_id, status or (
+                "ended" if kind == "anthropic" else "completed"), answered)
 
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()

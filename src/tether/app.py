@@ -20,6 +20,7 @@ from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
 from .errors import ConfigurationError, JobNotFound, JobStateError
+from .facade.batches import BatchProviders
 from .facade.forks import ForkMixin
 from .facade.queues import QueueControl
 from .facade.schedules import ScheduleFacade
@@ -43,7 +44,7 @@ DEFAULT_URL = "sqlite:///./tether.db"
 
 
 class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, QueueControl,
-             WorkerViews):
+             WorkerViews, BatchProviders):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store

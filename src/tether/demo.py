@@ -21,10 +21,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 from collections.abc import Callable
 
 from .app import Tether
 from .core.states import JobState
+from .core.usage import Usage
 from .examples.pipeline import app as pipeline_app, sample_text
 from .providers.simulated import bill_total, read_bill
 
@@ -55,6 +57,9 @@ class DemoResult:
     kills: int
     budget_pauses: int
     seconds: float
+    batch_usd: Decimal = Decimal(0)
+    """What the same calls (the ledger's token counts) cost at the provider's batch price
+    (``ctx.batch``: docs/batches.md), had the job not needed its answers at once."""
     steps: list[str] = field(default_factory=list)
     verdict: str = ""
 
@@ -176,9 +181,17 @@ def run_demo(folder: Path, *, say: Callable[[str], None] = lambda s: None,
         final_limit_usd=final_limit, attempts=final.attempt_count, kills=1,
         budget_pauses=sum(1 for e in events if e.kind == "budget_exhausted"),
         seconds=time.monotonic() - started, steps=steps,
+        batch_usd=_at_batch_price(app, ledger),
         verdict=verdict(spent, billed, len(unconfirmed), unconfirmed_usd))
     app.close()
     return result
+
+
+def _at_batch_price(app: Tether, ledger: list[Any]) -> Decimal:
+    profile = app.price_profile
+    return sum((profile.batch_price(r.provider, r.model).cost(Usage(
+        input_tokens=r.input_tokens, output_tokens=r.output_tokens,
+        cached_input_tokens=r.cached_input_tokens)) for r in ledger), Decimal(0))
 
 
 def _reused_keys(app: Tether, job_id: int) -> int:

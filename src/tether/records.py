@@ -298,3 +298,55 @@ class Schedule:
         for k in ("next_run_at", "last_run_at", "created_at", "updated_at"):
             out[k] = out[k].isoformat() if out[k] is not None else None
         return out
+
+
+@dataclass(frozen=True)
+class ProviderBatch:
+    """One provider batch of a job (``ctx.batch``): its items and their reservations, the
+    provider's batch id once known, and after settlement each item's outcome. Money: what
+    was reserved at the batch price, what settled, and what the same usage would have cost
+    at the standard price (``standard_usd``)."""
+
+    job_id: int
+    key: str
+    provider: str
+    model: str
+    status: str
+    attempt: int
+    tether_key: str
+    items: list[dict[str, Any]]
+    price: dict[str, Any]
+    standard_price: dict[str, Any]
+    price_profile: str
+    reserved_usd: Decimal
+    items_total: int
+    created_at: datetime
+    stage: str | None = None
+    remote_id: str | None = None
+    remote_status: str | None = None
+    settled_usd: Decimal | None = None
+    standard_usd: Decimal | None = None
+    items_done: int = 0
+    items_failed: int = 0
+    results: dict[str, Any] | None = None
+    polls: int = 0
+    next_poll_at: datetime | None = None
+    error: str | None = None
+    settled_at: datetime | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.status in ("settled", "unconfirmed")
+
+    def to_dict(self) -> dict[str, Any]:
+        """As status pages, REST and MCP show it (without the items' answers)."""
+        return {"key": self.key, "provider": self.provider, "model": self.model,
+                "status": self.status, "remote_id": self.remote_id,
+                "remote_status": self.remote_status, "items_total": self.items_total,
+                "items_done": self.items_done, "items_failed": self.items_failed,
+                "reserved_usd": str(self.reserved_usd),
+                "settled_usd": None if self.settled_usd is None else str(self.settled_usd),
+                "standard_usd": None if self.standard_usd is None else str(self.standard_usd),
+                "polls": self.polls, "error": self.error,
+                "created_at": self.created_at.isoformat(),
+                "settled_at": self.settled_at.isoformat() if self.settled_at else None}

@@ -49,6 +49,13 @@ EXPECTED = {
     "spend_totals": {"project", "provider", "model", "calls", "input_tokens", "output_tokens",
                      "cost_usd", "unconfirmed_calls"},
     "engine_counters": {"name", "owner", "n"},
+    "provider_batches": {"job_id", "key", "stage", "attempt", "provider", "model", "tether_key",
+                         "status", "remote_id", "remote_status", "items", "price",
+                         "standard_price", "price_profile", "reserved_usd",
+                         "reserved_input_tokens", "reserved_output_tokens", "settled_usd",
+                         "standard_usd", "items_total", "items_done", "items_failed", "results",
+                         "polls", "next_poll_at", "error", "created_at", "updated_at",
+                         "settled_at"},
 }
 
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
@@ -57,7 +64,7 @@ EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "job
                     "rate_limit_events_scope", "jobs_waiting_due", "jobs_parent",
                     "job_signals_mailbox", "schedules_due", "job_events_feed",
                     "job_signals_job", "jobs_idempotency_key",
-                    "wait_children_child"}
+                    "wait_children_child", "provider_batches_due"}
 
 
 def _schema(store, backend):
@@ -90,7 +97,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 22
+    assert store.schema_version() == 23
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -169,7 +176,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 22
+        assert new.store.schema_version() == 23
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         with new.store._write() as tx:  # 0009 widened the state check of existing tables

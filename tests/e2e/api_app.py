@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 
 from tether import Estimate, PolicyBlock, Tether
+from tether.providers.batches import SimulatedBatches
 from tether.providers.simulated import SimulatedProvider
 
 app = Tether()
@@ -47,6 +49,19 @@ def priced(ctx, payload):
                    estimate=Estimate(input_text=prompt, max_output_tokens=32),
                    fn=lambda: sim.complete(prompt, key="only", max_tokens=32, job_id=ctx.id))
     return {"text": out["text"]}
+
+
+app.add_batch_provider(SimulatedBatches(
+    os.environ.get("TETHER_SIM_BATCH_DIR") or tempfile.mkdtemp(prefix="tether-batches-"),
+    complete_after_s=3600))
+
+
+@app.job("batch")
+def batch(ctx, payload):
+    """Two requests as one simulated provider batch, which stays in progress for an hour."""
+    return ctx.batch(key="b", provider="simulated", model="sim-small",
+                     requests={"a": {"prompt": "one"}, "b": {"prompt": "two"}},
+                     estimate=Estimate(input_tokens=100, max_output_tokens=50))
 
 
 @app.job("ask")

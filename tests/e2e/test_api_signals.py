@@ -162,3 +162,22 @@ def test_a_gathering_job_shows_its_children_done(api):
     api.p1.post(f"/api/v1/jobs/{kids[1].id}/signals/approve", json={"value": "b"})
     done = until(api.p1, parent, lambda j: j["terminal"])
     assert done["result"] == {"answers": [{"answer": "a"}, {"answer": "b"}]}
+
+
+def test_a_job_waiting_on_a_provider_batch_shows_it(api):
+    job_id = submit(api.p1, "batch", {})
+    job = until(api.p1, job_id, lambda j: j["state"] == "waiting")
+    w = job["waiting_for"]
+    assert w["kind"] == "provider_batch" and w["key"] == "batch:b"
+    b = w["batch"]
+    assert b["provider"] == "simulated" and b["remote_id"].startswith("simbatch_")
+    assert (b["items_total"], b["items_done"], b["items_failed"]) == (2, 0, 0)
+    r = api.p1.get(f"/api/v1/jobs/{job_id}/batches")
+    assert r.status_code == 200, r.text
+    (item,) = r.json()["items"]
+    assert item["status"] == "submitted" and item["reserved_usd"] == b["reserved_usd"]
+    assert float(item["reserved_usd"]) > 0 and item["settled_usd"] is None
+    assert api.p2.get(f"/api/v1/jobs/{job_id}/batches").status_code == 404
+    listed = api.p1.get("/api/v1/jobs", params={"waiting_for": "provider_batch"}).json()
+    assert job_id in [j["id"] for j in listed["items"]]
+    assert api.p1.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 200

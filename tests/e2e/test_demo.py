@@ -33,6 +33,7 @@ def test_demo_summary_matches_the_providers_bill(tmp_path):
     assert summary["calls_billed_twice"] <= summary["calls_unconfirmed"]
     assert Decimal(summary["spent_usd"]) >= Decimal(summary["billed_usd"])
     assert summary["budget_pauses"] == 1 and summary["kills"] == 1
+    assert 0 < Decimal(summary["batch_usd"]) <= Decimal(summary["spent_usd"]) / 2
     assert len(per_key) == summary["calls_planned"] == 208
     assert 0 < summary["calls_reused"] <= summary["calls_planned"]
     assert summary["journal_answers"] >= summary["calls_reused"]

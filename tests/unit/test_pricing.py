@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from tether import Estimate, Usage
 from tether.core.estimate import CallEstimate, estimate_cost
-from tether.core.pricing import load_profile
+from tether.core.pricing import PriceProfile, load_profile
 from tether.errors import ConfigurationError, InvalidPayload, UnpricedModel
 
 
@@ -140,3 +140,31 @@ def test_estimate_cost_from_call_estimates():
     est = estimate_cost([CallEstimate("simulated", "sim-small", 10, 1000, 100)], load_profile())
     assert est.calls == 10 and est.cost_usd == Decimal(10) * (
         Decimal(1000) * Decimal("0.50") + Decimal(100) * Decimal("1.50")) / 10**6
+
+
+def test_batch_tier_halves_every_rate_of_openai_and_anthropic():
+    profile = load_profile()
+    for provider, model in (("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5")):
+        std, batch = profile.price(provider, model), profile.batch_price(provider, model)
+        assert batch.input_per_mtok == std.input_per_mtok / 2
+        assert batch.output_per_mtok == std.output_per_mtok / 2
+        assert batch.cached_input_per_mtok == std.cached_input_per_mtok / 2
+        usage = Usage(input_tokens=1000, output_tokens=500)
+        assert batch.cost(usage) == std.cost(usage) / 2
+
+
+def test_batch_price_is_overridable_and_never_defaults_to_standard(tmp_path):
+    with pytest.raises(UnpricedModel):
+        load_profile().batch_price("google", "gemini-2.5-pro")
+    path = tmp_path / "p.toml"
+    path.write_text('name = "mine"\neffective_date = "2026-01-01"\n'
+                    '[[batch_tiers]]\nprovider = "openai"\nmultiplier = "0.6"\n'
+                    '[[models]]\nprovider = "openai"\nmodel = "gpt-4o"\n'
+                    'input_per_mtok = "2.50"\noutput_per_mtok = "10.00"\n'
+                    'batch_input_per_mtok = "1.00"\n')
+    mine = load_profile(path)
+    assert mine.batch_price("openai", "gpt-4o").input_per_mtok == Decimal("1.00")
+    assert mine.batch_price("openai", "gpt-4o").output_per_mtok == Decimal("6.0000")
+    assert mine.batch_price("anthropic", "claude-haiku-4-5").input_per_mtok == Decimal("0.5")
+    again = PriceProfile.from_dict(mine.to_dict())
+    assert again.id == mine.id and again.batch_tiers == mine.batch_tiers

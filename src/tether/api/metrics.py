@@ -60,6 +60,7 @@ class TetherCollector(Collector):
         try:
             metrics = list(self._jobs()) + list(self._workers()) + list(self._budget_paused())
             metrics += list(self._spend()) + list(self._engine()) + list(self._budgets())
+            metrics += list(self._batches())
         except Exception:  # a scrape must answer even when the store is down
             log.exception("metrics scrape failed")
             self.errors += 1
@@ -91,6 +92,16 @@ class TetherCollector(Collector):
         for (queue, type), n in self.app.unserved_counts().items():
             unserved.add_metric([queue, type], n)
         return [count, leases, unserved]
+
+    def _batches(self) -> Iterable[Metric]:
+        n = GaugeMetricFamily("tether_provider_batches_open", "Provider batches not settled "
+                              "yet (ctx.batch, background calls)", labels=["provider"])
+        usd = GaugeMetricFamily("tether_provider_batches_reserved_usd", "Money those "
+                                "batches hold reserved", labels=["provider"])
+        for provider, (count, reserved) in sorted(self.app.store.open_batches().items()):
+            n.add_metric([provider], count)
+            usd.add_metric([provider], float(reserved))
+        return [n, usd]
 
     def _budget_paused(self) -> Iterable[Metric]:
         n, period, before = 0, 0, None

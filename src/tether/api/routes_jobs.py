@@ -47,6 +47,7 @@ class WaitKind(StrEnum):
     signal = "signal"
     timer = "timer"
     children = "children"
+    provider_batch = "provider_batch"
 
 
 def tether(request: Request) -> Tether:

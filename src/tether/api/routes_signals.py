@@ -1,4 +1,5 @@
-"""``/api/v1/jobs/{id}/signals/{name}`` and ``/api/v1/jobs/{id}/waits``: answering a waiting job.
+"""``/api/v1/jobs/{id}/signals/{name}``, ``/api/v1/jobs/{id}/waits`` and
+``/api/v1/jobs/{id}/batches``: answering a waiting job, and what it waits on.
 
 Thin over the facade (``app.signal``, ``app.waits``) with ``projects=principal.scope``: a job of
 another project answers 404 ``job_not_found``, a finished job 409 ``invalid_transition``. A
@@ -13,7 +14,7 @@ from fastapi import APIRouter, Body, Depends, Path
 
 from ..app import Tether
 from ..wire.models import JobOut, job_detail
-from ..wire.signals import SignalBody, WaitList, WaitOut
+from ..wire.signals import BatchList, BatchOut, SignalBody, WaitList, WaitOut
 from .auth import Principal, principal
 from .openapi import problem_responses as _errors
 from .routes_jobs import JobId, tether
@@ -53,3 +54,12 @@ router.add_api_route("/{job_id}/signals/{name:path}", send_signal, methods=["POS
 def job_waits(job_id: JobId, who: Principal = Depends(principal),
               app: Tether = Depends(tether)) -> WaitList:
     return WaitList(items=[WaitOut.of(w) for w in app.waits(job_id, projects=who.scope)])
+
+
+@router.get("/{job_id}/batches", response_model=BatchList, responses=_errors(404),
+            summary="The job's provider batches, oldest first: ids, items, money")
+def job_batches(job_id: JobId, who: Principal = Depends(principal),
+                app: Tether = Depends(tether)) -> BatchList:
+    return BatchList(items=[BatchOut(**b.to_dict())
+                            for b in app.batches(job_id, projects=who.scope)])
+

@@ -39,6 +39,8 @@ def demo(
         ("budget pauses", str(result.budget_pauses)),
         ("spend recorded by tether", f"${result.spent_usd:.6f}"),
         ("spend billed by the provider", f"${result.billed_usd:.6f}"),
+        ("the same calls as one provider batch (ctx.batch, half price)",
+         f"${result.batch_usd:.6f}"),
         ("first budget / raised budget", f"${result.first_limit_usd} / ${result.final_limit_usd}"),
         ("worst-case estimate before running", f"${result.estimated_usd:.6f}"),
         ("attempts", str(result.attempts)),

@@ -143,6 +143,13 @@ def waiting_rows(job: Job, waiting: Any) -> list[tuple[str, str]]:
         return rows
     if waiting.kind == "timer":
         return [("waits for", f"timer, wakes at {when(waiting.wake_at)}")]
+    if waiting.kind == "provider_batch":
+        b = waiting.batch or {}
+        return [("waits for", escape(f"provider batch {b.get('provider')} "
+                                     f"{b.get('remote_id') or '(not sent yet)'}")),
+                ("items", f"{b.get('items_done', 0)} done, {b.get('items_failed', 0)} failed, "
+                          f"{b.get('items_total', 0)} in all"),
+                ("reserved", f"${b.get('reserved_usd')} at the batch price")]
     return [("waits for", f"children, {waiting.children_done}/{waiting.children} done")]
 
 

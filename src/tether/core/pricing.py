@@ -5,6 +5,12 @@ A profile is a TOML file (``name``, ``effective_date``, ``[[models]]`` with ``pr
 ``cache_write_per_mtok`` and ``cache_write_1h_per_mtok``). A user file overrides or adds models
 on top of the shipped default. Prices are strings in the file so they become exact
 ``Decimal``s. An unpriced model is an error, never $0.
+
+Provider batch APIs (OpenAI's Batch API, Anthropic's Message Batches) bill at a discount: a
+``[[batch_tiers]]`` entry (``provider``, ``multiplier``, e.g. ``"0.5"``) prices a provider's
+batches as every standard rate times the multiplier, and a model entry's ``batch_input_per_mtok``
+and ``batch_output_per_mtok`` override that for the model. A provider without a tier has no
+batch price (``UnpricedModel``): a batch is never priced at the standard rate by accident.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, cached_property
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +32,7 @@ from .usage import Estimate, Usage
 
 MTOK = Decimal(1_000_000)
 _OPTIONAL_RATES = ("cached_input_per_mtok", "cache_write_per_mtok", "cache_write_1h_per_mtok")
+_BATCH_RATES = ("batch_input_per_mtok", "batch_output_per_mtok")
 DEFAULT_PROFILE = Path(__file__).resolve().parent.parent / "providers" / "prices" / "default.toml"
 
 
@@ -38,6 +45,21 @@ class ModelPrice:
     cached_input_per_mtok: Decimal | None = None
     cache_write_per_mtok: Decimal | None = None
     cache_write_1h_per_mtok: Decimal | None = None
+    batch_input_per_mtok: Decimal | None = None
+    batch_output_per_mtok: Decimal | None = None
+
+    def scaled(self, multiplier: Decimal) -> ModelPrice:
+        """This price with every rate times ``multiplier``; explicit batch rates win."""
+        def times(rate: Decimal | None) -> Decimal | None:
+            return None if rate is None else rate * multiplier
+        return ModelPrice(
+            self.provider, self.model,
+            self.batch_input_per_mtok if self.batch_input_per_mtok is not None
+            else self.input_per_mtok * multiplier,
+            self.batch_output_per_mtok if self.batch_output_per_mtok is not None
+            else self.output_per_mtok * multiplier,
+            times(self.cached_input_per_mtok), times(self.cache_write_per_mtok),
+            times(self.cache_write_1h_per_mtok))
 
     @cached_property
     def write_rates(self) -> tuple[Decimal, Decimal]:
@@ -81,7 +103,7 @@ class ModelPrice:
         out = {"provider": self.provider, "model": self.model,
                "input_per_mtok": str(self.input_per_mtok),
                "output_per_mtok": str(self.output_per_mtok)}
-        for name in _OPTIONAL_RATES:
+        for name in (*_OPTIONAL_RATES, *_BATCH_RATES):
             value = getattr(self, name)
             if value is not None:
                 out[name] = str(value)
@@ -94,6 +116,8 @@ class PriceProfile:
     effective_date: str
     models: Mapping[tuple[str, str], ModelPrice]
     """Read-only: a profile is shared (the shipped default is parsed once a process)."""
+    batch_tiers: Mapping[str, Decimal] = field(default_factory=lambda: MappingProxyType({}))
+    """Per provider: what its batch API bills, as a multiplier of the standard rates."""
 
     @cached_property
     def id(self) -> str:
@@ -110,9 +134,25 @@ class PriceProfile:
                 f"({self.effective_date}); add it to your price profile (TETHER_PRICE_PROFILE)",
                 provider=provider, model=model) from None
 
+    def batch_price(self, provider: str, model: str) -> ModelPrice:
+        """What one request of a provider batch costs: the provider's batch tier applied to
+        the model's price (explicit ``batch_*`` rates of the model win)."""
+        price = self.price(provider, model)
+        multiplier = self.batch_tiers.get(provider)
+        if multiplier is None and price.batch_input_per_mtok is None:
+            raise UnpricedModel(
+                f"no batch price for {provider}/{model} in profile {self.name} "
+                f"({self.effective_date}); add a [[batch_tiers]] entry for {provider}",
+                provider=provider, model=model)
+        return price.scaled(multiplier if multiplier is not None else Decimal(1))
+
     def to_dict(self) -> dict[str, Any]:
-        return {"profile": self.name, "effective_date": self.effective_date,
-                "models": [m.to_dict() for _, m in sorted(self.models.items())]}
+        out: dict[str, Any] = {"profile": self.name, "effective_date": self.effective_date,
+                               "models": [m.to_dict() for _, m in sorted(self.models.items())]}
+        if self.batch_tiers:
+            out["batch_tiers"] = [{"provider": p, "multiplier": str(m)}
+                                  for p, m in sorted(self.batch_tiers.items())]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, base: PriceProfile | None = None) -> PriceProfile:
@@ -127,12 +167,20 @@ class PriceProfile:
                     provider=str(entry["provider"]), model=str(entry["model"]),
                     input_per_mtok=to_decimal(entry["input_per_mtok"], "input_per_mtok"),
                     output_per_mtok=to_decimal(entry["output_per_mtok"], "output_per_mtok"),
-                    **{name: to_decimal(entry[name], name) for name in _OPTIONAL_RATES
+                    **{name: to_decimal(entry[name], name)
+                       for name in (*_OPTIONAL_RATES, *_BATCH_RATES)
                        if entry.get(name) is not None})
             except KeyError as exc:
                 raise ConfigurationError(f"price profile model entry lacks {exc}") from None
             models[(price.provider, price.model)] = price
-        return cls(name=str(name), effective_date=str(date), models=MappingProxyType(models))
+        tiers = dict(base.batch_tiers) if base else {}
+        for entry in data.get("batch_tiers", []):
+            try:
+                tiers[str(entry["provider"])] = to_decimal(entry["multiplier"], "multiplier")
+            except KeyError as exc:
+                raise ConfigurationError(f"price profile batch tier lacks {exc}") from None
+        return cls(name=str(name), effective_date=str(date), models=MappingProxyType(models),
+                   batch_tiers=MappingProxyType(tiers))
 
 
 def load_profile(path: str | Path | None = None) -> PriceProfile:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidArgument
 
-KINDS = ("children", "timer", "signal")
+KINDS = ("children", "timer", "signal", "provider_batch")
 FAIL_MODES = ("fast", "collect")
 FAILED_CHILD_STATES = frozenset({"failed", "cancelled"})
 
@@ -122,17 +122,21 @@ def child_outcome(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def decide(wait: Mapping[str, Any], *, now: float, pending: int | None = None,
            failed: int = 0, failure: Mapping[str, Any] | None = None,
-           signal: Mapping[str, Any] | None = None) -> Wake | None:
+           signal: Mapping[str, Any] | None = None,
+           batch: Mapping[str, Any] | None = None) -> Wake | None:
     """Is ``wait`` (a ``job_waits`` row) satisfied at ``now``? For a gather: ``pending``,
     how many of its children have not finished, ``failed``, how many failed, were cancelled
     or no longer exist, and ``failure``, the first of those in the gather's order (id,
     state, error_code, error_summary). ``signal``: the oldest unconsumed mailbox entry of its
-    signal (id, value). None: keep waiting.
+    signal (id, value). ``batch``: its provider batch's row (status). None: keep waiting.
 
     A gather's value holds no results: they are read from the children's rows when the
     parent replays (``gather_iter``), page by page. Only a fail-fast wake records the child
     that failed, which the replay raises."""
     kind = wait["kind"]
+    if kind == "provider_batch":
+        status = None if batch is None else batch.get("status")
+        return Wake(str(status)) if status in ("settled", "unconfirmed") else None
     wake_at = wait.get("wake_at")
     if kind == "timer":
         return Wake("fired") if wake_at is not None and now >= wake_at else None

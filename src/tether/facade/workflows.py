@@ -33,13 +33,17 @@ class WaitingFor:
     children: int | None = None
     children_done: int | None = None
     since: datetime | None = None
+    batch: dict[str, Any] | None = None
+    """A provider batch's (``ProviderBatch.to_dict``): provider id, items done, failed and
+    in all, reserved money (settled and standard-price money once settled)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "key": self.key, "signal": self.signal,
                 "prompt": self.prompt, "schema": self.schema,
                 "wake_at": self.wake_at.isoformat() if self.wake_at else None,
                 "children": self.children, "children_done": self.children_done,
-                "since": self.since.isoformat() if self.since else None}
+                "since": self.since.isoformat() if self.since else None,
+                "batch": self.batch}
 
 
 class Workflows:
@@ -80,12 +84,16 @@ class Workflows:
         if job is None or job.state != "waiting":
             return None
         children = done = None
+        batch = None
         if wait.kind == "children":
             children = len(wait.children)
             done = len(self.store.finished_among(list(wait.children)))
+        elif wait.kind == "provider_batch":
+            record = self.store.get_batch(wait.job_id, wait.key)
+            batch = record.to_dict() if record is not None else None
         return WaitingFor(kind=wait.kind, key=wait.key, signal=wait.signal, prompt=wait.prompt,
                           schema=wait.schema, wake_at=wait.wake_at, children=children,
-                          children_done=done, since=wait.created_at)
+                          children_done=done, since=wait.created_at, batch=batch)
 
     def list_waiting(self, kind: str = "signal", *, project: str | None = None,
                      projects: Iterable[str] | None = None, type: str | None = None,

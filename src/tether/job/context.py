@@ -20,13 +20,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from ..core.states import JobState
 from ..core.waits import WaitCounters
-from ..errors import ControlSignal, JobCancelled, JobPaused, LeaseLost, WorkerShutdown
+from ..errors import (
+    ControlSignal, InvalidCall, JobCancelled, JobPaused, LeaseLost, WorkerShutdown,
+)
 from ..records import Job
 from ..tracing import NO_TRACE, AttemptTrace
 from .calls import Calls
 from .host import JobHost
 from .lease import Lease
 from .stages import run_stage
+from . import batches as _batches
 from . import waits as _waits
 from .store import JobStore
 
@@ -147,13 +150,20 @@ class JobContext:
         return run_stage(self, name, fn, version=version, on_change=on_change)
 
     def call(self, *, key: str, provider: str, model: str, estimate: Any,
-             fn: Callable[[], Any], request: Any = None, cache: bool = False,
-             on_change: str | None = None) -> Any:
+             fn: Callable[[], Any] | None = None, request: Any = None, cache: bool = False,
+             on_change: str | None = None, background: bool = False) -> Any:
         """A journaled, budgeted provider call. ``key`` names it within the job: a key that
         completed before (in any attempt) returns its recorded result and is never paid again,
         unless what it asks changed since (``on_change``: ``job/replay.py``).
         With ``cache=True`` an identical ``request`` (same provider and model) already answered
-        anywhere in the project is reused instead of paid for again."""
+        anywhere in the project is reused instead of paid for again. With ``background=True``
+        (OpenAI Responses) no ``fn``: ``request`` is made in the provider's background mode,
+        its id journaled before the job waits without a lease (``job/batches.py``)."""
+        if background:
+            return _batches.background(self, key=key, provider=provider, model=model,
+                                       request=request, estimate=estimate)
+        if fn is None:
+            raise InvalidCall("ctx.call needs fn= (or background=True and request=)")
         return self.calls.call(key=key, provider=provider, model=model, estimate=estimate,
                                fn=fn, request=request, cache=cache, on_change=on_change)
 
@@ -164,6 +174,22 @@ class JobContext:
         return await self.calls.acall(key=key, provider=provider, model=model,
                                       estimate=estimate, fn=fn, request=request, cache=cache,
                                       on_change=on_change)
+
+    def batch(self, *, key: str, provider: str, model: str, requests: Mapping[str, Any],
+              estimate: Any) -> dict[str, Any]:
+        """Send ``requests`` (item key -> request) as one provider batch at the batch price;
+        each answer by its key (a ``BatchFailure`` for an item that got none). Every item's
+        worst case (``estimate``: one ``Estimate``, or one per key) is reserved before the
+        upload; the job then waits without a lease until a worker's sweep has settled the
+        batch (``job/batches.py``)."""
+        return _batches.batch(self, key=key, provider=provider, model=model,
+                              requests=requests, estimate=estimate)
+
+    async def abatch(self, *, key: str, provider: str, model: str,
+                     requests: Mapping[str, Any], estimate: Any) -> dict[str, Any]:
+        """``batch`` for ``async def`` jobs."""
+        return await _batches.abatch(self, key=key, provider=provider, model=model,
+                                     requests=requests, estimate=estimate)
 
     def enqueue(self, type: str, payload: Any = None, *, key: str, detach: bool = False,
                 **options: Any) -> Job:

@@ -16,6 +16,7 @@ from ..blobs import BlobStore
 from ..clock import Clock
 from ..core.pricing import PriceProfile
 from ..core.waits import WaitCounters
+from ..providers.batches import BatchAdapter
 from ..records import Job
 from ..store.ratelimits import RateLimit
 from ..tracing import AttemptTrace
@@ -38,6 +39,10 @@ class JobHost(Protocol):
 
     def rate_limits_for(self, provider: str, model: str) -> list[RateLimit]:
         """The shared rate limits a call to ``provider``/``model`` must fit in."""
+        ...
+
+    def batch_adapter(self, provider: str) -> BatchAdapter:
+        """The adapter ``ctx.batch`` sends ``provider``'s batches through."""
         ...
 
     def submit_with_status(self, type: str, payload: Any = None,

@@ -10,12 +10,13 @@ changes nothing. Both backends implement it; so does the worker's group-committi
 from __future__ import annotations
 
 from typing import Any, Protocol
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
 from ..core.waits import WaitSpec
-from ..records import Checkpoint, JournalEntry, Wait
+from ..records import Checkpoint, JournalEntry, ProviderBatch, Wait
 from ..store.base import AccountResult, CallReserve, CallSettle, Outcome
 from ..store.ratelimits import RateLimit
 
@@ -51,6 +52,21 @@ class JobStore(Protocol):
                    now: float | None = None) -> Wait: ...
     def wait_results(self, job_id: int, key: str, *, after: int = 0,
                      limit: int = 1000) -> list[dict[str, Any]]: ...
+
+    # provider batches (``job/batches.py``)
+    def get_batch(self, job_id: int, key: str) -> ProviderBatch | None: ...
+    def reserve_batch(self, job_id: int, token: int, *, key: str, stage: str | None,
+                      provider: str, model: str, tether_key: str,
+                      items: Sequence[Mapping[str, Any]], price: ModelPrice,
+                      standard: ModelPrice, profile_id: str,
+                      now: float | None = None) -> ProviderBatch: ...
+    def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
+                        first_poll_s: float | None = None,
+                        now: float | None = None) -> ProviderBatch: ...
+    def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
+                          now: float | None = None) -> ProviderBatch: ...
+    def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
+                      now: float | None = None) -> None: ...
 
     # stages
     def get_checkpoint(self, job_id: int, stage: str) -> Checkpoint | None: ...

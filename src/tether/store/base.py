@@ -17,8 +17,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol, TypedDict, runtime_checkable
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from ..core.batches import ItemResult, RemoteStatus
 from ..core.budget import Budget, BudgetStatus, Reservation
 from ..core.pricing import ModelPrice, PriceProfile
 from ..core.serving import Serving
@@ -28,7 +29,7 @@ from ..core.usage import Usage
 from ..core.waits import WaitSpec
 from ..errors import LeaseLost
 from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
-from ..records import Schedule, Wait, WorkerInfo
+from ..records import ProviderBatch, Schedule, Wait, WorkerInfo
 from ..tokens import TokenInfo
 from ..wakeup import Wakeup
 
@@ -313,6 +314,29 @@ class Store(Protocol):
     def wake_due(self, *, now: float | None = None, limit: int = 500) -> int: ...
     def prune(self, *, older_than_s: float, now: float | None = None,
               batch: int | None = None) -> int: ...
+
+    # --- provider batches (``batches.py``; the running job's side is in ``job/store.py``)
+    def get_batch(self, job_id: int, key: str) -> ProviderBatch | None: ...
+    def batches(self, job_id: int) -> list[ProviderBatch]: ...
+    def open_batches(self) -> dict[str, tuple[int, Decimal]]: ...
+    def reserve_batch(self, job_id: int, token: int, *, key: str, stage: str | None,
+                      provider: str, model: str, tether_key: str,
+                      items: Sequence[Mapping[str, Any]], price: ModelPrice,
+                      standard: ModelPrice, profile_id: str,
+                      now: float | None = None) -> ProviderBatch: ...
+    def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
+                        first_poll_s: float | None = None,
+                        now: float | None = None) -> ProviderBatch: ...
+    def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
+                          now: float | None = None) -> ProviderBatch: ...
+    def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
+                      now: float | None = None) -> None: ...
+    def claim_due_batches(self, *, now: float | None = None,
+                          limit: int = 20) -> list[ProviderBatch]: ...
+    def batch_polled(self, job_id: int, key: str, status: RemoteStatus, *,
+                     now: float | None = None) -> None: ...
+    def settle_batch(self, job_id: int, key: str, status: RemoteStatus,
+                     results: Mapping[str, ItemResult], *, now: float | None = None) -> bool: ...
 
     # --- waits (``waits.py``; the running job's own side is in ``job/store.py``)
     def get_wait(self, job_id: int, key: str) -> Wait | None: ...

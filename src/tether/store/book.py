@@ -86,7 +86,8 @@ class Book:
 
     # --- reserve -----------------------------------------------------------------------------
 
-    def _reserve(self, op: CallReserve, token: int) -> JournalEntry | None:
+    def _running(self, token: int) -> None:
+        """Raise unless attempt ``token`` holds the job and it is running (not stopping)."""
         job = self._held(token)
         if job["state"] == JobState.CANCELLING:
             raise JobCancelled(f"job {self.job_id} was cancelled")
@@ -94,6 +95,18 @@ class Book:
             raise JobPaused(f"job {self.job_id} was paused")
         if job["state"] != JobState.RUNNING:
             raise LeaseLost(f"job {self.job_id} is {job['state']}, not running")
+
+    def reserve_batch(self, want: Reservation, token: int) -> None:
+        """Reserve a provider batch's worst case (``want``: its items' summed, ``calls``:
+        how many) against every limit the job's calls count in: all of it, or nothing."""
+        self._running(token)
+        self._check(want)
+        self._add(reserved_usd=want.cost_usd, reserved_calls=want.calls,
+                  reserved_input_tokens=want.input_tokens,
+                  reserved_output_tokens=want.output_tokens)
+
+    def _reserve(self, op: CallReserve, token: int) -> JournalEntry | None:
+        self._running(token)
         entry = self.journal.get(op.key)
         status = entry["status"] if entry else None
         if status == "done" and entry is not None:

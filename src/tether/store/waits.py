@@ -237,10 +237,12 @@ class Waits(Transitions):
             failure = tx.one("wait_first_failed", **key) if failed else None
             return decide(_seconds(wait), now=now, pending=pending, failed=failed,
                           failure=failure)
-        signal = None
-        if wait["kind"] == "signal":
+        signal = batch = None
+        if wait["kind"] == "provider_batch":
+            batch = tx.one("batch_status", job_id=wait["job_id"], key=wait["key"])
+        elif wait["kind"] == "signal":
             signal = tx.one("signal_next", job_id=wait["job_id"], name=wait["signal"])
-        return decide(_seconds(wait), now=now, signal=signal)
+        return decide(_seconds(wait), now=now, signal=signal, batch=batch)
 
     def _close_wait(self, tx: Tx, wait: Row, wake: Wake, now: float) -> None:
         tx.run("wait_close", job_id=wait["job_id"], key=wait["key"], outcome=wake.outcome,

@@ -40,7 +40,7 @@ class WaitingForOut(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    kind: str = Field(description="signal, timer or children")
+    kind: str = Field(description="signal, timer, children or provider_batch")
     key: str = Field(description="the wait's key within the job")
     signal: str | None = Field(None, description="the signal it waits for")
     prompt: str | None = Field(None, description="the question for whoever answers")
@@ -50,13 +50,17 @@ class WaitingForOut(BaseModel):
     children: int | None = Field(None, description="children gathered")
     children_done: int | None = Field(None, description="of those, finished")
     since: datetime | None = Field(None, description="when the job began this wait")
+    batch: dict[str, Any] | None = Field(None, description=(
+        "a provider_batch wait's batch: provider, remote_id, status, items_total, "
+        "items_done, items_failed, reserved_usd, settled_usd, standard_usd (the same usage at "
+        "the standard price)"))
 
     @classmethod
     def of(cls, waiting: WaitingFor) -> WaitingForOut:
         return cls(kind=waiting.kind, key=waiting.key, signal=waiting.signal,
                    prompt=waiting.prompt, schema_=waiting.schema, wake_at=waiting.wake_at,
                    children=waiting.children, children_done=waiting.children_done,
-                   since=waiting.since)
+                   since=waiting.since, batch=waiting.batch)
 
 
 class WaitOut(BaseModel):
@@ -93,3 +97,30 @@ class WaitOut(BaseModel):
 
 class WaitList(BaseModel):
     items: list[WaitOut]
+
+
+class BatchOut(BaseModel):
+    """One provider batch of a job (``ctx.batch``): its provider id, its items, and its money
+    at the batch price beside what the same usage would cost at the standard price."""
+
+    key: str
+    provider: str
+    model: str
+    status: str = Field(description="submitting, submitted, settled or unconfirmed")
+    remote_id: str | None = Field(None, description="the provider's batch id")
+    remote_status: str | None = Field(None, description="the provider's last reported state")
+    items_total: int
+    items_done: int
+    items_failed: int
+    reserved_usd: str = Field(description="every item's worst case at the batch price")
+    settled_usd: str | None = Field(None, description="what it cost, once settled")
+    standard_usd: str | None = Field(None, description="the same usage at the standard price")
+    polls: int
+    error: str | None = None
+    created_at: datetime
+    settled_at: datetime | None = None
+
+
+class BatchList(BaseModel):
+    items: list[BatchOut]
+

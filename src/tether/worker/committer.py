@@ -17,15 +17,16 @@ import logging
 import threading
 import time
 from typing import Any, Protocol
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..core.combining import Combiner
+from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
 from ..core.waits import WaitSpec
 from ..errors import LeaseLost
 from ..job import JobStore
-from ..records import Checkpoint, JournalEntry, Wait
+from ..records import Checkpoint, JournalEntry, ProviderBatch, Wait
 from ..store.base import AccountResult, CallReserve, CallSettle, Claim, Outcome
 from ..store.ratelimits import RateLimit
 
@@ -231,6 +232,33 @@ class CommittingStore(WorkerStore):
     def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
                    now: float | None = None) -> Wait:
         return self._store.begin_wait(job_id, token, spec, now=now)  # rare: not batched
+
+    def reserve_batch(self, job_id: int, token: int, *, key: str, stage: str | None,
+                      provider: str, model: str, tether_key: str,
+                      items: Sequence[Mapping[str, Any]], price: ModelPrice,
+                      standard: ModelPrice, profile_id: str,
+                      now: float | None = None) -> ProviderBatch:
+        return self._store.reserve_batch(  # rare: not batched
+            job_id, token, key=key, stage=stage, provider=provider, model=model,
+            tether_key=tether_key, items=items, price=price, standard=standard,
+            profile_id=profile_id, now=now)
+
+    def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
+                        first_poll_s: float | None = None,
+                        now: float | None = None) -> ProviderBatch:
+        return self._store.batch_submitted(job_id, token, key, remote_id,
+                                           first_poll_s=first_poll_s, now=now)
+
+    def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
+                      now: float | None = None) -> None:
+        self._store.batch_refused(job_id, token, key, error_code, now=now)
+
+    def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
+                          now: float | None = None) -> ProviderBatch:
+        return self._store.batch_unconfirmed(job_id, token, key, reason, now=now)
+
+    def get_batch(self, job_id: int, key: str) -> ProviderBatch | None:
+        return self._store.get_batch(job_id, key)
 
     # --- reads, and the rate-limit wait (it may answer "not yet": nothing to share) ------------
 

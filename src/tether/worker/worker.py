@@ -32,6 +32,7 @@ from .executor import execute
 from .heartbeat import Heartbeat
 from .host import WorkerHost
 from .prefetch import Prefetch
+from .batch_poller import BatchPoller
 from .rescuer import Rescuer
 from .scheduler import DEFAULT_INTERVAL, Scheduler
 from .slots import Slots
@@ -93,6 +94,7 @@ class Worker:
                                    interval=heartbeat_interval)
         self.rescuer = Rescuer(self.store, interval=rescue_interval
                                if rescue_interval is not None else max(0.2, poll_interval))
+        self.batches = BatchPoller(self.store, app, interval=self.rescuer.interval)
         self.scheduler = (Scheduler(self.store, interval=schedule_interval)
                           if schedule_interval is not None else None)
         self.completed = 0
@@ -171,14 +173,16 @@ class Worker:
 
     def run_once(self) -> int:
         """Claim for the free slots and the fetch-ahead, then maintenance if due (after: a
-        wake-up for new work should not wait for a rescue pass first): the rescuer, and the
-        scheduler's step (``schedule_interval=None``: this worker runs no schedules).
-        Returns how many were claimed."""
+        wake-up for new work should not wait for a rescue pass first): the rescuer, the batch
+        poller, and the scheduler's step (``schedule_interval=None``: this worker runs no
+        schedules). Returns how many were claimed."""
         self._register()
         claimed = 0 if self.stopping else self._claim()
         tick = self.clock.monotonic()
         if self.rescuer.due(tick):
             self.rescuer.run_once()
+        if not self.stopping and self.batches.due(tick):
+            self.batches.run_once()
         if self.scheduler is not None and not self.stopping and self.scheduler.due(tick):
             self.scheduler.run_once()
         return claimed

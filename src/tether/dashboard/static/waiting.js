@@ -12,7 +12,7 @@
     return [T.el("dt", {}, label), T.el("dd", {}, ...value)];
   }
 
-  const KIND_TITLE = { signal: "Waiting for an answer", timer: "Waiting for a timer", children: "Waiting for its children" };
+  const KIND_TITLE = { signal: "Waiting for an answer", timer: "Waiting for a timer", children: "Waiting for its children", provider_batch: "Waiting for a provider batch" };
 
   function renderWaiting(job) {
     const w = job.state === "waiting" ? job.waiting_for : null;
@@ -26,6 +26,11 @@
       facts.push(fact("Deadline", w.wake_at ? T.fmt.time(w.wake_at) + " (" + T.fmt.until(w.wake_at) + "), then signal_timeout" : "none"));
     } else if (w.kind === "timer") {
       facts.push(fact("Wakes", T.fmt.time(w.wake_at) + " (" + T.fmt.until(w.wake_at) + ")"));
+    } else if (w.kind === "provider_batch") {
+      const b = w.batch || {};
+      facts.push(fact("Batch", T.el("span", { class: "mono", id: "waiting-batch" }, b.provider + " " + (b.remote_id || "(not sent yet)"))));
+      facts.push(fact("Items", b.items_done + " done, " + b.items_failed + " failed, " + b.items_total + " in all"));
+      facts.push(fact("Reserved", "$" + b.reserved_usd + " at the batch price"));
     } else {
       facts.push(fact("Children", T.el("span", { id: "waiting-children" }, w.children_done + " of " + w.children + " done")));
     }
