@@ -26,6 +26,7 @@ from ..tracing import NO_TRACE, AttemptTrace
 from .calls import Calls
 from .host import JobHost
 from .lease import Lease
+from .patches import Patches
 from .stages import run_stage
 from . import waits as _waits
 from .store import JobStore
@@ -56,6 +57,7 @@ class JobContext:
         """The job type's policy for a call or stage a replay finds changed (``replay.py``);
         the executor sets it from the job type."""
         self._decision: tuple[str | None] | None = None
+        self._patches = Patches()
 
     @property
     def log(self) -> logging.Logger:
@@ -128,6 +130,12 @@ class JobContext:
         if self._decision is None:
             self._decision = (self.store.replay_decision(self.id),)
         return self._decision[0]
+
+    def patched(self, name: str) -> bool:
+        """Whether this job takes the path of patch ``name``: True unless its history was
+        recorded by code without the patch; the same answer on every replay
+        (``job/patches.py``, docs/workflows.md)."""
+        return self._patches.patched(self, name)
 
     def next_position(self) -> int:
         with self._lock:

@@ -252,6 +252,9 @@ class CommittingStore(WorkerStore):
     def replay_decision(self, job_id: int) -> str | None:
         return self._store.replay_decision(job_id)
 
+    def patches(self, job_id: int, token: int) -> tuple[dict[str, bool], bool]:
+        return self._store.patches(job_id, token)
+
     def get_wait(self, job_id: int, key: str) -> Wait | None:
         return self._store.get_wait(job_id, key)
 

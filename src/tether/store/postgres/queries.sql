@@ -1105,3 +1105,16 @@ WHERE job_id = %(job_id)s AND stage = %(stage)s;
 
 -- name: drop_checkpoint
 DELETE FROM checkpoints WHERE job_id = %(job_id)s AND stage = %(stage)s;
+
+-- ---- patches (job/patches.py) -------------------------------------------------------------
+-- name: patch_markers
+SELECT data FROM job_events WHERE job_id = %(job_id)s AND kind = 'patched' ORDER BY seq;
+
+-- Whether an attempt before %(attempt)s recorded progress, or a fork carried some.
+-- name: earlier_progress
+SELECT EXISTS (SELECT 1 FROM call_journal WHERE job_id = %(job_id)s
+               AND (attempt < %(attempt)s OR reused_from IS NOT NULL))
+    OR EXISTS (SELECT 1 FROM checkpoints WHERE job_id = %(job_id)s
+               AND (attempt < %(attempt)s OR reused_from IS NOT NULL))
+    OR EXISTS (SELECT 1 FROM job_waits WHERE job_id = %(job_id)s AND attempt < %(attempt)s)
+    AS progressed;

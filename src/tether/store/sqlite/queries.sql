@@ -917,3 +917,16 @@ WHERE job_id = :job_id AND stage = :stage;
 
 -- name: drop_checkpoint
 DELETE FROM checkpoints WHERE job_id = :job_id AND stage = :stage;
+
+-- ---- patches (job/patches.py) -------------------------------------------------------------
+-- name: patch_markers
+SELECT data FROM job_events WHERE job_id = :job_id AND kind = 'patched' ORDER BY seq;
+
+-- Whether an attempt before :attempt recorded progress, or a fork carried some.
+-- name: earlier_progress
+SELECT EXISTS (SELECT 1 FROM call_journal WHERE job_id = :job_id
+               AND (attempt < :attempt OR reused_from IS NOT NULL))
+    OR EXISTS (SELECT 1 FROM checkpoints WHERE job_id = :job_id
+               AND (attempt < :attempt OR reused_from IS NOT NULL))
+    OR EXISTS (SELECT 1 FROM job_waits WHERE job_id = :job_id AND attempt < :attempt)
+    AS progressed;
