@@ -29,7 +29,7 @@ from .facade.streams import EventStreams
 from .facade.workers import WorkerViews
 from .facade.workflows import Workflows
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
-from .registry import JobFn, JobType, Registry, as_stages
+from .registry import JobFn, JobType, Registry, as_replays, as_stages
 from .store.base import EngineStats, NewJob, SpendTotal, Store
 from .store.open import open_store
 from .store.ratelimits import RateLimit
@@ -152,7 +152,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
             retry_unknown: bool = False, retry_on: tuple[type[BaseException], ...] = (),
             budget: Budget | Mapping[str, Any] | None = None,
             estimator: Callable[[Any], Any] | None = None,
-            stages: Sequence[JobFn] | None = None, on_change: str = "pause") -> Any:
+            stages: Sequence[JobFn] | None = None, on_change: str = "pause",
+            version: str = "", replays: str | Sequence[str] | None = None) -> Any:
         """Register a job type by decorating ``def f(ctx, payload)`` (or ``async def``).
 
         ``@app.job``, ``@app.job()`` and ``@app.job("name", ...)`` all work; the name defaults
@@ -160,7 +161,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
         ``a`` gets the payload, ``b`` a's output, the function b's output, each output
         checkpointed. The decorated function is returned unchanged. ``on_change``: what a
         replay does with a journaled call or a stage that changed since it was recorded
-        (``pause``, ``reuse`` or ``repay``: docs/guarantees.md).
+        (``pause``, ``reuse`` or ``repay``: docs/guarantees.md); ``version`` and ``replays``:
+        which jobs its workers claim (docs/workflows.md).
         """
         if callable(name):
             return self.job()(name)
@@ -170,7 +172,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
             self.register(name or fn.__name__, None if listed else fn, stages=listed,
                           safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
                           priority=priority, retry_unknown=retry_unknown, retry_on=retry_on,
-                          budget=budget, estimator=estimator, on_change=on_change)
+                          budget=budget, estimator=estimator, on_change=on_change,
+                          version=version, replays=replays)
             return fn
         return register
 
@@ -180,14 +183,15 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                  retry_on: tuple[type[BaseException], ...] = (),
                  budget: Budget | Mapping[str, Any] | None = None,
                  estimator: Callable[[Any], Any] | None = None,
-                 on_change: str = "pause") -> JobType:
+                 on_change: str = "pause", version: str = "",
+                 replays: str | Sequence[str] | None = None) -> JobType:
         """Register a job type by function or by an ordered list of stage functions."""
         return self.registry.add(JobType(
             name=checked_name(name, "job type"), fn=fn, stages=as_stages(stages),
             safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
             priority=priority, retry=RetryPolicy(retry_unknown=retry_unknown, retry_on=retry_on),
             budget=as_budget(budget) if budget is not None else None, estimator=estimator,
-            on_change=on_change))
+            on_change=on_change, version=version, replays=as_replays(replays)))
 
     def pipeline(self, name: str, stages: Sequence[JobFn], **options: Any) -> JobType:
         """Register a multi-stage job type: each stage's output is checkpointed."""

@@ -44,6 +44,9 @@ class Job:
     trace_context: str | None = None
     """The submitter's W3C trace context, which the job's attempt spans are parented under
     (``tracing.py``); None when it was submitted outside any trace."""
+    version: str = ""
+    """The job type's version when it was submitted ("" unversioned): only a worker whose
+    code serves that version claims it (``core/serving.py``)."""
 
     @property
     def terminal(self) -> bool:
@@ -126,6 +129,9 @@ class WorkerInfo:
     workers recorded them, which claims every type."""
     lease_ttl: float | None = None
     """Its lease TTL: silent that long, it no longer counts as live (``core/serving.py``)."""
+    versions: dict[str, list[str]] | None = None
+    """The versions it claims of each type it claims only some versions of; a type left out
+    (or None: a worker from before workers recorded them) is claimed at every version."""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

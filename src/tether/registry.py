@@ -39,6 +39,11 @@ class JobType:
     on_change: str = "pause"
     """What a replay does with a call or stage that changed since it was recorded: ``pause``,
     ``reuse`` or ``repay`` (``job/replay.py``)."""
+    version: str = ""
+    """Stored with every job submitted as this type ("" unversioned); a worker claims a job
+    only if its type serves the job's version (``core/serving.py``)."""
+    replays: frozenset[str] | None = frozenset()
+    """Other versions this code can replay, besides its own; None: every version."""
 
     def __post_init__(self) -> None:
         if (self.fn is None) == (not self.stages):
@@ -47,8 +52,15 @@ class JobType:
             validate.max_attempts(self.max_attempts)
             validate.priority(self.priority)
             validate.on_change(self.on_change)
+            validate.version(self.version)
+            for other in self.replays or ():
+                validate.version(other, "a version in replays")
         except InvalidArgument as exc:
             raise ConfigurationError(f"job type {self.name!r}: {exc.message}") from None
+
+    def serves(self, version: str) -> bool:
+        """Whether this code claims a job of this type submitted at ``version``."""
+        return self.replays is None or version == self.version or version in self.replays
 
     @cached_property
     def is_async(self) -> bool:
@@ -95,6 +107,17 @@ class Registry:
 
     def names(self) -> list[str]:
         return sorted(self._types)
+
+
+def as_replays(value: str | Sequence[str] | None) -> frozenset[str] | None:
+    """``replays=``: ``"any"`` (every version: None), or the versions listed."""
+    if value == "any":
+        return None
+    if value is None:
+        return frozenset()
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ConfigurationError(f'replays must be "any" or a list of versions, not {value!r}')
+    return frozenset(value)
 
 
 def stage(name: str | None = None, *, version: str | None = None) -> Callable[[JobFn], JobFn]:

@@ -141,7 +141,8 @@ class Resolver:
             "idempotency_key": idempotency_key, "input_config_hash": digest, "budget": limits,
             "parent_id": parent_id, "detached": bool(detached),
             "price_profile": self.profile.id, "estimated_cost_usd": estimated,
-            "trace_context": self.trace_context(type)})
+            "trace_context": self.trace_context(type),
+            "version": job_type.version if job_type else ""})
 
     def _shape(self, type: str, project: str, idempotency_key: str | None, queue: str | None,
                priority: int | None, max_attempts: int | None,

@@ -57,16 +57,16 @@ def test_two_apps_workers_each_run_only_their_own_types(app, other):
 def test_a_job_no_live_worker_serves_is_unserved_until_one_starts(app, other):
     a, b = app.submit("a", {}), other.submit("b", {})
     assert app.unserved([app.get(a.id), app.get(b.id)]) == {a.id, b.id}
-    assert app.unserved_counts() == {("default", "a"): 1, ("default", "b"): 1}
+    assert app.unserved_counts() == {("default", "a", ""): 1, ("default", "b", ""): 1}
     wa = app.worker(concurrency=1, schedule_interval=None, lease_ttl=30)
     wa.run_once()  # registers, claims a
     assert app.unserved([app.get(b.id)]) == {b.id}
-    assert app.unserved_counts() == {("default", "b"): 1}
+    assert app.unserved_counts() == {("default", "b", ""): 1}
     assert app.unserved([app.get(a.id)]) == set()  # not queued any more
     wb = other.worker(concurrency=1, schedule_interval=None, lease_ttl=30,
                       queues=["bulk"])
     wb._register()  # serves b, but on another queue
-    assert app.unserved_counts() == {("default", "b"): 1}
+    assert app.unserved_counts() == {("default", "b", ""): 1}
     wb2 = other.worker(concurrency=1, schedule_interval=None, lease_ttl=30)
     wb2._register()
     assert app.unserved([app.get(b.id)]) == set() and app.unserved_counts() == {}

@@ -141,6 +141,16 @@ def test_status_of_a_queued_job_and_events_table(capsys, db, facade):
     assert "SEQ" in events.out and "submitted" in events.out and "- → queued" in events.out
 
 
+def test_status_shows_the_version_and_which_version_no_worker_serves(capsys, db, facade):
+    facade.register("drafter", lambda ctx, payload: None, version="3")
+    job = facade.submit("drafter", {})
+    r = cli(capsys, db, "job", "status", str(job.id))
+    assert r.code == 0 and f"{job.id}  drafter version 3  queued" in r.out
+    assert "no live worker serves type drafter version 3 on queue default" in r.out
+    data = cli(capsys, db, "job", "status", str(job.id), "--json")
+    assert '"version": "3"' in data.out and '"unserved": true' in data.out
+
+
 def test_job_budget_variants(capsys, db, facade):
     job = facade.submit("echo", {}, budget={"max_cost_usd": "1"})
     r = cli(capsys, db, "job", "budget", str(job.id), "--max-cost", "$5", "--max-calls", "100")

@@ -30,3 +30,14 @@ def test_a_job_no_worker_serves_is_marked_on_its_page_and_in_the_list(context, s
 
     page.goto("/workers")
     expect(page.locator(".worker-types").first).to_contain_text("long_loop")
+
+
+def test_the_job_page_shows_the_version_and_which_version_no_worker_serves(context, site):
+    if "drafter" not in site.app.registry:
+        site.app.register("drafter", lambda ctx, payload: None, version="3")
+    job = site.app.submit("drafter", {}, project="alpha")
+    page = signed_in(context, site, "admin")
+    page.goto(f"/jobs/{job.id}")
+    expect(page.locator("#job-unserved")).to_contain_text(
+        "No live worker serves type drafter version 3 on queue default")
+    expect(page.locator("#job-facts")).to_contain_text("Version3")

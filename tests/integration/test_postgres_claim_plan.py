@@ -34,7 +34,8 @@ def test_a_claim_after_a_bulk_load_walks_the_claim_index_in_order(pg_url):
             never = tx.conn.execute("SELECT reltuples FROM pg_class "
                                     "WHERE oid = 'jobs'::regclass").fetchone()
         assert never is not None and never["reltuples"] < 0  # never analyzed: stale statistics
-        params = {"worker_id": "w", "queues": None, "types": ["t"], "limit": 8,
+        params = {"worker_id": "w", "queues": None, "types": [], "versions": ["t@"],
+                  "limit": 8,
                   "lease_ttl": 30.0, "now": None, "start": True}
         sql = str(QUERIES["claim_jobs"])
         default = _plan(app.store, sql, params, ("BEGIN",))
@@ -45,8 +46,8 @@ def test_a_claim_after_a_bulk_load_walks_the_claim_index_in_order(pg_url):
         assert "Index Scan using jobs_claimable on jobs j" in claimed
         assert "Sort Key: j.priority" not in claimed and "Bitmap" not in claimed
         assert "JIT" not in claimed
-        claims = app.store.claim("w", queues=None, types=["t"], limit=8, lease_ttl=30,
-                                 start=True)
+        claims = app.store.claim("w", queues=None, types=[], versions=["t@"], limit=8,
+                                 lease_ttl=30, start=True)
         assert [c.job.id for c in claims] == sorted(c.job.id for c in claims)
         assert len(claims) == 8
     finally:

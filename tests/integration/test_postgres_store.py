@@ -121,7 +121,8 @@ def test_the_claim_walks_the_claimable_index(pg_url):
             conn.execute("ANALYZE jobs")
             plan = "\n".join(r[0] for r in conn.execute(
                 "EXPLAIN " + QUERIES["claim_jobs"],
-                {"now": None, "queues": None, "types": ["echo"], "limit": 10, "worker_id": "w",
+                {"now": None, "queues": None, "types": [], "versions": ["echo@"],
+                 "limit": 10, "worker_id": "w",
                  "start": True, "lease_ttl": 30.0}).fetchall())
         assert "jobs_claimable" in plan, plan
         assert len(app.store.claim("w", queues=None, limit=10, lease_ttl=30)) == 10

@@ -34,8 +34,8 @@ def test_each_apps_workers_claim_only_their_types_and_the_rest_wait_unserved(
             wait_until(lambda: all(client.get(j.id).state == JobState.SUCCEEDED for j in basic),
                        what="worker A to run its app's jobs")
             wait_until(lambda: unserved_series(api.get("/metrics").text) == {
-                'tether_jobs_unserved{queue="default",type="nosuch"}': 1.0,
-                'tether_jobs_unserved{queue="default",type="other_line"}': 3.0},
+                'tether_jobs_unserved{queue="default",type="nosuch",version=""}': 1.0,
+                'tether_jobs_unserved{queue="default",type="other_line",version=""}': 3.0},
                 what="the unserved jobs in /metrics")
             for job in [*other, nosuch]:
                 seen = client.get(job.id)
@@ -54,7 +54,7 @@ def test_each_apps_workers_claim_only_their_types_and_the_rest_wait_unserved(
             wait_until(lambda: all(client.get(j.id).state == JobState.SUCCEEDED for j in other),
                        what="worker B to run the other app's jobs")
             assert unserved_series(api.get("/metrics").text) == {
-                'tether_jobs_unserved{queue="default",type="nosuch"}': 1.0}
+                'tether_jobs_unserved{queue="default",type="nosuch",version=""}': 1.0}
             assert api.get(f"/api/v1/jobs/{other[0].id}").json()["unserved"] is False
             assert api.get(f"/api/v1/jobs/{nosuch.id}").json()["unserved"] is True
         assert client.get(nosuch.id).state == JobState.QUEUED

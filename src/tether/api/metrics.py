@@ -6,8 +6,9 @@ Always present:
   tether_queue_paused{queue}               1 when the queue is paused
   tether_workers                           workers that have not stopped
   tether_worker_leases                     leases those workers hold
-  tether_jobs_unserved{queue,type}         queued jobs no live worker serves (no running
-                                           worker's app registers the type on that queue)
+  tether_jobs_unserved{queue,type,version} queued jobs no live worker serves (no running
+                                           worker's app registers the type at that version
+                                           on that queue; version "" is unversioned)
   tether_budget_paused_jobs                jobs paused with error_code budget_exhausted
   tether_period_budget_paused_jobs         jobs paused by a period limit until it resets
   tether_scrape_errors_total               scrapes that could not read the store
@@ -87,10 +88,11 @@ class TetherCollector(Collector):
         count.add_metric([], len(workers))
         leases = GaugeMetricFamily("tether_worker_leases", "Job leases held by live workers")
         leases.add_metric([], sum(w.leases for w in workers))
-        unserved = GaugeMetricFamily("tether_jobs_unserved", "Queued jobs whose type no live "
-                                     "worker serves on their queue", labels=["queue", "type"])
-        for (queue, type), n in self.app.unserved_counts().items():
-            unserved.add_metric([queue, type], n)
+        unserved = GaugeMetricFamily("tether_jobs_unserved", "Queued jobs whose type and "
+                                     "version no live worker serves on their queue",
+                                     labels=["queue", "type", "version"])
+        for (queue, type, version), n in self.app.unserved_counts().items():
+            unserved.add_metric([queue, type, version], n)
         return [count, leases, unserved]
 
     def _batches(self) -> Iterable[Metric]:

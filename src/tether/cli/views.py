@@ -163,14 +163,18 @@ def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
     queued job's type on its queue."""
     reused = getattr(calls, "reused", None)
     grid = _grid()
-    grid.add_row("job", f"{job.id}  [bold]{escape(job.type)}[/]  {state_text(job.state)}")
+    version = f" version {escape(job.version)}" if job.version else ""
+    grid.add_row("job", f"{job.id}  [bold]{escape(job.type)}[/]{version}  "
+                 f"{state_text(job.state)}")
     if waiting is not None:
         for label, text in waiting_rows(job, waiting):
             grid.add_row(label, text)
     if unserved:
-        grid.add_row("unserved", f"[yellow]no live worker serves type {escape(job.type)} on "
-                     f"queue {escape(job.queue)}[/]: it stays queued until a worker whose app "
-                     "registers the type starts")
+        version = f" version {escape(job.version)}" if job.version else ""
+        grid.add_row("unserved", f"[yellow]no live worker serves type {escape(job.type)}"
+                     f"{version} on queue {escape(job.queue)}[/]: it stays queued until a "
+                     "worker whose app registers the type"
+                     f"{' at that version' if version else ''} starts")
     grid.add_row("project", f"{escape(job.project)}   queue {escape(job.queue)}   "
                  f"priority {job.priority}")
     grid.add_row("stage", _cell(job.stage) or "-")

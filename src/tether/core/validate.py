@@ -35,6 +35,19 @@ def name(value: Any, what: str) -> str:
     return value
 
 
+MAX_VERSION = 64
+
+
+def version(value: Any, what: str = "job type version") -> str:
+    """A job type's version: "" (unversioned) or 1 to 64 printable characters without ``@``,
+    which separates a type from its version in what a worker serves (``core/serving.py``)."""
+    if (not isinstance(value, str) or len(value) > MAX_VERSION or not value.isprintable()
+            or "@" in value):
+        raise InvalidArgument(f"{what} must be a string of at most {MAX_VERSION} printable "
+                              f"characters without '@', got {value!r:.60}", argument="version")
+    return value
+
+
 def signal_name(value: Any) -> str:
     """A signal name: a name (see ``name``) other than ``.`` and ``..``, without ``/``. It is
     one path segment of ``POST /jobs/{id}/signals/{name}``: clients resolve ``.`` and ``..``

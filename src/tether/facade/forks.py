@@ -77,6 +77,7 @@ class ForkMixin:
             queue=source.queue, priority=source.priority, max_attempts=source.max_attempts,
             budget=limits, idempotency_key=idempotency_key)
         spec = dataclasses.replace(spec, safe_to_retry=source.safe_to_retry,
+                                   version=source.version,
                                    input_config_hash=fork_hash(spec.input_config_hash,
                                                                source.id, from_stage))
         return self.store.fork(source.id, spec, from_stage=from_stage,

@@ -32,15 +32,16 @@ class WorkerViews:
         return self.store.serving()
 
     def unserved(self, jobs: Iterable[Job]) -> set[int]:
-        """The ids of those ``jobs`` that are queued and whose type no live worker serves on
-        their queue: they stay queued until such a worker starts. One read, and none when no
-        job is queued."""
+        """The ids of those ``jobs`` that are queued and whose type, at their version, no live
+        worker serves on their queue: they stay queued until such a worker starts. One read,
+        and none when no job is queued."""
         queued = [job for job in jobs if job.state == JobState.QUEUED]
         if not queued:
             return set()
         serving = self.serving()
-        return {job.id for job in queued if not serving.serves(job.type, job.queue)}
+        return {job.id for job in queued
+                if not serving.serves(job.type, job.queue, job.version)}
 
-    def unserved_counts(self) -> dict[tuple[str, str], int]:
-        """Queued jobs no live worker serves, counted by (queue, type)."""
+    def unserved_counts(self) -> dict[tuple[str, str, str], int]:
+        """Queued jobs no live worker serves, counted by (queue, type, version)."""
         return self.serving().unserved(self.store.queued_by_type())

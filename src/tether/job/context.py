@@ -28,6 +28,7 @@ from ..tracing import NO_TRACE, AttemptTrace
 from .calls import Calls
 from .host import JobHost
 from .lease import Lease
+from .patches import Patches
 from .stages import run_stage
 from . import batches as _batches
 from . import waits as _waits
@@ -62,6 +63,7 @@ class JobContext:
         """The job type's policy for a call or stage a replay finds changed (``replay.py``);
         the executor sets it from the job type."""
         self._decision: tuple[str | None] | None = None
+        self._patches = Patches()
 
     @property
     def log(self) -> logging.Logger:
@@ -134,6 +136,12 @@ class JobContext:
         if self._decision is None:
             self._decision = (self.store.replay_decision(self.id),)
         return self._decision[0]
+
+    def patched(self, name: str) -> bool:
+        """Whether this job takes the path of patch ``name``: True unless its history was
+        recorded by code without the patch; the same answer on every replay
+        (``job/patches.py``, docs/workflows.md)."""
+        return self._patches.patched(self, name)
 
     def next_position(self) -> int:
         with self._lock:

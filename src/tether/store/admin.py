@@ -21,6 +21,7 @@ def upsert_worker(tx: Tx, worker: WorkerInfo, now: float) -> None:
     tx.run("upsert_worker", id=worker.id, hostname=worker.hostname, pid=worker.pid,
            queues=json.dumps(worker.queues),
            types=None if worker.types is None else json.dumps(sorted(worker.types)),
+           versions=None if worker.versions is None else json.dumps(worker.versions),
            lease_ttl=worker.lease_ttl, concurrency=worker.concurrency, now=now)
 
 
@@ -48,19 +49,21 @@ class Admin(Transitions):
                            last_heartbeat_at=as_datetime(r["last_heartbeat_at"]),
                            stopped_at=as_datetime(r.get("stopped_at")),
                            leases=int(r["leases"] or 0), types=load_json(r["types"]),
-                           lease_ttl=r["lease_ttl"])
+                           lease_ttl=r["lease_ttl"], versions=load_json(r.get("versions")))
                 for r in rows]
 
     def serving(self, *, now: float | None = None) -> Serving:
         """What the live workers serve (``core/serving.py`` says what live means)."""
         with self._read() as tx:
             rows = tx.all("live_workers", now=self._now(tx, now), default_ttl=LEGACY_LIVE_S)
-        return Serving.of((load_json(r["types"]), load_json(r["queues"])) for r in rows)
+        return Serving.of((load_json(r["types"]), load_json(r["queues"]),
+                           load_json(r["versions"])) for r in rows)
 
-    def queued_by_type(self) -> dict[tuple[str, str], int]:
-        """Queued jobs counted by (queue, type)."""
+    def queued_by_type(self) -> dict[tuple[str, str, str], int]:
+        """Queued jobs counted by (queue, type, version)."""
         with self._read() as tx:
-            return {(r["queue"], r["type"]): int(r["n"]) for r in tx.all("count_queued_by_type")}
+            return {(r["queue"], r["type"], r["version"]): int(r["n"])
+                    for r in tx.all("count_queued_by_type")}
 
     # --- API tokens -------------------------------------------------------------------------------
 

@@ -226,7 +226,8 @@ def _objects(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> str:
         "input_config_hash": j.input_config_hash, "payload": j.payload_json,
         "budget": budgets[id(j.budget)], "price_profile": j.price_profile,
         "estimated_cost_usd": j.estimated_cost_usd, "parent_id": j.parent_id,
-        "detached": j.detached, "trace_context": j.trace_context} for i, j in enumerate(jobs)])
+        "detached": j.detached, "trace_context": j.trace_context, "version": j.version}
+        for i, j in enumerate(jobs)])
 
 
 def _values(job: NewJob, budgets: dict[int, Any]) -> dict[str, Any]:
@@ -238,7 +239,7 @@ def _values(job: NewJob, budgets: dict[int, Any]) -> dict[str, Any]:
             "payload": job.payload_json, "budget": budgets[id(job.budget)],
             "price_profile": job.price_profile, "estimated_cost_usd": job.estimated_cost_usd,
             "parent_id": job.parent_id, "detached": bool(job.detached),
-            "trace_context": job.trace_context}
+            "trace_context": job.trace_context, "version": job.version}
 
 
 def _columns(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> dict[str, Any]:
@@ -249,13 +250,13 @@ def _columns(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> dict[str, Any]:
     for j in jobs:
         shape = (j.type, j.project, j.queue, j.priority, j.max_attempts, j.safe_to_retry,
                  budgets[id(j.budget)], j.price_profile, j.parent_id, j.detached,
-                 j.trace_context)
+                 j.trace_context, j.version)
         n = shapes.get(shape)
         if n is None:
             n = shapes[shape] = len(shapes) + 1
         index.append(n)
     (types, projects, queues, priorities, max_attempts, safe, budget, profiles, parents,
-     detached, traces) = (list(column) for column in zip(*shapes, strict=True))
+     detached, traces, versions) = (list(column) for column in zip(*shapes, strict=True))
     return {"shapes": index, "payloads": [j.payload_json for j in jobs],
             "hashes": [j.input_config_hash for j in jobs],
             "keys": _nullable([j.idempotency_key for j in jobs]),
@@ -265,7 +266,7 @@ def _columns(jobs: Sequence[NewJob], budgets: dict[int, Any]) -> dict[str, Any]:
             "max_attempts": max_attempts, "safe_to_retry": [bool(v) for v in safe],
             "budgets": budget, "price_profiles": _nullable(profiles),
             "parents": _nullable(parents), "detached": [bool(v) for v in detached],
-            "trace_contexts": _nullable(traces)}
+            "trace_contexts": _nullable(traces), "versions": versions}
 
 
 def _nullable(values: list) -> list | None:

@@ -27,18 +27,21 @@ class Leases(Accounting):
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
               lease_ttl: float, now: float | None = None, start: bool = False,
-              types: Sequence[str] | None = None) -> list[Claim]:
+              types: Sequence[str] | None = None,
+              versions: Sequence[str] | None = None) -> list[Claim]:
         """Lease up to ``limit`` eligible jobs. With ``start`` (what a worker that runs them at
         once asks for) the first attempts also begin in the same statement: ``leased`` then
         ``running``, two events each, one commit for the whole batch. A re-attempt (a job with
         an earlier attempt) is left ``leased``: its start must first settle what that attempt
-        left open."""
+        left open. ``types`` None claims every type; else only jobs of those types, at every
+        version, and of the (type, version) pairs ``versions`` names (``version_key``)."""
         if limit <= 0:
             return []
         with self._write() as tx:
             now = self._now(tx, now)
             rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
                           types=self._list_param(types),
+                          versions=self._list_param(versions),
                           limit=limit, lease_ttl=lease_ttl, now=now, start=start)
             if not rows:
                 return []

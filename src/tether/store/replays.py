@@ -76,3 +76,16 @@ class Replays(Transitions):
                 data.update(blob=old["blob"], size=int(old["size"]))
             tx.run("drop_checkpoint", job_id=job_id, stage=stage)
             self._note(tx, job_id, "stage_rerun", now, token, data)
+
+    def patches(self, job_id: int, token: int) -> tuple[dict[str, bool], bool]:
+        """The job's ``patched`` markers (name: answer), and whether an attempt before
+        ``token`` recorded progress: a journaled call, a checkpoint or a wait (or a fork
+        carried one). ``job/patches.py`` says what the answers mean."""
+        with self._read() as tx:
+            rows = tx.all("patch_markers", job_id=job_id)
+            row = tx.one("earlier_progress", job_id=job_id, attempt=token)
+        markers: dict[str, bool] = {}
+        for r in rows:
+            data = load_json(r["data"]) or {}
+            markers.setdefault(str(data.get("name")), bool(data.get("patched")))
+        return markers, bool(row and row["progressed"])

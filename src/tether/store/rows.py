@@ -139,6 +139,7 @@ def to_job(row: Row) -> Job:
         "price_profile": row.get("price_profile"),
         "estimated_cost_usd": Decimal(str(est)) if est is not None else None,
         "parent_id": row.get("parent_id"), "trace_context": row.get("trace_context"),
+        "version": row.get("version") or "",
     })
 
 
@@ -175,7 +176,8 @@ def new_job(spec: NewJob, id: int, created_at: datetime, run_after: datetime,
         "safe_to_retry": bool(spec.safe_to_retry), "lease_token": None, "finished_at": None,
         "price_profile": spec.price_profile,
         "estimated_cost_usd": Decimal(est) if est is not None else None,
-        "parent_id": spec.parent_id, "trace_context": spec.trace_context})
+        "parent_id": spec.parent_id, "trace_context": spec.trace_context,
+        "version": spec.version})
 
 
 def to_event(row: Row) -> Event:

@@ -129,6 +129,9 @@ class JobOut(BaseModel):
 
     id: int
     type: str
+    version: str = Field("", description=(
+        "the job type's version it was submitted at (empty: unversioned); only a worker "
+        "serving that version claims it"))
     project: str
     queue: str
     state: JobState
@@ -175,7 +178,8 @@ class JobOut(BaseModel):
         limits = BudgetLimitsOut(**{k: v for k, v in budget["limits"].items()
                                     if k in BudgetLimitsOut.model_fields})
         return cls(
-            id=job.id, type=job.type, project=job.project, queue=job.queue, state=job.state,
+            id=job.id, type=job.type, version=job.version, project=job.project,
+            queue=job.queue, state=job.state,
             terminal=job.terminal, stage=job.stage, attempt_count=job.attempt_count,
             max_attempts=job.max_attempts, priority=job.priority,
             idempotency_key=job.idempotency_key, input_config_hash=job.input_config_hash,

@@ -145,7 +145,8 @@ class WorkerStore(JobStore, Protocol):
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
               lease_ttl: float, now: float | None = None, start: bool = False,
-              types: Sequence[str] | None = None) -> list[Claim]: ...
+              types: Sequence[str] | None = None,
+              versions: Sequence[str] | None = None) -> list[Claim]: ...
     def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
                     now: float | None = None) -> list[JobState | LeaseLost]: ...
 
@@ -165,9 +166,11 @@ class CommittingStore(WorkerStore):
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
               lease_ttl: float, now: float | None = None, start: bool = False,
-              types: Sequence[str] | None = None) -> list[Claim]:
+              types: Sequence[str] | None = None,
+              versions: Sequence[str] | None = None) -> list[Claim]:
         return self._run(self._store.claim, worker_id, queues=queues, limit=limit,
-                         lease_ttl=lease_ttl, now=now, start=start, types=types)
+                         lease_ttl=lease_ttl, now=now, start=start, types=types,
+                         versions=versions)
 
     def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState:
         return self._run(self._store.start, job_id, token, now=now)
@@ -276,6 +279,9 @@ class CommittingStore(WorkerStore):
 
     def replay_decision(self, job_id: int) -> str | None:
         return self._store.replay_decision(job_id)
+
+    def patches(self, job_id: int, token: int) -> tuple[dict[str, bool], bool]:
+        return self._store.patches(job_id, token)
 
     def get_wait(self, job_id: int, key: str) -> Wait | None:
         return self._store.get_wait(job_id, key)

@@ -20,10 +20,11 @@ import uuid
 from collections.abc import Sequence
 
 from ..clock import utc
-from ..core.serving import EVERY_QUEUE
+from ..core.serving import EVERY_QUEUE, claim_filter, versions_served
 from ..errors import StoreCorrupt, StoreError, WorkerShutdown
 from ..job import Lease
 from ..records import Job, WorkerInfo
+from ..registry import JobType
 from ..store.base import Store
 from ..wakeup import Wakeup
 from .committer import CommittingStore, GroupCommitter
@@ -99,6 +100,7 @@ class Worker:
                           if schedule_interval is not None else None)
         self.completed = 0
         self._types: list[str] = []
+        self._filter: tuple[list[str], list[str]] = ([], [])
         self._registered: list[str] | None = None  # the types its row records
         self._drained = False  # the last claim got fewer jobs than it asked for
         self.committer = (GroupCommitter(self.store)
@@ -147,7 +149,17 @@ class Worker:
         A registry only grows, so its size says when to read the names again."""
         if len(self.app.registry) != len(self._types):
             self._types = self.app.registry.names()
+            self._filter = claim_filter(self._job_types())
         return self._types
+
+    def _job_types(self) -> list[JobType]:
+        return [self.app.registry.get(name) for name in self.types()]
+
+    def claim_filter(self) -> tuple[list[str], list[str]]:
+        """What this worker's claims match: the types it claims at every version, and the
+        ``version_key`` of each (type, version) it claims otherwise (``core/serving.py``)."""
+        self.types()
+        return self._filter
 
     def _register(self) -> None:
         """Write the worker's row at its first step, and again when its app has registered
@@ -159,7 +171,8 @@ class Worker:
         self.store.register_worker(WorkerInfo(
             id=self.id, hostname=socket.gethostname(), pid=os.getpid(),
             queues=self.queues or [EVERY_QUEUE], concurrency=self.concurrency, started_at=now,
-            last_heartbeat_at=now, stopped_at=None, types=types, lease_ttl=self.lease_ttl))
+            last_heartbeat_at=now, stopped_at=None, types=types, lease_ttl=self.lease_ttl,
+            versions=versions_served(self._job_types())))
         if self._registered is None:
             queues = ", ".join(self.queues) if self.queues else "all queues"
             if types:
@@ -196,8 +209,10 @@ class Worker:
         self._drained = False
         if want <= 0:
             return 0
+        every, versioned = self.claim_filter()
         claims = self.writes.claim(self.id, queues=self.queues, limit=want,
-                                   lease_ttl=self.lease_ttl, start=True, types=self.types())
+                                   lease_ttl=self.lease_ttl, start=True, types=every,
+                                   versions=versioned)
         if claims:
             batch = [(claim.job, Lease(claim.job.id, claim.token), claim.started)
                      for claim in claims]
@@ -282,9 +297,13 @@ class Worker:
         self._wake.clear()
 
     def _idle(self) -> bool:
-        """Nothing of this worker's types is queued or waiting for a retry."""
-        return not any(self.store.list_jobs(state=state, type=type, limit=1)
-                       for type in self.types() for state in ("queued", "retry_wait"))
+        """Nothing of this worker's types, at a version it serves, is queued or waiting for
+        a retry (of the first hundred of each type and state)."""
+        return not any(job_type.serves(job.version)
+                       for job_type in self._job_types()
+                       for state in ("queued", "retry_wait")
+                       for job in self.store.list_jobs(state=state, type=job_type.name,
+                                                       limit=100))
 
     def stop(self) -> None:
         """Begin a graceful drain. Safe from a signal handler: it takes no lock (``Wakeup``)."""

@@ -61,13 +61,15 @@
     box.hidden = false;
   }
 
-  /** A queued job whose type no live worker serves on its queue stays queued: say why. */
+  /** A queued job whose type (at its version) no live worker serves on its queue stays
+   *  queued: say why. */
   function renderUnserved(job) {
     const box = $("job-unserved");
     box.hidden = !job.unserved;
     if (job.unserved) {
-      T.fill(box, T.el("strong", {}, "No live worker serves type " + job.type + " on queue " + job.queue),
-        ": the job stays queued until a worker whose app registers the type starts.");
+      const version = job.version ? " version " + job.version : "";
+      T.fill(box, T.el("strong", {}, "No live worker serves type " + job.type + version + " on queue " + job.queue),
+        ": the job stays queued until a worker whose app registers the type" + (version ? " at that version" : "") + " starts.");
     }
   }
 
@@ -75,6 +77,7 @@
     const facts = [
       fact("State", T.badge(job.state)),
       fact("Type", job.type),
+      fact("Version", job.version ? T.el("span", { class: "mono" }, job.version) : T.el("span", { class: "muted" }, "unversioned")),
       fact("Project", job.project),
       fact("Queue", job.queue),
       fact("Attempts", job.attempt_count + " of " + job.max_attempts),

@@ -21,12 +21,12 @@ WITH clock AS (
     INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
                       safe_to_retry, idempotency_key, input_config_hash, payload, budget,
                       price_profile, estimated_cost_usd, parent_id, detached, trace_context,
-                      event_seq, created_at, updated_at)
+                      version, event_seq, created_at, updated_at)
     SELECT s.type, s.project, s.queue, 'queued', s.priority,
            coalesce(to_timestamp(t.run_after), clock.now), s.max_attempts, s.safe_to_retry,
            t.idempotency_key, t.input_config_hash, t.payload::jsonb, s.budget::jsonb,
            s.price_profile, t.estimated_cost_usd::numeric, s.parent_id,
-           coalesce(s.detached, false), s.trace_context, 1, clock.now, clock.now
+           coalesce(s.detached, false), s.trace_context, s.version, 1, clock.now, clock.now
     FROM clock, unnest(
         %(shapes)b::int[], %(payloads)b::text[], %(hashes)b::text[], %(keys)b::text[],
         %(run_afters)b::float8[], %(estimates)b::text[]
@@ -36,9 +36,10 @@ WITH clock AS (
         %(types)b::text[], %(projects)b::text[], %(queues)b::text[], %(priorities)b::int[],
         %(max_attempts)b::int[], %(safe_to_retry)b::bool[], %(budgets)b::text[],
         %(price_profiles)b::text[], %(parents)b::bigint[], %(detached)b::bool[],
-        %(trace_contexts)b::text[]
+        %(trace_contexts)b::text[], %(versions)b::text[]
     ) WITH ORDINALITY AS s(type, project, queue, priority, max_attempts, safe_to_retry,
-                           budget, price_profile, parent_id, detached, trace_context, shape)
+                           budget, price_profile, parent_id, detached, trace_context, version,
+                           shape)
       ON s.shape = t.shape
     WHERE NOT EXISTS (
         SELECT 1 FROM jobs e WHERE e.idempotency_key IS NOT NULL
@@ -63,13 +64,13 @@ WITH clock AS (
     INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
                       safe_to_retry, idempotency_key, input_config_hash, payload, budget,
                       price_profile, estimated_cost_usd, parent_id, detached, trace_context,
-                      event_seq, created_at, updated_at)
+                      version, event_seq, created_at, updated_at)
     SELECT %(type)s, %(project)s, %(queue)s, 'queued', %(priority)s::int,
            coalesce(to_timestamp(%(run_after_seconds)s::float8), clock.now),
            %(max_attempts)s::int, %(safe_to_retry)s, %(idempotency_key)s::text,
            %(input_config_hash)s, %(payload)s::jsonb, %(budget)s::jsonb, %(price_profile)s::text,
            %(estimated_cost_usd)s::numeric, %(parent_id)s::bigint, %(detached)s,
-           %(trace_context)s::text, 1, clock.now, clock.now
+           %(trace_context)s::text, %(version)s::text, 1, clock.now, clock.now
     FROM clock
     WHERE NOT EXISTS (
         SELECT 1 FROM jobs e WHERE e.idempotency_key IS NOT NULL
@@ -149,7 +150,8 @@ WITH clock AS (
     SELECT j.id FROM jobs j
     WHERE j.state = 'queued' AND j.run_after <= (SELECT now FROM clock)
       AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
-      AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[]))
+      AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[])
+           OR j.type || '@' || j.version = ANY (%(versions)s::text[]))
       AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = j.queue AND q.paused)
     ORDER BY j.priority, j.run_after, j.id
     LIMIT %(limit)s
@@ -317,12 +319,13 @@ FROM queues q CROSS JOIN unnest(%(states)s::text[]) AS s(state);
 EXPLAIN (FORMAT JSON) SELECT 1 FROM jobs WHERE queue = %(queue)s::text AND state = %(state)s::text;
 
 -- name: upsert_worker
-INSERT INTO workers (id, hostname, pid, queues, types, lease_ttl, concurrency, started_at,
-                     last_heartbeat_at)
-VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s::jsonb, %(types)s::jsonb, %(lease_ttl)s,
-        %(concurrency)s, %(now)s, %(now)s)
+INSERT INTO workers (id, hostname, pid, queues, types, versions, lease_ttl, concurrency,
+                     started_at, last_heartbeat_at)
+VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s::jsonb, %(types)s::jsonb, %(versions)s::jsonb,
+        %(lease_ttl)s, %(concurrency)s, %(now)s, %(now)s)
 ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, stopped_at = NULL,
-                               types = excluded.types, lease_ttl = excluded.lease_ttl;
+                               types = excluded.types, versions = excluded.versions,
+                               lease_ttl = excluded.lease_ttl;
 
 -- name: stop_worker
 UPDATE workers SET stopped_at = %(now)s WHERE id = %(id)s;
@@ -330,13 +333,14 @@ UPDATE workers SET stopped_at = %(now)s WHERE id = %(id)s;
 -- Live workers: not stopped, and heard from within their lease TTL (the silence after which
 -- their leases expire too; %(default_ttl)s for a row from before workers recorded it).
 -- name: live_workers
-SELECT types, queues FROM workers
+SELECT types, queues, versions FROM workers
 WHERE stopped_at IS NULL
   AND last_heartbeat_at >= %(now)s - make_interval(secs => coalesce(lease_ttl, %(default_ttl)s));
 
--- Queued jobs by queue and type, for the jobs no live worker serves (jobs_state).
+-- Queued jobs by queue, type and version, for the jobs no live worker serves (jobs_state).
 -- name: count_queued_by_type
-SELECT queue, type, count(*) AS n FROM jobs WHERE state = 'queued' GROUP BY queue, type;
+SELECT queue, type, version, count(*) AS n FROM jobs WHERE state = 'queued'
+GROUP BY queue, type, version;
 
 -- name: list_workers
 SELECT w.*, (SELECT count(*) FROM jobs j
@@ -1213,3 +1217,16 @@ WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitting';
 -- Batches not settled yet, for /metrics: few at a time (each holds many items).
 SELECT provider, reserved_usd FROM provider_batches
 WHERE status IN ('submitting', 'submitted');
+
+-- ---- patches (job/patches.py) -------------------------------------------------------------
+-- name: patch_markers
+SELECT data FROM job_events WHERE job_id = %(job_id)s AND kind = 'patched' ORDER BY seq;
+
+-- Whether an attempt before %(attempt)s recorded progress, or a fork carried some.
+-- name: earlier_progress
+SELECT EXISTS (SELECT 1 FROM call_journal WHERE job_id = %(job_id)s
+               AND (attempt < %(attempt)s OR reused_from IS NOT NULL))
+    OR EXISTS (SELECT 1 FROM checkpoints WHERE job_id = %(job_id)s
+               AND (attempt < %(attempt)s OR reused_from IS NOT NULL))
+    OR EXISTS (SELECT 1 FROM job_waits WHERE job_id = %(job_id)s AND attempt < %(attempt)s)
+    AS progressed;

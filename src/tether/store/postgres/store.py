@@ -216,9 +216,9 @@ class PostgresStore(GroupedCalls):
 
     # --- claims -----------------------------------------------------------------------------------
 
-    def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
-              lease_ttl: float, now: float | None = None, start: bool = False,
-              types: Sequence[str] | None = None) -> list[Claim]:
+    def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int, lease_ttl: float,
+              now: float | None = None, start: bool = False, types: Sequence[str] | None = None,
+              versions: Sequence[str] | None = None) -> list[Claim]:
         """Lease up to ``limit`` eligible jobs in one statement (see ``claim_jobs``); with
         ``start``, first attempts begin in that same statement."""
         if limit <= 0:
@@ -227,7 +227,7 @@ class PostgresStore(GroupedCalls):
             now = self.clock.time()
         with self._read() as tx:
             rows = tx.claim(worker_id=worker_id, queues=self._list_param(queues),
-                            types=self._list_param(types),
+                            types=self._list_param(types), versions=self._list_param(versions),
                             limit=limit, lease_ttl=float(lease_ttl), now=now, start=start)
             self._read_counters(tx, rows)
         return [Claim(to_job(r), int(r["lease_token"]), started=bool(r["started"]))

@@ -9,8 +9,8 @@
 -- chose; the caller has the rest.
 INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
                   idempotency_key, input_config_hash, payload, budget, price_profile,
-                  estimated_cost_usd, parent_id, detached, trace_context, event_seq, created_at,
-                  updated_at)
+                  estimated_cost_usd, parent_id, detached, trace_context, version, event_seq,
+                  created_at, updated_at)
 SELECT json_extract(j.value, '$.type'), json_extract(j.value, '$.project'),
        json_extract(j.value, '$.queue'), 'queued', json_extract(j.value, '$.priority'),
        coalesce(json_extract(j.value, '$.run_after'), :now),
@@ -19,7 +19,8 @@ SELECT json_extract(j.value, '$.type'), json_extract(j.value, '$.project'),
        json_extract(j.value, '$.payload'), json_extract(j.value, '$.budget'),
        json_extract(j.value, '$.price_profile'), json_extract(j.value, '$.estimated_cost_usd'),
        json_extract(j.value, '$.parent_id'), coalesce(json_extract(j.value, '$.detached'), 0),
-       json_extract(j.value, '$.trace_context'), 1, :now, :now
+       json_extract(j.value, '$.trace_context'), json_extract(j.value, '$.version'), 1, :now,
+       :now
 FROM json_each(:jobs) AS j
 WHERE json_extract(j.value, '$.idempotency_key') IS NULL OR NOT EXISTS (
     SELECT 1 FROM jobs e WHERE e.idempotency_key = json_extract(j.value, '$.idempotency_key')
@@ -32,11 +33,12 @@ RETURNING id, project, idempotency_key, created_at, run_after, payload;
 -- insert_jobs for a batch of one job (a single submit), its values bound one by one.
 INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
                   idempotency_key, input_config_hash, payload, budget, price_profile,
-                  estimated_cost_usd, parent_id, detached, trace_context, event_seq, created_at,
-                  updated_at)
+                  estimated_cost_usd, parent_id, detached, trace_context, version, event_seq,
+                  created_at, updated_at)
 SELECT :type, :project, :queue, 'queued', :priority, coalesce(:run_after_seconds, :now),
        :max_attempts, :safe_to_retry, :idempotency_key, :input_config_hash, :payload, :budget,
-       :price_profile, :estimated_cost_usd, :parent_id, :detached, :trace_context, 1, :now, :now
+       :price_profile, :estimated_cost_usd, :parent_id, :detached, :trace_context, :version, 1, :now,
+       :now
 WHERE :idempotency_key IS NULL OR NOT EXISTS (
     SELECT 1 FROM jobs e WHERE e.idempotency_key = :idempotency_key AND e.project = :project)
 ON CONFLICT (project, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -98,7 +100,8 @@ WHERE id IN (
     SELECT id FROM jobs INDEXED BY jobs_claimable
     WHERE state = 'queued' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-      AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types)))
+      AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))
+           OR type || '@' || version IN (SELECT value FROM json_each(:versions)))
       AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
     ORDER BY priority, run_after, id
     LIMIT :limit)
@@ -227,21 +230,23 @@ FROM queues q, json_each(:states) s;
 SELECT count(*) AS n FROM jobs WHERE queue = :queue AND state = :state;
 
 -- name: upsert_worker
-INSERT INTO workers (id, hostname, pid, queues, types, lease_ttl, concurrency, started_at,
-                     last_heartbeat_at)
-VALUES (:id, :hostname, :pid, :queues, :types, :lease_ttl, :concurrency, :now, :now)
+INSERT INTO workers (id, hostname, pid, queues, types, versions, lease_ttl, concurrency,
+                     started_at, last_heartbeat_at)
+VALUES (:id, :hostname, :pid, :queues, :types, :versions, :lease_ttl, :concurrency, :now, :now)
 ON CONFLICT (id) DO UPDATE SET last_heartbeat_at = excluded.last_heartbeat_at, stopped_at = NULL,
-                               types = excluded.types, lease_ttl = excluded.lease_ttl;
+                               types = excluded.types, versions = excluded.versions,
+                               lease_ttl = excluded.lease_ttl;
 
 -- Live workers: not stopped, and heard from within their lease TTL (the silence after which
 -- their leases expire too; :default_ttl for a row from before workers recorded it).
 -- name: live_workers
-SELECT types, queues FROM workers
+SELECT types, queues, versions FROM workers
 WHERE stopped_at IS NULL AND last_heartbeat_at >= :now - coalesce(lease_ttl, :default_ttl);
 
--- Queued jobs by queue and type, for the jobs no live worker serves (jobs_state).
+-- Queued jobs by queue, type and version, for the jobs no live worker serves (jobs_state).
 -- name: count_queued_by_type
-SELECT queue, type, count(*) AS n FROM jobs WHERE state = 'queued' GROUP BY queue, type;
+SELECT queue, type, version, count(*) AS n FROM jobs WHERE state = 'queued'
+GROUP BY queue, type, version;
 
 -- name: stop_worker
 UPDATE workers SET stopped_at = :now WHERE id = :id;
@@ -1029,3 +1034,16 @@ WHERE job_id = :job_id AND key = :key AND status = 'submitting';
 -- Batches not settled yet, for /metrics: few at a time (each holds many items).
 SELECT provider, reserved_usd FROM provider_batches
 WHERE status IN ('submitting', 'submitted');
+
+-- ---- patches (job/patches.py) -------------------------------------------------------------
+-- name: patch_markers
+SELECT data FROM job_events WHERE job_id = :job_id AND kind = 'patched' ORDER BY seq;
+
+-- Whether an attempt before :attempt recorded progress, or a fork carried some.
+-- name: earlier_progress
+SELECT EXISTS (SELECT 1 FROM call_journal WHERE job_id = :job_id
+               AND (attempt < :attempt OR reused_from IS NOT NULL))
+    OR EXISTS (SELECT 1 FROM checkpoints WHERE job_id = :job_id
+               AND (attempt < :attempt OR reused_from IS NOT NULL))
+    OR EXISTS (SELECT 1 FROM job_waits WHERE job_id = :job_id AND attempt < :attempt)
+    AS progressed;
