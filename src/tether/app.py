@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from .blobs import BlobStore, DatabaseBlobStore, FileBlobStore
 from .clock import SYSTEM_CLOCK, Clock
 from .core import validate
-from .core.budget import Budget, BudgetStatus
+from .core.budget import Budget
 from .core.estimate import CostEstimate, estimate_cost
 from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
-from .errors import ConfigurationError, JobNotFound, JobStateError
+from .errors import ConfigurationError, JobNotFound
+from .facade.budgets import Budgets
 from .facade.batches import BatchProviders
 from .facade.forks import ForkMixin
 from .facade.queues import QueueControl
@@ -34,7 +35,7 @@ from .store.base import EngineStats, NewJob, SpendTotal, Store
 from .store.open import open_store
 from .store.ratelimits import RateLimit
 from .submission import (
-    DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name, job_limits,
+    DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name,
 )
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ DEFAULT_URL = "sqlite:///./tether.db"
 
 
 class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, QueueControl,
-             WorkerViews, BatchProviders):
+             WorkerViews, BatchProviders, Budgets):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
@@ -290,38 +291,6 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
     def requeue(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job:
         """Queue an interrupted (or paused, or failed) job again; it resumes from checkpoints."""
         return self.store.control(validate.job_id(job_id), "requeue", projects=projects)
-
-    def set_budget(self, job_id: int, budget: Budget | Mapping[str, Any] | None = None, *,
-                   projects: Iterable[str] | None = None, resume: bool = True,
-                   **limits: Any) -> Job:
-        """Raise (or lower) a job's limits; limits not named stay as they were. A job paused
-        because its budget ran out is resumed (``resume=False`` leaves it paused)."""
-        changes = job_limits(as_budget(budget).merged(limits) if limits else as_budget(budget))
-        validate.flag(resume, "resume")
-        job = self.store.set_budget(validate.job_id(job_id), changes, projects=projects)
-        if resume and job.state == JobState.PAUSED and job.error_code == "budget_exhausted":
-            job = self.resume(job.id, projects=projects)
-        return job
-
-    def project_budget(self, project: str) -> BudgetStatus:
-        return self.store.project_budget(checked_name(project, "project"))
-
-    def set_project_budget(self, project: str, budget: Budget | Mapping[str, Any] | None = None,
-                           *, resume: bool = True, replace: bool = False,
-                           **limits: Any) -> BudgetStatus:
-        """Set a project's shared limits: those named (``replace``: exactly these, any other
-        unlimited); jobs of the project paused by its budget resume."""
-        changes = as_budget(budget).merged(limits) if limits else as_budget(budget)
-        status = self.store.set_project_budget(checked_name(project, "project"), changes,
-                                               replace=replace)
-        if resume:
-            for job in self.list(project=project, state="paused", limit=10_000):
-                if job.error_code in ("budget_exhausted", "period_budget_exhausted"):
-                    try:
-                        self.resume(job.id)
-                    except JobStateError:
-                        pass
-        return status
 
     def ledger(self, job_id: int, *,
                projects: Iterable[str] | None = None) -> builtins.list[LedgerEntry]:
