@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tether import Estimate, JobState, Metered, PolicyBlock, Tether, Usage
 from tether.core.states import TERMINAL
-from tests.procs import CHILD_PYTHONPATH
+from tests.procs import CHILD_PYTHONPATH, STARTUP_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,9 +29,11 @@ def params(database_url: str, *args: str) -> StdioServerParameters:
 
 @asynccontextmanager
 async def stdio(database_url: str, token: str | None = None) -> AsyncIterator[Client]:
-    """A client session with a fresh server acting as ``token`` (unrestricted without one)."""
+    """A client session with a fresh server acting as ``token`` (unrestricted without one).
+    A reply may take ``STARTUP_TIMEOUT``: the first waits for the server to start."""
     auth = ["--token", token] if token else ["--insecure-no-auth"]
-    async with Client(params(database_url, *auth), read_timeout_seconds=30) as client:
+    async with Client(params(database_url, *auth),
+                      read_timeout_seconds=STARTUP_TIMEOUT) as client:
         yield client
 
 
