@@ -45,7 +45,7 @@ def test_demo_installs_the_base_package_and_test_installs_the_toolchain(tmp_path
     assert _dev(checkout, "demo") == ["tether demo"]
     assert _dev(checkout, "test", "-q") == [
         "python -m pip install -q -e .[test]",
-        "python -m pytest -n auto --maxprocesses 4 --dist loadfile -q"]
+        "python -m pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder -q"]
     assert _dev(checkout, "demo") == ["tether demo"], "the test set includes the base"
     assert _dev(checkout, "lint")[0] == "ruff check src"
 
