@@ -1,4 +1,6 @@
-"""Shared fixtures: a FakeClock, and a store per backend for the contract suite."""
+"""Shared fixtures: a FakeClock, and a store per backend for the contract suite; what a test
+needs from outside Python (PostgreSQL, Chromium, PgBouncer): skipped without it, except in CI,
+and named at the end of the run with the package that provides it."""
 
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ from tether import FakeClock, Tether
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("TETHER_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgres"]
+CHROMIUM = os.environ.get("TETHER_CHROMIUM", "/usr/bin/chromium")
+TOOLS = {"chromium": "chromium", "pgbouncer": "pgbouncer"}
+"""The programs some tests run, each with the Debian package that installs it."""
 
 
 @pytest.fixture
@@ -44,6 +49,36 @@ def require_postgres() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"{problem}; CI never skips PostgreSQL tests")
         pytest.skip(problem)
+
+
+def require_tool(tool: str, problem: str | None) -> None:
+    """Skip a test that needs ``tool`` (a key of ``TOOLS``) when ``problem`` says it is missing,
+    except in CI, where it fails. The skip reason starts ``needs TOOL:``, which the run's
+    summary counts (it reads the reports, so it also counts skips in xdist workers)."""
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"{problem}; CI never skips the {tool} tests")
+        pytest.skip(f"needs {tool}: {problem}")
+
+
+@pytest.fixture(scope="session")
+def needs_chromium() -> str:
+    """The Chromium the dashboard's browser tests drive (``TETHER_CHROMIUM``)."""
+    require_tool("chromium", None if Path(CHROMIUM).exists()
+                 else f"no Chromium at {CHROMIUM} (set TETHER_CHROMIUM)")
+    return CHROMIUM
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line per missing tool whose tests were skipped: how many, and how to get it."""
+    for tool, package in TOOLS.items():
+        skipped = [r for r in terminalreporter.stats.get("skipped", [])
+                   if f"needs {tool}:" in str(r.longrepr)]
+        if skipped:
+            terminalreporter.write_line(
+                f"{len(skipped)} tests skipped without {tool}: install it with "
+                f"`sudo apt-get install {package}` (Debian, Ubuntu), as .ci/run does",
+                yellow=True)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

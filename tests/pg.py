@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -20,6 +19,8 @@ from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
+
+from tests.procs import free_port
 
 PG_BIN = Path(os.environ.get("TETHER_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
@@ -71,12 +72,6 @@ def count_jobs(url: str, state: str) -> int:
     from tether.store.postgres.store import conninfo_from_url
     with psycopg.connect(conninfo_from_url(url)) as conn:
         return conn.execute("SELECT count(*) FROM jobs WHERE state = %s", (state,)).fetchone()[0]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def private_server_problem() -> str | None:

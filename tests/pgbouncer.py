@@ -21,13 +21,12 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from tests.pg import free_port
+from tests.procs import free_port, wait_started
 
 BINARY = Path(os.environ.get("TETHER_TEST_PGBOUNCER", "/usr/sbin/pgbouncer"))
 
@@ -113,25 +112,21 @@ max_client_conn = 500
         for name in ("pgbouncer.ini", "userlist.txt"):
             os.chmod(self.dir / name, 0o644)
 
-    def start(self, timeout: float = 15.0) -> "PgBouncer":
+    def start(self) -> "PgBouncer":
         self._write()
         user = _run_as()
         cmd = [str(BINARY), *(["-u", user] if user else []), str(self.dir / "pgbouncer.ini")]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                          start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"pgbouncer exited ({self.proc.returncode}): "
-                                   f"{self.log.read_text()[-2000:]}")
+
+        def answers() -> bool:
             try:
-                self.admin("SHOW VERSION")
-                return self
+                return self.admin("SHOW VERSION") is not None
             except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+                return False
+        wait_started(answers, self.proc, what="pgbouncer's admin console", log=self.log)
+        return self
 
     def admin(self, command: str) -> list[dict]:
         """Run ``command`` on the admin console (simple query protocol); its rows."""

@@ -14,7 +14,7 @@ from tether.errors import ConfigurationError, NoDatabase, StoreError
 from tether.store.open import open_store
 from tether.store.sqlite.store import path_from_url
 from tests.conftest import PG_URL, require_postgres
-from tests.e2e.api_harness import free_port
+from tests.procs import free_port
 
 
 def _tables(backend: str, url: str) -> list[str]:

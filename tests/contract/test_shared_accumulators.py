@@ -8,6 +8,7 @@ with limits must: its check is only sound against the row's current value.
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 import threading
+import uuid
 
 import psycopg
 import pytest
@@ -76,12 +77,19 @@ def _holder(pg_url_of_app, project, spent):
     return conn
 
 
-def _waiting_on_lock(url) -> str | None:
-    """The statement of a backend of this database waiting on a row lock, if one is."""
+def _named(url: str) -> tuple[str, str]:
+    """``url`` with an application name of its own, and the name: the shared server runs other
+    tests (and other test processes) whose statements may wait on locks too."""
+    name = f"tether-test-{uuid.uuid4().hex[:8]}"
+    return f"{url}&application_name={name}", name
+
+
+def _waiting_on_lock(url, name) -> str | None:
+    """The statement of a backend named ``name`` waiting on a row lock, if one is."""
     with psycopg.connect(url, autocommit=True) as c:
         row = c.execute(
             "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND datname = current_database()").fetchone()
+            "AND application_name = %s", (name,)).fetchone()
         return row[0] if row else None
 
 
@@ -90,14 +98,15 @@ def test_a_project_without_limits_is_locked_only_by_its_final_addition(pg_url, c
     """The call does its reads and journal writes without waiting for the project's row; it
     waits only at the addition, the batch's last write before COMMIT."""
     from tether import Tether
-    app = Tether(database_url=pg_url, clock=clock)
+    url, name = _named(pg_url)
+    app = Tether(database_url=url, clock=clock)
     job, tok = running_job(app, project="free")
     reserve(app, job, tok, "first")
     holder = _holder(pg_url, "free", Decimal("5"))
     t = threading.Thread(target=reserve, args=(app, job, tok, "second"))
     try:
         t.start()
-        waiting = wait_until(lambda: _waiting_on_lock(pg_url), timeout=10,
+        waiting = wait_until(lambda: _waiting_on_lock(pg_url, name), timeout=10,
                              what="the reservation to reach the project's row")
         assert "spent_usd = spent_usd +" in str(waiting) and "FOR UPDATE" not in str(waiting)
     finally:
@@ -112,7 +121,8 @@ def test_a_project_without_limits_is_locked_only_by_its_final_addition(pg_url, c
 @pytest.mark.postgres
 def test_a_project_with_limits_checks_its_calls_against_the_current_row(pg_url, clock):
     from tether import Tether
-    app = Tether(database_url=pg_url, clock=clock)
+    url, name = _named(pg_url)
+    app = Tether(database_url=url, clock=clock)
     app.set_project_budget("capped", Budget(max_cost_usd=Decimal("1.00")))
     job, tok = running_job(app, project="capped")
     reserve(app, job, tok, "first")
@@ -121,7 +131,7 @@ def test_a_project_with_limits_checks_its_calls_against_the_current_row(pg_url, 
     t = threading.Thread(target=lambda: outcome.append(_try_reserve(app, job, tok)))
     try:
         t.start()
-        waiting = wait_until(lambda: _waiting_on_lock(pg_url), timeout=10,
+        waiting = wait_until(lambda: _waiting_on_lock(pg_url, name), timeout=10,
                              what="the reservation to wait for the project's row")
         assert "FOR UPDATE" in str(waiting) and not outcome
     finally:

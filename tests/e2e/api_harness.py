@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +13,7 @@ from typing import Iterator
 import httpx
 import pytest
 
-from tests.procs import CHILD_PYTHONPATH
+from tests.procs import CHILD_PYTHONPATH, free_port, stop, wait_http
 from tests.conftest import PG_URL, require_postgres
 from tests.pg import fresh_schema_url
 
@@ -46,12 +43,6 @@ def migrate_database(database_url: str) -> None:
         app.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     def __init__(self, url: str, proc: subprocess.Popen, log: Path) -> None:
         self.url = url
@@ -61,20 +52,6 @@ class Server:
     def client(self, token: str | None = None, **kw) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kw)
-
-
-def _wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"server not ready after {timeout}s:\n{log.read_text()}")
 
 
 @contextmanager
@@ -96,20 +73,14 @@ def run_server(database_url: str, log_dir: Path, *, app_spec: str | None = None,
     if max_body_bytes is not None:
         args += ["--max-body-bytes", str(max_body_bytes)]
     full_env = {**os.environ, "TETHER_RUN_WORKER": "true" if run_worker else "false",
-                "PYTHONPATH": CHILD_PYTHONPATH,
+                "PYTHONPATH": CHILD_PYTHONPATH, "TETHER_SIM_BILL": str(log_dir / "bill.jsonl"),
                 **(env or {})}
     log = log_dir / f"api-{port}.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen(args, cwd=ROOT, env=full_env, stdout=fh, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(url, proc, log)
+        wait_http(f"{url}/healthz", proc, log=log)
         yield Server(url, proc, log)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)

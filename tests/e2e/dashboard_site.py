@@ -21,23 +21,18 @@ import httpx
 import pytest
 
 from tether import Budget, Tether
-from tests.procs import CHILD_PYTHONPATH
-from tests.pg import free_port
-from tests.procs import stop, wait_until
+from tests.conftest import CHROMIUM
+from tests.procs import CHILD_PYTHONPATH, free_port, stop, wait_http, wait_started, wait_until
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("TETHER_CHROMIUM", "/usr/bin/chromium")
 SHOTS = ROOT / "test-output" / "dashboard"
 APP = "tests.e2e.test_dashboard_app:app"
 WAIT_MS = 15_000
 
-MARKS = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
-]
+MARKS = [pytest.mark.slow, pytest.mark.usefixtures("needs_chromium")]
 
 
 @dataclass
@@ -112,15 +107,9 @@ def site(tmp_path_factory) -> Iterator[Site]:
                                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     site = Site(f"http://127.0.0.1:{port}", tokens, jobs, app)
     try:
-        def ready() -> bool:
-            if proc.poll() is not None:
-                raise RuntimeError(f"tether serve exited:\n{log.read_text()}")
-            try:
-                return httpx.get(site.url + "/healthz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-        wait_for(ready, "tether serve to answer /healthz")
-        wait_for(lambda: site.job("loop-alpha")["state"] == "running", "loop-alpha to run")
+        wait_http(site.url + "/healthz", proc, log=log)
+        wait_started(lambda: site.job("loop-alpha")["state"] == "running", proc,
+                     what="loop-alpha to run", log=log)
         yield site
     finally:
         stop(proc, timeout=20)

@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 from tether import Estimate, JobState, Metered, PolicyBlock, Tether, Usage
 from tether.core.states import TERMINAL
 from tests.e2e.api_harness import migrate_database
-from tests.procs import CHILD_PYTHONPATH
+from tests.procs import CHILD_PYTHONPATH, STARTUP_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,10 +31,12 @@ def params(database_url: str, *args: str) -> StdioServerParameters:
 @asynccontextmanager
 async def stdio(database_url: str, token: str | None = None) -> AsyncIterator[Client]:
     """A client session with a fresh server acting as ``token`` (unrestricted without one),
-    on ``database_url`` migrated first (the MCP server never creates a database)."""
+    on ``database_url`` migrated first (the MCP server never creates a database). A reply may
+    take ``STARTUP_TIMEOUT``: the first waits for the server to start."""
     migrate_database(database_url)
     auth = ["--token", token] if token else ["--insecure-no-auth"]
-    async with Client(params(database_url, *auth), read_timeout_seconds=30) as client:
+    async with Client(params(database_url, *auth),
+                      read_timeout_seconds=STARTUP_TIMEOUT) as client:
         yield client
 
 

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from tests.conftest import PG_URL, require_postgres
-from tests.e2e.api_harness import free_port
+from tests.procs import free_port
 from tests.e2e.clitools import one_error_line, run_main, tether
 
 READ_ONLY = [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 
 import httpx
@@ -12,15 +11,9 @@ import pytest
 from tether import Tether
 from tests.e2e.api_harness import migrate_database
 from tests.e2e.clitools import one_error_line, popen, tether
-from tests.procs import stop, wait_until
+from tests.procs import free_port, stop, wait_http
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_serve_answers_on_the_given_port_from_the_given_database(tmp_path):
@@ -29,16 +22,12 @@ def test_serve_answers_on_the_given_port_from_the_given_database(tmp_path):
     job = app.submit("echo", {"via": "serve"})
     app.close()
     port = free_port()
-    proc = popen("serve", "--port", str(port), "--insecure-no-auth", "--database-url", db,
-                 db=None, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        proc = popen("serve", "--port", str(port), "--insecure-no-auth", "--database-url", db,
+                     db=None, stdout=out, stderr=subprocess.STDOUT)
     try:
-        def healthy() -> bool:
-            try:
-                return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return proc.poll() is not None
-        wait_until(healthy, timeout=60, interval=0.2, what="tether serve to answer")
-        assert proc.poll() is None, "tether serve exited early"
+        wait_http(f"http://127.0.0.1:{port}/healthz", proc, log=log)
         got = httpx.get(f"http://127.0.0.1:{port}/api/v1/jobs/{job.id}", timeout=5)
         assert got.status_code == 200 and got.json()["id"] == job.id
     finally:

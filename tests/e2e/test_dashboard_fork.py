@@ -20,11 +20,9 @@ import pytest
 
 from tether import Tether
 from tether.providers.simulated import read_bill
-from tests.procs import CHILD_PYTHONPATH
+from tests.procs import CHILD_PYTHONPATH, free_port, stop, wait_started
 from tests.e2e.dashboard_site import (  # noqa: F401 - fixtures
     MARKS, ROOT, Site, browser, context, expect, shot, signed_in, wait_for)
-from tests.pg import free_port
-from tests.procs import stop
 
 pytestmark = MARKS
 
@@ -49,8 +47,8 @@ def site(tmp_path_factory) -> Iterator[Site]:
     try:
         src = app.submit("five_stages", {"topic": "rivers", "prompt": "brief"}, project="alpha")
         site.jobs["source"] = src.id
-        wait_for(lambda: proc.poll() is None and app.get(src.id).terminal,
-                 "the source job to finish", timeout=60)
+        wait_started(lambda: app.get(src.id).terminal, proc, what="the source job to finish",
+                     log=log)
         assert app.get(src.id).state == "succeeded", log.read_text()
         site.bill = tmp / "bill.jsonl"  # type: ignore[attr-defined]
         yield site

@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.dashboard_site import CHROMIUM, SHOTS, expect, shot
+from tests.e2e.dashboard_site import MARKS, SHOTS, expect, shot
 from tests.e2e.period_site import period_site, run_calls  # noqa: F401 - fixture
 from tests.e2e.test_dashboard_spend import PAINTED, PALETTE, _data, _page, chromium  # noqa: F401
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                 reason=f"no Chromium at {CHROMIUM}")]
+pytestmark = MARKS
 
 
 def test_spend_page_shows_each_projects_current_period(chromium, period_site):

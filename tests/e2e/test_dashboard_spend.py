@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.dashboard_site import CHROMIUM, SHOTS, WAIT_MS, expect, playwright_sync, shot
+from tests.e2e.dashboard_site import CHROMIUM, MARKS, SHOTS, WAIT_MS, expect, playwright_sync, shot
 from tests.e2e.spend_site import spend_site  # noqa: F401 - fixture
 from tests.spend_seed import BUDGETS, MODELS, PROJECTS
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                 reason=f"no Chromium at {CHROMIUM}")]
+pytestmark = MARKS
 
 PALETTE = ["#3451c7", "#27b39b", "#c0362c", "#a4640a", "#7c4dbd", "#2b8ac6"]
 

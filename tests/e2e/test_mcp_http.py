@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -19,8 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tether import Tether
-from tests.procs import CHILD_PYTHONPATH
-from tests.e2e.api_harness import free_port
+from tests.procs import CHILD_PYTHONPATH, free_port, stop, wait_http
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,23 +38,11 @@ def mcp_http(tmp_path_factory):
             cwd=ROOT, env={**os.environ, "PYTHONPATH": CHILD_PYTHONPATH}, stdout=fh,
             stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(f"{base}/mcp", timeout=1)
-            break
-        except httpx.HTTPError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(log.read_text()) from None
-            time.sleep(0.05)
     try:
+        wait_http(f"{base}/mcp", proc, log=log, ready=lambda response: True)
         yield base, local, p1, p2
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         local.close()
 
 

@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 from tether import Tether
 from tether.errors import ConfigurationError
 from tether.mcp.server import stdio_principal
-from tests.procs import CHILD_PYTHONPATH
+from tests.procs import CHILD_PYTHONPATH, STARTUP_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.e2e.api_app:app"
@@ -56,7 +56,7 @@ def test_submit_get_list_events_cancel_over_stdio(db):
 
     async def session():
         async with Client(params(url, "--app", APP, "--token", token),
-                          read_timeout_seconds=30) as client:
+                          read_timeout_seconds=STARTUP_TIMEOUT) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert {"tether_submit_job", "tether_get_job", "tether_list_jobs",
                     "tether_get_events", "tether_cancel_job", "tether_pause_job",
@@ -121,7 +121,8 @@ def test_pause_and_resume_over_stdio_unrestricted(db):
     job = local.submit("steps", {"steps": 1}, project="anything")
 
     async def session():
-        async with Client(params(url, "--insecure-no-auth"), read_timeout_seconds=30) as client:
+        async with Client(params(url, "--insecure-no-auth"),
+                          read_timeout_seconds=STARTUP_TIMEOUT) as client:
             paused = data(await client.call_tool("tether_pause_job", {"job_id": job.id}))
             assert paused["state"] == "paused"
             resumed = data(await client.call_tool("tether_resume_job", {"job_id": job.id}))

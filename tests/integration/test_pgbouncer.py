@@ -10,7 +10,6 @@ admin console shows the transactions really went through it.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import uuid
 from collections import Counter
@@ -27,7 +26,7 @@ from tether.store.postgres.notify import PollingSignal
 from tether.store.postgres.store import PostgresStore
 from tests.apps.basic import app as basic_app
 from tests.apps.money import app as money_app
-from tests.conftest import PG_URL, require_postgres
+from tests.conftest import PG_URL, require_postgres, require_tool
 from tests.pg import count_jobs, fresh_schema_url
 from tests.pgbouncer import PgBouncer, pgbouncer_problem
 from tests.procs import start_worker, stop, wait_until
@@ -40,11 +39,7 @@ POLLING_WARNING = "no direct URL for LISTEN is set"
 @pytest.fixture(scope="module")
 def bouncer():
     require_postgres()
-    problem = pgbouncer_problem()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"{problem}; CI never skips the PgBouncer tests")
-        pytest.skip(problem)
+    require_tool("pgbouncer", pgbouncer_problem())
     with PgBouncer(PG_URL) as b:
         yield b
 

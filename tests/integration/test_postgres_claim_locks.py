@@ -40,7 +40,7 @@ def test_postgresql_keeps_the_lock_a_skipped_recheck_took(pg_url):
         with psycopg.connect(app.store.conninfo, autocommit=True) as c:
             deadline = time.monotonic() + 20
             while not c.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event = "
-                                "'PgSleep' AND datname = current_database()").fetchone()[0]:
+                                "'PgSleep' AND pid = %s", (slow.info.backend_pid,)).fetchone()[0]:
                 time.sleep(0.005)  # until the slow scan has its snapshot
                 assert time.monotonic() < deadline
             c.execute("UPDATE recheck SET state = 'running' WHERE id = 1")  # claimed elsewhere
