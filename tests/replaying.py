@@ -1,7 +1,7 @@
 """Deployments of changed code for the replay tests: each ``Deploy()`` is a new ``Tether`` on
 the same database whose ``writer`` job journals ``gen-1`` in stage ``draft`` (after a ``plan``
 stage of a given version) and waits for signal ``go``; the prompt, model, stage version and
-policies are its arguments."""
+policies are its arguments; ``added_stage`` puts a paid ``outline`` stage before ``plan``."""
 
 import pytest
 
@@ -21,7 +21,7 @@ class Deploy:
         self.sim = SimulatedProvider(bill, seed=1)
 
     def __call__(self, prompt=PROMPT_A, model="sim-small", version=None, on_change="pause",
-                 call_on_change=None, request=False):
+                 call_on_change=None, request=False, added_stage=False):
         app = Tether(self.url, clock=self.clock)
         self.opened.append(app)
         sim = self.sim
@@ -30,7 +30,16 @@ class Deploy:
         def plan(ctx, payload):
             return {"topic": "tides"}
 
-        @app.job("writer", stages=[plan], on_change=on_change)
+        def outline(ctx, payload):
+            return ctx.call(
+                key="gen-0", provider="simulated", model=model,
+                estimate=Estimate(input_text="Outline tides.", max_output_tokens=20),
+                fn=lambda: sim.complete("Outline tides.", key="gen-0", max_tokens=20,
+                                        model=model, job_id=ctx.id))
+
+        stages = [outline, plan] if added_stage else [plan]
+
+        @app.job("writer", stages=stages, on_change=on_change)
         def writer(ctx, planned):
             def draft():
                 text = ctx.call(

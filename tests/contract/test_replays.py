@@ -130,6 +130,17 @@ def test_a_changed_stage_version_pauses_and_each_decision_holds(deploy, decision
     checks_pass(app, deploy)
 
 
+def test_an_added_stage_runs_and_pays_only_its_own_calls(deploy):
+    job = waiting_job(deploy)
+    app = deploy(added_stage=True)
+    done = run_next(app)
+    assert done.state == JobState.SUCCEEDED, (done.error_code, done.error_summary)
+    assert [b.key for b in read_bill(deploy.bill)] == ["gen-1", "gen-0"]
+    assert {e.key for e in app.ledger(job.id)} == {"gen-0", "gen-1"}
+    assert not [e for e in app.events(job.id) if e.kind in ("journal_mismatch", "call_repaid")]
+    checks_pass(app, deploy)
+
+
 def test_the_job_type_or_the_call_can_declare_its_policy(deploy):
     job = waiting_job(deploy)
     app = deploy(prompt=PROMPT_B, on_change="repay")
