@@ -11,8 +11,14 @@ from tether.store.tx import TIME_PARAMS
 STORE = Path(__file__).resolve().parents[2] / "src" / "tether" / "store"
 
 
+# Statements one backend needs because the other does the same work inside another statement.
+ONLY_SQLITE = {
+    "wait_children_done_many",  # PostgreSQL counts a batch's children inside succeed_many
+}
+
+
 def test_both_backends_define_the_same_query_names():
-    sqlite = set(load_queries(STORE / "sqlite" / "queries.sql"))
+    sqlite = set(load_queries(STORE / "sqlite" / "queries.sql")) - ONLY_SQLITE
     postgres = set(load_queries(STORE / "postgres" / "queries.sql"))
     assert sorted(sqlite - postgres) == [], "missing from postgres/queries.sql"
     assert sorted(postgres - sqlite) == [], "missing from sqlite/queries.sql"

@@ -77,13 +77,17 @@ class Budget:
         if self.period is not None or self.timezone is not None:
             from .periods import PERIODS, zone
             if self.period is None:
-                raise InvalidPayload(f"period is required with a timezone: one of "
+                raise InvalidPayload(f"period: required with a timezone, one of "
                                      f"{', '.join(PERIODS)}", argument="period")
             if self.period not in PERIODS:
-                raise InvalidPayload(f"period must be one of {', '.join(PERIODS)}, "
+                raise InvalidPayload(f"period: must be one of {', '.join(PERIODS)}, "
                                      f"got {self.period!r}", argument="period")
             if self.timezone is not None:
-                zone(self.timezone)
+                try:
+                    zone(self.timezone)
+                except InvalidPayload:
+                    raise InvalidPayload(f"timezone: unknown time zone {self.timezone!r:.80}",
+                                         argument="timezone") from None
         if self.period_resume is not None and not isinstance(self.period_resume, bool):
             raise InvalidPayload(f"period_resume must be true or false, "
                                  f"got {self.period_resume!r}")

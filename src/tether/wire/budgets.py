@@ -11,12 +11,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictBool, ValidationInfo, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, Field, StrictBool
 
 from ..core.budget import BudgetStatus
-from ..core.periods import PERIODS, zone
-from ..errors import InvalidPayload
 from ..store.accounting import in_period
 from .models import BudgetLimits, BudgetLimitsOut, BudgetUsed
 
@@ -26,33 +23,14 @@ Period = Literal["day", "week", "month"]
 
 class ProjectLimitsIn(BudgetLimits):
     """A project's limits, replaced as a whole: a limit left out is unlimited, and without a
-    ``period`` the limits count all time. A ``timezone`` needs a ``period``; each error names
-    its field (``timezone`` is declared first so ``period``'s check can see it)."""
+    ``period`` the limits count all time."""
 
+    period: Period | None = Field(None, description="count the limits per calendar day, "
+                                                    "ISO week (from Monday) or month")
     timezone: str | None = Field(None, min_length=1, max_length=64, description=(
         "IANA time zone of the period, e.g. Europe/Berlin; default UTC"))
-    period: Period | None = Field(None, validate_default=True, description=(
-        "count the limits per calendar day, ISO week (from Monday) or month"))
     period_resume: StrictBool | None = Field(None, description=(
         "a job paused by a period limit resumes when the period rolls over (default true)"))
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_zone(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                zone(value)
-            except InvalidPayload as exc:
-                raise PydanticCustomError("time_zone", exc.message) from None
-        return value
-
-    @field_validator("period")
-    @classmethod
-    def _period_of_zone(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is None and info.data.get("timezone") is not None:
-            raise PydanticCustomError("period_required", "required with a timezone: one of "
-                                      + ", ".join(PERIODS))
-        return value
 
 
 class ProjectBudgetIn(ProjectLimitsIn):
