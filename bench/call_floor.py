@@ -51,6 +51,12 @@ from .backends import SCRATCH
 from .commit_cost import _running_job
 
 
+def _fail(futures: list, exc: BaseException) -> None:
+    for f in futures:
+        if not f.done():
+            f.set_exception(exc)
+
+
 class _Writer:
     """Writes what coroutines queue, one transaction per turn of the loop, on one thread."""
 
@@ -88,7 +94,13 @@ class _Writer:
                 if not batch:
                     self._writing = False
                     return
-            self._write([op for op, _ in batch])
+            try:
+                self._write([op for op, _ in batch])
+            except BaseException as exc:  # the awaiting coroutines raise it, never hang
+                loop.call_soon_threadsafe(_fail, [f for _, f in batch], exc)
+                with self._mutex:
+                    self._writing = False
+                return
             loop.call_soon_threadsafe(_resolve, [f for _, f in batch])
 
 
@@ -180,13 +192,13 @@ def _open_writer(db: str, job, token: int, price, profile_id: str):
         reserves, finishes, ledger = [], [], []
         for op in ops:
             if op[0] == "reserve":
-                _, key, want = op
+                _, key, want, fingerprint = op
                 totals["reserved_usd"] += want.cost_usd
                 totals["reserved_calls"] += 1
                 reserves.append({
                     "job_id": job.id, "key": key, "stage": None, "attempt": token,
                     "provider": "simulated", "model": "sim-small", "request_hash": None,
-                    "reserved_usd": money(want.cost_usd),
+                    "fingerprint": fingerprint, "reserved_usd": money(want.cost_usd),
                     "reserved_input_tokens": want.input_tokens,
                     "reserved_output_tokens": want.output_tokens, "now": now})
             else:
@@ -269,14 +281,17 @@ class _Calls:
         self.commits += 1
 
     def reserve(self, i: int) -> tuple:
-        """Call ``i``'s reservation: its worst case priced from its prompt."""
+        """Call ``i``'s reservation: its worst case priced from its prompt, and the fingerprint
+        of what it asks, which the journal keeps as tether's does."""
         from tether.core.usage import Estimate
-        return ("reserve", f"c{i}", self.price.reservation(
-            Estimate(input_text=f"item {i}", max_output_tokens=64)))
+        from tether.job.replay import call_fingerprint
+        estimate = Estimate(input_text=f"item {i}", max_output_tokens=64)
+        return ("reserve", f"c{i}", self.price.reservation(estimate),
+                call_fingerprint("simulated", "sim-small", estimate, None))
 
     def settle(self, i: int, reserved: tuple) -> tuple:
         """Ask the provider; the settlement carries the result as the journal keeps it."""
-        _, key, want = reserved
+        _, key, want, _ = reserved
         answer = self.provider.complete(f"item {i}", key=key, max_tokens=64,
                                         job_id=self.job.id)
         return ("settle", key, want, answer.usage, json.dumps(answer.value))
