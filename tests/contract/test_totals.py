@@ -148,3 +148,35 @@ def test_queue_counts_estimate_only_beyond_the_cap(app, backend):
 
 def _boom(ctx, payload):
     raise RuntimeError("boom")
+
+
+def test_a_metrics_scrape_reads_the_totals_never_the_ledger(app, clock):
+    from fastapi.testclient import TestClient
+
+    from tether.api.server import create_app
+    from tests.statements import recorded
+    app.set_project_budget("p1", max_cost_usd="5")
+    app.set_project_budget("p2", max_cost_usd="9", period="day")
+    settled, tok = running_job(app, project="p1")
+    reserve(app, settled, tok, "a")
+    app.store.settle(settled.id, tok, key="a", usage=Usage(1000, 200), price=PRICE,
+                     profile_id="p", result_json="1")
+    flying, tok2 = running_job(app, project="p2")
+    reserve(app, flying, tok2, "a")
+    app.store.settle(flying.id, tok2, key="a", usage=Usage(1000, 200), price=PRICE,
+                     profile_id="p", result_json="1")
+    reserve(app, flying, tok2, "in-flight", cost="0.30")
+    client = TestClient(create_app(app, auth=False))
+
+    with recorded() as statements:
+        before = client.get("/metrics").text
+    assert [name for name, sql, _ in statements if "cost_ledger" in sql] == []
+    assert 'tether_project_spent_usd{project="p1"} 0.0008' in before
+    assert 'tether_project_reserved_usd{project="p2"} 0.3' in before
+    assert 'tether_project_budget_limit_usd{project="p1"} 5.0' in before
+    assert 'tether_project_period_used_usd{period="day",project="p2"} 0.3008' in before
+    assert 'tether_project_period_limit_usd{period="day",project="p2"} 9.0' in before
+    assert 'tether_spend_usd_total{model="sim-small",provider="simulated"} 0.0016' in before
+    with app.store._write() as tx:  # what the scrape shows is kept beside the ledger
+        tx.conn.execute("DELETE FROM cost_ledger")
+    assert client.get("/metrics").text == before

@@ -13,7 +13,7 @@ Always present:
   tether_period_budget_paused_jobs         jobs paused by a period limit until it resets
   tether_scrape_errors_total               scrapes that could not read the store
 
-Per project whose jobs have spent (the projects of the cost ledger), from its budget:
+Per project whose jobs have spent (the projects of the running totals), from its budget:
   tether_project_spent_usd{project}        spent to date (settled and unconfirmed calls)
   tether_project_reserved_usd{project}     reserved for the project's calls in flight
   tether_project_budget_limit_usd{project} all-time cost limit (a budget without a period)

@@ -534,6 +534,8 @@ WHERE project = :project AND created_at >= :since AND created_at < :until
 -- sqlite/functions.py; UTC skips it); tether_decimal_sum sums the decimal
 -- text of money exactly (sum() would add floats).
 -- Rows a fork carried (reused_from) are left out: the job that paid counts those calls.
+-- The window is two plain ranges (an open end is infinite) so cost_ledger_created serves it:
+-- SQLite cannot use an index for "(:since IS NULL OR created_at >= :since)".
 -- name: spend_report
 SELECT CASE WHEN :by_project THEN project END AS project,
        CASE WHEN :by_provider THEN provider END AS provider,
@@ -551,8 +553,7 @@ FROM (SELECT *, CASE WHEN :tz = 'UTC' THEN created_at
                      ELSE created_at + tether_utc_offset(created_at, :tz) END AS local_ts
       FROM cost_ledger
       WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
-        AND (:since IS NULL OR created_at >= :since)
-        AND (:until IS NULL OR created_at < :until)
+        AND created_at >= coalesce(:since, -9e999) AND created_at < coalesce(:until, 9e999)
         AND reused_from IS NULL) AS l
 GROUP BY 1, 2, 3, 4, 5, 6, 7, 8;
 
