@@ -86,6 +86,16 @@ def approval(ctx, payload):
                                  schema={"type": "object",
                                          "properties": {"approved": {"type": "boolean"}}})
     return {"answer": answer}
+@app.job("batched")
+def batched(ctx, payload):
+    """Two requests as one simulated provider batch (``TETHER_SIM_BATCH_DIR``), which ends at
+    once: the worker's sweep settles it and the job finishes with the answers."""
+    answers = ctx.batch(key="gen", provider="simulated", model="sim-small",
+                        requests={"a": {"prompt": "one"}, "b": {"prompt": "two"}},
+                        estimate=Estimate(input_tokens=100, max_output_tokens=50))
+    return sorted(answers)
+
+
 @app.job("stepped")
 def stepped(ctx, payload):
     """Appends ``tick`` event n once the file ``<dir>/tick-<n>`` exists, for n = 1..ticks: a

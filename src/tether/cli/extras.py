@@ -150,6 +150,7 @@ def status_extras(app: Tether, job: Job) -> dict[str, Any]:
     waiting = app.waiting_summary(job_id)
     if waiting is not None:
         out["waiting"] = waiting
+    out["batches"] = app.batches(job_id)
     return out
 
 
@@ -163,7 +164,8 @@ def forked_from(app: Tether, job_id: int) -> dict[str, Any] | None:
 def status_json(app: Tether, job_id: int) -> dict[str, Any]:
     """The ``job status --json`` object: the job's ``to_dict()`` plus ``attempts``,
     ``waiting_for`` (a waiting job's open wait, else null), ``unserved`` (queued, and no live
-    worker serves its type on its queue) and, when the facade has them,
+    worker serves its type on its queue), ``batches`` (the job's provider batches) and, when
+    the facade has them,
     ``checkpoints`` (records) and ``calls`` (a ``CallSummary``)."""
     job = app.get(job_id)
     data = job.to_dict()
@@ -177,4 +179,5 @@ def status_json(app: Tether, job_id: int) -> dict[str, Any]:
     if "forked_from" in extras:
         data["forked_from"] = extras["forked_from"]
     data["waiting_for"] = extras["waiting"].to_dict() if "waiting" in extras else None
+    data["batches"] = [b.to_dict() for b in extras["batches"]]
     return data

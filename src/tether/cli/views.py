@@ -19,7 +19,7 @@ from rich.table import Table
 from .output import size, state_text, usd, when, when_short
 
 if TYPE_CHECKING:
-    from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
+    from ..records import Attempt, Event, Job, ProviderBatch, QueueInfo, WorkerInfo
 
 
 def _table() -> Table:
@@ -262,9 +262,30 @@ def attempts_table(attempts: Iterable[Attempt], width: int = 160) -> Table:
     return _build(ATTEMPT_COLUMNS, attempts, width)
 
 
+BATCH_COLUMNS = (
+    Column("KEY", lambda b: _cell(b.key), {"overflow": "ellipsis", "max_width": 24}),
+    Column("PROVIDER", lambda b: _cell(b.provider)),
+    Column("BATCH ID", lambda b: _cell(b.remote_id) or "(not sent yet)", {"overflow": "fold"}),
+    Column("STATUS", lambda b: _cell(b.status)),
+    Column("DONE / FAILED / ALL", lambda b: f"{b.items_done} / {b.items_failed} / "
+           f"{b.items_total}", {"justify": "right"}),
+    Column("RESERVED", lambda b: usd(b.reserved_usd), {"justify": "right"}),
+    Column("SETTLED", lambda b: usd(b.settled_usd), {"justify": "right"}),
+    Column("AT STANDARD PRICE", lambda b: usd(b.standard_usd), {"justify": "right"}),
+)
+
+
+def batches_table(batches: Iterable[ProviderBatch], width: int = 160) -> Table:
+    """A job's provider batches: reserved and settled money at the batch price, beside what
+    the settled usage would have cost at the standard price."""
+    return _build(BATCH_COLUMNS, batches, width)
+
+
 def status_view(job: Job, attempts: list[Attempt], *, width: int = 160,
-                **extras: Any) -> RenderableType:
+                batches: list[ProviderBatch] | None = None, **extras: Any) -> RenderableType:
     parts: list[RenderableType] = [job_summary(job, **extras)]
+    if batches:
+        parts += ["", "[bold]provider batches[/]", batches_table(batches, width)]
     if attempts:
         parts += ["", "[bold]attempts[/]", attempts_table(attempts, width)]
     return Group(*parts)

@@ -22,12 +22,13 @@ from ..wire.models import (
     LedgerEntryOut, LedgerList, job_detail, job_page,
 )
 from ..wire.numbers import INT32, INT63, JsonNumber, UnixSeconds
-from ..wire.signals import WaitList, WaitOut
+from ..wire.signals import BatchList, BatchOut, WaitList, WaitOut
 from ..wire.problems import Problem
 from .arguments import JobId, Limits, Name, PrincipalFor
 from .strict import strict_tool
 
 MAX_LIST = 200
+WaitKind = Literal["signal", "timer", "children", "provider_batch"]
 MAX_EVENTS = 1000
 
 
@@ -93,7 +94,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
                          JsonNumber] = 20,
         cursor: Annotated[str | None, Field(max_length=100, description=(
             "next_cursor of the previous page"))] = None,
-        waiting_for: Annotated[Literal["signal", "timer", "children"] | None, Field(
+        waiting_for: Annotated[WaitKind | None, Field(
             description="only waiting jobs blocked on this kind of wait; signal: the jobs "
                         "waiting for an answer (send it with tether_signal_job)")] = None,
     ) -> JobPage:
@@ -139,6 +140,10 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         rows = app.waits(job_id, projects=principal_for(ctx).scope)
         return WaitList(items=[WaitOut.of(w) for w in rows])
 
+    def get_batches(ctx: Context, job_id: JobId) -> BatchList:
+        rows = app.batches(job_id, projects=principal_for(ctx).scope)
+        return BatchList(items=[BatchOut(**b.to_dict()) for b in rows])
+
     def get_checkpoints(ctx: Context, job_id: JobId) -> CheckpointList:
         rows = app.checkpoints(job_id, projects=principal_for(ctx).scope)
         return CheckpointList(items=[CheckpointOut(**r.to_dict()) for r in rows])
@@ -150,7 +155,7 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         strict_tool(get_job, "tether_get_job", (
             "A job: state, stage, attempts, cost and budget, error, result, lease; a waiting "
             "job also what it waits for (waiting_for: a signal's prompt and schema, a timer, "
-            "children done)."),
+            "children done, a provider batch; all its batches: tether_get_batches)."),
             read_only=True),
         strict_tool(list_jobs, "tether_list_jobs", (
             "Jobs newest first; pass next_cursor back as cursor for the next page."),
@@ -168,4 +173,8 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         strict_tool(get_waits, "tether_get_waits", (
             "The job's waits, oldest first: signal waits (name, prompt, schema), timers and "
             "gathers, open or done with their outcome and value."), read_only=True),
+        strict_tool(get_batches, "tether_get_batches", (
+            "The job's provider batches (ctx.batch), oldest first, waiting or settled: the "
+            "provider's batch id, items done / failed / in all, USD reserved and settled at "
+            "the batch price, and the same usage at the standard price."), read_only=True),
     ]

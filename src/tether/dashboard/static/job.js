@@ -10,7 +10,7 @@
   const ACTIVE = ["leased", "running", "pausing", "cancelling"];
   const MAX_EVENTS_SHOWN = 1000;
 
-  const view = { job: null, events: [], unshown: [], lastSeq: 0, signature: "", streaming: false, optional: { ledger: true, checkpoints: true } };
+  const view = { job: null, events: [], unshown: [], lastSeq: 0, signature: "", streaming: false, optional: { ledger: true, checkpoints: true, batches: true } };
 
   const back = sessionStorage.getItem("tether.jobs.url");
   if (back && back.startsWith("/jobs")) $("back-to-jobs").href = back;
@@ -470,14 +470,16 @@
     const tick = ACTIVE.includes(job.state) ? Math.floor(Date.now() / 10000) : 0;
     const signature = [job.state, job.stage, job.updated_at, job.attempt_count, view.lastSeq, tick, JSON.stringify(job.budget && job.budget.used)].join("|");
     if (signature === view.signature) return;
-    const [attempts, ledger, checkpoints] = await Promise.all([
+    const [attempts, ledger, checkpoints, batches] = await Promise.all([
       T.api("GET", base + "/attempts").then(T.items),
       optional("ledger"),
       Array.isArray(job.checkpoints) ? Promise.resolve(job.checkpoints) : optional("checkpoints"),
+      optional("batches"),
     ]);
     const stages = view.optional.checkpoints || Array.isArray(job.checkpoints) ? checkpoints : checkpointsFromEvents();
     renderAttempts(attempts);
     renderLedger(ledger);
+    T.renderBatches(batches);
     renderStages(job, stages);
     view.stages = stages;
     $("fork-job").disabled = !stages.length && !job.stage;
