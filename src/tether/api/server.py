@@ -1,9 +1,9 @@
 """The REST API application and ``tether serve``.
 
-``create_app(tether_app)`` builds the FastAPI app: every route of DESIGN §7 under ``/api/v1``,
-OpenAPI at ``/openapi.json``, ``/healthz`` and ``/metrics`` at the root as well, problem+json
-errors, a request body limit, ``Cache-Control: no-store``, and bearer-token auth. Nothing is
-loaded from another site: there is no Swagger UI page.
+``create_app(tether_app)`` builds the FastAPI app: every route of the REST API (docs/api.md)
+under ``/api/v1``, OpenAPI at ``/openapi.json``, ``/healthz`` and ``/metrics`` at the root as
+well, problem+json errors, a request body limit, ``Cache-Control: no-store``, and bearer-token
+auth. Nothing is loaded from another site: there is no Swagger UI page.
 
 Extension point: routers passed as ``extra_routers`` are mounted after the API's own routes;
 ``dashboard=True`` (the default) also mounts ``tether.dashboard.create_router(tether_app)`` when

@@ -1,4 +1,4 @@
-"""Dated price profiles: USD per million tokens, per provider and model (DESIGN §4).
+"""Dated price profiles: USD per million tokens, per provider and model.
 
 A profile is a TOML file (``name``, ``effective_date``, ``[[models]]`` with ``provider``,
 ``model``, ``input_per_mtok``, ``output_per_mtok``, optional ``cached_input_per_mtok``,

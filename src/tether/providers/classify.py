@@ -1,5 +1,5 @@
 """Turn what provider SDKs raise (and refusals hidden in HTTP 200 bodies) into tether's
-failure classes (DESIGN §3), so retries, pauses and spend follow one policy.
+failure classes, so retries, pauses and spend follow one policy.
 
 | provider says | tether raises | engine does |
 | --- | --- | --- |

@@ -7,7 +7,7 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 * ``jobs.py``: submit, idempotency, reads of jobs, events and attempts
 * ``leases.py``: claim, start, heartbeat (lease renewal), lease expiry
 * ``outcomes.py``: the end of an attempt (``finish``, ``finish_many``)
-* ``waits.py``: waiting for children, timers and signals; waking (DESIGN §2)
+* ``waits.py``: waiting for children, timers and signals; waking
 * ``batches.py``: provider batches reserved before the upload, settled after
 * ``calls.py``: a call reserved before it is made, settled after (``account``)
 * ``accounting.py``: accumulators, calls left open, examples, project budgets

@@ -379,7 +379,7 @@ SELECT * FROM api_tokens ORDER BY created_at;
 -- name: revoke_token
 UPDATE api_tokens SET revoked_at = %(now)s WHERE id = %(id)s AND revoked_at IS NULL;
 
--- ---- budgets, journal, ledger (DESIGN §4, §5) ------------------------------------------------
+-- ---- budgets, journal, ledger ------------------------------------------------
 
 -- name: job_budget
 SELECT * FROM budgets WHERE scope = 'job' AND key = %(key)s;

@@ -284,7 +284,7 @@ SELECT * FROM api_tokens ORDER BY created_at;
 -- name: revoke_token
 UPDATE api_tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL;
 
--- ---- budgets, journal, ledger (DESIGN §4, §5) ------------------------------------------------
+-- ---- budgets, journal, ledger ------------------------------------------------
 
 -- name: job_budget
 SELECT * FROM budgets WHERE scope = 'job' AND key = :key;

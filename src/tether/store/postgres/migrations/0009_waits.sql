@@ -1,4 +1,4 @@
--- Waits (DESIGN §2: running -> waiting -> queued). A job waits for its children, a timer or a
+-- Waits (running -> waiting -> queued). A job waits for its children, a timer or a
 -- signal without a lease; the wait is a journaled step: its row records what it waits for and,
 -- once satisfied, the value the job's replay receives.
 ALTER TABLE jobs DROP CONSTRAINT jobs_state_check;
