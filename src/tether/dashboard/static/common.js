@@ -368,8 +368,8 @@
   /* ---- chrome -------------------------------------------------------------------------- */
   const signOut = document.getElementById("sign-out");
   if (signOut) {
-    signOut.hidden = !T.token.get();
     signOut.addEventListener("click", () => { T.token.clear(); location.assign("/login"); });
+    signOut.hidden = !T.token.get();
   }
   const identity = document.getElementById("identity");
   if (identity && T.token.get()) {
