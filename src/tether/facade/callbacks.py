@@ -1,0 +1,69 @@
+"""The facade's callback URLs: make one for a job's signal wait, list them, answer with one.
+
+A callback URL answers one signal wait of one job without an API token (docs/alerts.md,
+"Callback URLs"). The job's own ``ctx.wait_for_signal(callback=)`` makes one as it parks;
+anyone allowed to see the job may make another (``issue_callback``: REST, MCP, CLI, the
+dashboard). Its token is stored hashed, so its URL is in the answer of the call that made it
+and nowhere else; later reads show its id, expiry and state. ``answer_callback`` is what the
+public route ``POST /callbacks/{job_id}/{signal}/{token}`` calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..core import callbacks as cb
+from ..core import validate
+from ..core.serialize import dumps, loads
+from ..records import Job
+from ..store.base import Store
+
+
+class CallbackFacade:
+    """``issue_callback``, ``callbacks``, ``callback_url`` and ``answer_callback``."""
+
+    if TYPE_CHECKING:
+        public_url: str | None
+
+        @property
+        def store(self) -> Store: ...
+
+    def issue_callback(self, job_id: int, *, expires_in: float | timedelta | None = None,
+                       issued_by: str = "operator",
+                       projects: Iterable[str] | None = None) -> cb.Callback:
+        """A new callback URL for the signal wait the job is blocked on, expiring after
+        ``expires_in`` (default seven days). Its ``url`` holds the token and is shown only
+        here. ``JobStateError`` unless the job has an open signal wait; ``ConfigurationError``
+        without a public URL (``Tether(public_url=)`` or ``TETHER_PUBLIC_URL``)."""
+        job_id = validate.job_id(job_id)
+        seconds = cb.expiry_seconds(expires_in)
+        made = cb.new_token()
+        cb.url(self.public_url, job_id, "-", made.raw)  # refuse before storing anything
+        issued = self.store.issue_callback(job_id, id=made.id, token_hash=made.digest,
+                                           expires_in=seconds, issued_by=issued_by,
+                                           projects=projects)
+        assert issued is not None  # only a job's own callback may be skipped
+        return replace(issued, url=self.callback_url(job_id, issued.signal, made.raw))
+
+    def callback_url(self, job_id: int, signal: str, token: str) -> str:
+        """The URL that presents ``token`` for ``job_id``'s ``signal``."""
+        return cb.url(self.public_url, job_id, signal, token)
+
+    def callbacks(self, job_id: int, *, key: str | None = None,
+                  projects: Iterable[str] | None = None) -> list[cb.Callback]:
+        """The job's callbacks (of its wait ``key`` only, if given), oldest first: id, wait,
+        signal, who made it, expiry and state (``unused``, ``used``, ``expired``). Never a
+        URL: only the hash of its token is kept."""
+        return self.store.callbacks(validate.job_id(job_id), key=key, projects=projects)
+
+    def answer_callback(self, job_id: int, signal: str, token: str, value: Any = None) -> Job:
+        """Deliver ``value`` to ``job_id``'s wait for ``signal`` with a callback token, as
+        ``signal`` would, and spend the token. Refused with a ``CallbackRefused``
+        (``callback_not_found``, ``callback_used``, ``callback_expired``,
+        ``callback_closed``); nothing is written then."""
+        signal = validate.signal_name(signal)
+        value = loads(dumps(value, what="signal value"))
+        return self.store.answer_callback(validate.job_id(job_id), signal, token, value)
