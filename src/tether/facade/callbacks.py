@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any
 from ..core import callbacks as cb
 from ..core import validate
 from ..core.serialize import dumps, loads
-from ..records import Job
+from ..errors import CallbackClosed
+from ..records import Job, Wait
 from ..store.base import Store
 
 
 class CallbackFacade:
-    """``issue_callback``, ``callbacks``, ``callback_url`` and ``answer_callback``."""
+    """``issue_callback``, ``callbacks``, ``callback_url``, ``check_callback`` and
+    ``answer_callback``."""
 
     if TYPE_CHECKING:
         public_url: str | None
@@ -58,6 +60,17 @@ class CallbackFacade:
         signal, who made it, expiry and state (``unused``, ``used``, ``expired``). Never a
         URL: only the hash of its token is kept."""
         return self.store.callbacks(validate.job_id(job_id), key=key, projects=projects)
+
+    def check_callback(self, job_id: int, signal: str, token: str) -> tuple[cb.Callback, Wait]:
+        """The callback ``token`` and the wait it answers, if it would be honoured now (a
+        confirmation page shows the wait's prompt); its refusal raised otherwise. Spends
+        nothing."""
+        job_id = validate.job_id(job_id)
+        made = self.store.check_callback(job_id, validate.signal_name(signal), token)
+        wait = self.store.get_wait(job_id, made.key)
+        if wait is None:  # deleted between the two reads
+            raise CallbackClosed(f"job {job_id} no longer waits for this answer", job_id=job_id)
+        return made, wait
 
     def answer_callback(self, job_id: int, signal: str, token: str, value: Any = None) -> Job:
         """Deliver ``value`` to ``job_id``'s wait for ``signal`` with a callback token, as

@@ -15,7 +15,7 @@ from ..clock import LAST_TS
 from ..core import callbacks as cb
 from ..core.callbacks import Callback
 from ..core.states import TERMINAL, JobState
-from ..errors import CallbackNotFound, CallbackUsed, JobStateError
+from ..errors import CallbackUsed, JobStateError
 from ..records import Job
 from .rows import as_datetime, as_seconds, to_job
 from .tx import Row, Tx, present
@@ -23,7 +23,8 @@ from .waits import Waits
 
 
 class Callbacks(Waits):
-    """``issue_callback``, ``callback_handed``, ``callbacks`` and ``answer_callback``."""
+    """``issue_callback``, ``callback_handed``, ``callbacks``, ``check_callback`` and
+    ``answer_callback``."""
 
     def issue_callback(self, job_id: int, *, id: str, token_hash: str, expires_in: float,
                        issued_by: str, key: str | None = None, token: int | None = None,
@@ -74,36 +75,48 @@ class Callbacks(Waits):
                     else tx.all("callbacks_of_wait", job_id=job_id, key=key))
             return [_callback(r, now) for r in rows]
 
+    def check_callback(self, job_id: int, signal: str, raw: str, *,
+                       now: float | None = None) -> Callback:
+        """The callback ``raw`` names if it would answer ``job_id``'s ``signal`` now; its
+        refusal (a ``CallbackRefused``) raised otherwise. Reads only: a page that asks a
+        person to confirm spends nothing."""
+        with self._read() as tx:
+            now = self._now(tx, now)
+            row = self._honoured(tx, job_id, signal, raw, now, tx.one("get_job", id=job_id))
+            return _callback(row, now)
+
     def answer_callback(self, job_id: int, signal: str, raw: str, value: Any = None, *,
                         now: float | None = None) -> Job:
         """Deliver ``value`` as the signal ``signal`` to ``job_id`` with the callback token
         ``raw``, exactly as ``send_signal`` would, and spend the token. Refused (a
         ``CallbackRefused``, nothing written) for a malformed or unknown token, another job's
         or signal's, one used or expired, or one whose wait is over."""
-        cb_id = cb.token_id(raw)
         with self._write() as tx:
             now = self._now(tx, now)
-            if cb_id is None:
-                raise CallbackNotFound(f"no callback with this token for job {job_id}'s "
-                                       f"signal {signal!r:.60}", job_id=job_id)
-            row = tx.one("callback_get", id=cb_id)
-            first = cb.refusal(_secs(row), raw=raw, job_id=job_id, signal=signal, now=now,
-                               answered=False, open_=True)
-            if first is not None:
-                raise first
+            self._honoured(tx, job_id, signal, raw, now, None)
             job = self._locked(tx, job_id)
-            row = present(tx.one("callback_get", id=cb_id))  # again, under the job's lock
+            row = self._honoured(tx, job_id, signal, raw, now, job)  # again, under the lock
+            if tx.run("callback_use", id=row["id"], now=now) != 1:
+                raise CallbackUsed(f"callback {row['id']} was used meanwhile", job_id=job_id)
+            return self._deliver(tx, job, signal, value, now, row["id"])
+
+    def _honoured(self, tx: Tx, job_id: int, signal: str, raw: str, now: float,
+                  job: Row | None) -> Row:
+        """The callback row ``raw`` names, checked (``core.callbacks.refusal``): the token
+        alone without ``job``; with it, also that its wait is open and unanswered."""
+        cb_id = cb.token_id(raw)
+        row = None if cb_id is None else tx.one("callback_get", id=cb_id)
+        answered, open_ = False, True
+        if job is not None and row is not None:
             wait = tx.one("wait_get", job_id=job_id, key=row["wait_key"])
-            answered = tx.one("callback_answered", job_id=job_id, key=row["wait_key"])
+            answered = tx.one("callback_answered", job_id=job_id, key=row["wait_key"]) is not None
             open_ = (wait is not None and wait["status"] == "open"
                      and JobState(job["state"]) not in TERMINAL)
-            refused = cb.refusal(_secs(row), raw=raw, job_id=job_id, signal=signal, now=now,
-                                 answered=answered is not None, open_=open_)
-            if refused is not None:
-                raise refused
-            if tx.run("callback_use", id=cb_id, now=now) != 1:
-                raise CallbackUsed(f"callback {cb_id} was used meanwhile", job_id=job_id)
-            return self._deliver(tx, job, signal, value, now, cb_id)
+        refused = cb.refusal(_secs(row), raw=raw, job_id=job_id, signal=signal, now=now,
+                             answered=answered, open_=open_)
+        if refused is not None:
+            raise refused
+        return present(row)
 
     def _deliver(self, tx: Tx, job: Row, name: str, value: Any, now: float,
                  cb_id: str) -> Job:
