@@ -27,6 +27,7 @@ from ..wire.callbacks import CallbackAnswer, CallbackList, CallbackOut, Callback
 from ..wire.problems import STATUS_BY_CODE, Problem
 from . import callback_page
 from .auth import Principal, principal
+from . import openapi as callback_openapi
 from .openapi import problem_responses as _errors
 from .routes_jobs import JobId, tether
 from .routes_signals import SignalName
@@ -42,13 +43,15 @@ FORM = "application/x-www-form-urlencoded"
              responses=_errors(404, 409), summary="Make a callback URL for a waiting job",
              description="A single-use URL that answers the signal wait the job is blocked on "
                          "without an API token (POST its value there). `url` is in this answer "
-                         "only: the token is stored hashed. 409 `invalid_transition` unless "
-                         "the job waits for a signal.")
-def make_callback(job_id: JobId, who: Principal = Depends(principal),
+                         "only: the token is stored hashed. It is made under TETHER_PUBLIC_URL, "
+                         "else the address this request came to. 409 `invalid_transition` "
+                         "unless the job waits for a signal.")
+def make_callback(request: Request, job_id: JobId, who: Principal = Depends(principal),
                   app: Tether = Depends(tether),
                   body: Annotated[CallbackRequest | None, Body()] = None) -> CallbackOut:
     made = app.issue_callback(job_id, expires_in=body.expires_in_s if body else None,
-                              issued_by=f"token:{who.id}", projects=who.scope)
+                              issued_by=f"token:{who.id}", base_url=str(request.base_url),
+                              projects=who.scope)
     return CallbackOut.of(made)
 
 
@@ -60,8 +63,17 @@ def list_callbacks(job_id: JobId, who: Principal = Depends(principal),
                                for c in app.callbacks(job_id, projects=who.scope)])
 
 
+_BODY = {"requestBody": {"required": False, "content": {
+    "application/json": {"schema": {"description": "the signal's value: any JSON"}},
+    FORM: {"schema": {"type": "object", "properties": {
+        "approved": {"type": "string", "enum": ["true", "false"]},
+        "value": {"type": "string"}}}}}}}
+_PAGE: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/html": callback_openapi.HTML}, "description": "the page"}}
+
+
 @public.post("/{job_id}/{signal}/{token}", response_model=CallbackAnswer,
-             responses=_errors(400, 404, 409, 410, 413),
+             responses={**_PAGE, **_errors(400, 404, 409, 410, 413)}, openapi_extra=_BODY,
              summary="Answer a waiting job through its callback URL (no API token)",
              description="The body is the signal's value: any JSON, empty for null. A form "
                          "post sends `{\"approved\": bool, \"value\": ...}`. Once per URL.")

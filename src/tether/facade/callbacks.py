@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Any
 from ..core import callbacks as cb
 from ..core import validate
 from ..core.serialize import dumps, loads
-from ..errors import CallbackClosed
+from ..errors import CallbackClosed, JobStateError
 from ..records import Job, Wait
 from ..store.base import Store
 
 
 class CallbackFacade:
-    """``issue_callback``, ``callbacks``, ``callback_url``, ``check_callback`` and
-    ``answer_callback``."""
+    """``issue_callback``, ``callbacks``, ``check_callback`` and ``answer_callback``."""
 
     if TYPE_CHECKING:
         public_url: str | None
@@ -34,25 +33,24 @@ class CallbackFacade:
         def store(self) -> Store: ...
 
     def issue_callback(self, job_id: int, *, expires_in: float | timedelta | None = None,
-                       issued_by: str = "operator",
+                       issued_by: str = "operator", base_url: str | None = None,
                        projects: Iterable[str] | None = None) -> cb.Callback:
         """A new callback URL for the signal wait the job is blocked on, expiring after
         ``expires_in`` (default seven days). Its ``url`` holds the token and is shown only
-        here. ``JobStateError`` unless the job has an open signal wait; ``ConfigurationError``
-        without a public URL (``Tether(public_url=)`` or ``TETHER_PUBLIC_URL``)."""
+        here. It is made under ``public_url``, else ``base_url`` (the address a request came
+        to: what the API and the dashboard pass). ``JobStateError`` unless the job has an open
+        signal wait; ``ConfigurationError`` with neither address."""
         job_id = validate.job_id(job_id)
         seconds = cb.expiry_seconds(expires_in)
         made = cb.new_token()
-        cb.url(self.public_url, job_id, "-", made.raw)  # refuse before storing anything
+        base = self.public_url or base_url
+        cb.url(base, job_id, "-", made.raw)  # refuse before storing anything
         issued = self.store.issue_callback(job_id, id=made.id, token_hash=made.digest,
                                            expires_in=seconds, issued_by=issued_by,
                                            projects=projects)
-        assert issued is not None  # only a job's own callback may be skipped
-        return replace(issued, url=self.callback_url(job_id, issued.signal, made.raw))
-
-    def callback_url(self, job_id: int, signal: str, token: str) -> str:
-        """The URL that presents ``token`` for ``job_id``'s ``signal``."""
-        return cb.url(self.public_url, job_id, signal, token)
+        if issued is None:  # the store skips only a job's own (``token=``) callback
+            raise JobStateError(f"job {job_id} took no callback", job_id=job_id)
+        return replace(issued, url=cb.url(base, job_id, issued.signal, made.raw))
 
     def callbacks(self, job_id: int, *, key: str | None = None,
                   projects: Iterable[str] | None = None) -> list[cb.Callback]:
