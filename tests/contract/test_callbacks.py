@@ -3,6 +3,8 @@ single-use URL; the token answers that job's signal once, until it expires, and 
 wait is open; it is stored hashed; a replay hands out no second one."""
 
 import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote, urlsplit
 
 import psycopg
@@ -10,8 +12,8 @@ import pytest
 
 from tether import JobState, JobStateError
 from tether.core import callbacks as cb
-from tether.errors import (CallbackClosed, CallbackExpired, CallbackNotFound, CallbackUsed,
-                           ConfigurationError, LeaseLost)
+from tether.errors import (CallbackClosed, CallbackExpired, CallbackNotFound, CallbackRefused,
+                           CallbackUsed, ConfigurationError, LeaseLost)
 from tether.job import Lease
 from tether.worker.executor import execute
 
@@ -186,3 +188,50 @@ def test_only_a_job_waiting_for_a_signal_takes_a_callback_and_it_needs_a_public_
     with pytest.raises(LeaseLost):
         app.store.issue_callback(job.id, id="0" * 16, token_hash="x", expires_in=1,
                                  issued_by="job", token=99)
+
+
+def race(calls) -> list[str]:
+    """Run ``calls`` at once from threads; each one's outcome: "ok" or its error code."""
+    gate = threading.Barrier(len(calls))
+
+    def one(call):
+        gate.wait()
+        try:
+            call()
+            return "ok"
+        except CallbackRefused as exc:
+            return exc.code
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return sorted(pool.map(one, calls))
+
+
+def test_concurrent_answers_deliver_one_signal(app, handed):
+    job = app.submit("approve", {})
+    run_next(app)
+    link, other = parts(handed[0].url), parts(app.issue_callback(job.id).url)
+    outcomes = race([lambda i=i: app.answer_callback(*link, i) for i in range(6)])
+    assert outcomes == ["callback_used"] * 5 + ["ok"]
+    with pytest.raises(CallbackClosed):
+        app.answer_callback(*other, "late")
+    run_next(app)
+    assert app.get(job.id).result["answer"] in range(6)
+
+    second = app.submit("approve", {})
+    run_next(app)
+    links = [parts(handed[1].url), parts(app.issue_callback(second.id).url)]
+    assert race([lambda: app.answer_callback(*links[0], "a"),
+                 lambda: app.answer_callback(*links[1], "b")]) == ["callback_closed", "ok"]
+    run_next(app)
+    assert app.get(second.id).result["answer"] in ("a", "b")
+    for j in (job, second):
+        assert len([e for e in app.events(j.id) if e.kind == "signal"]) == 1, "one signal"
+
+
+def test_a_pruned_jobs_callbacks_go_with_it(app, clock, handed, backend, database_url):
+    job = app.submit("approve", {})
+    run_next(app)
+    app.cancel(job.id)
+    clock.advance(3600)
+    assert len(stored_callbacks(backend, database_url)) == 1
+    assert app.store.prune(older_than_s=60) == 1
+    assert stored_callbacks(backend, database_url) == []
