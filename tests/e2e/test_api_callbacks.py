@@ -183,3 +183,11 @@ def test_no_token_reaches_the_servers_log(api):
     log = api.srv.log.read_text()
     assert "/callbacks/" in log and "[token]" in log, "the access log is on"
     assert token not in log
+
+
+def test_a_signal_name_with_spaces_and_unicode_travels_percent_encoded(api):
+    job_id, link = ask(api, signal="ok to ship ✓")
+    assert f"/callbacks/{job_id}/ok%20to%20ship%20%E2%9C%93/tcb_" in link
+    r = httpx.post(link, json="yes")
+    assert r.status_code == 200 and r.json()["signal"] == "ok to ship ✓"
+    assert until(api.p1, job_id, lambda j: j["terminal"])["result"] == {"answer": "yes"}

@@ -61,13 +61,19 @@ def token_id(raw: str) -> str | None:
     return m.group(1) if m else None
 
 
-def url(public_url: str | None, job_id: int, signal: str, raw: str) -> str:
-    """The callback URL under ``public_url`` (the address the outside world reaches the API
-    at: ``Tether(public_url=)`` or ``TETHER_PUBLIC_URL``)."""
+def base(public_url: str | None) -> str:
+    """``public_url`` (the address the outside world reaches the API at:
+    ``Tether(public_url=)`` or ``TETHER_PUBLIC_URL``) without a trailing slash;
+    ``ConfigurationError`` without one."""
     if not public_url:
         raise ConfigurationError("a callback URL needs the API's public address: "
                                  "Tether(public_url=...) or TETHER_PUBLIC_URL")
-    return f"{public_url.rstrip('/')}/callbacks/{job_id}/{quote(signal, safe='')}/{raw}"
+    return public_url.rstrip("/")
+
+
+def url(public_url: str | None, job_id: int, signal: str, raw: str) -> str:
+    """The callback URL of token ``raw`` for ``job_id``'s ``signal``, under ``public_url``."""
+    return f"{base(public_url)}/callbacks/{job_id}/{quote(signal, safe='')}/{raw}"
 
 
 def expiry_seconds(value: Any, default: float | None = None) -> float:
@@ -86,11 +92,11 @@ def expiry_seconds(value: Any, default: float | None = None) -> float:
 
 
 def refusal(row: Mapping[str, Any] | None, *, raw: str, job_id: int, signal: str,
-            now: float, answered: bool, open_: bool) -> CallbackRefused | None:
+            now: float, answered: bool, wait_open: bool) -> CallbackRefused | None:
     """Why the token ``raw``, presented for ``job_id``'s ``signal``, is refused (None: it is
     honoured). ``row``: the stored callback its id names (seconds for times). ``answered``:
-    another callback of the same wait was used already; ``open_``: the wait is still open
-    and the job not finished."""
+    another callback of the same wait was used already; ``wait_open``: the wait is still
+    open and the job not finished."""
     stored = "" if row is None else str(row["token_hash"])
     match = hmac.compare_digest(stored.encode(), digest(raw).encode())
     if row is None or not match or int(row["job_id"]) != job_id or row["signal"] != signal:
@@ -102,7 +108,7 @@ def refusal(row: Mapping[str, Any] | None, *, raw: str, job_id: int, signal: str
     if now >= float(row["expires_at"]):
         return CallbackExpired(f"callback {row['id']} has expired", job_id=job_id,
                                callback=row["id"])
-    if answered or not open_:
+    if answered or not wait_open:
         return CallbackClosed(f"job {job_id} no longer waits for this answer (callback "
                               f"{row['id']})", job_id=job_id, callback=row["id"])
     return None

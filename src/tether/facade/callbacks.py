@@ -43,8 +43,7 @@ class CallbackFacade:
         job_id = validate.job_id(job_id)
         seconds = cb.expiry_seconds(expires_in)
         made = cb.new_token()
-        base = self.public_url or base_url
-        cb.url(base, job_id, "-", made.raw)  # refuse before storing anything
+        base = cb.base(self.public_url or base_url)  # refused before anything is stored
         issued = self.store.issue_callback(job_id, id=made.id, token_hash=made.digest,
                                            expires_in=seconds, issued_by=issued_by,
                                            projects=projects)

@@ -106,14 +106,14 @@ class Callbacks(Waits):
         alone without ``job``; with it, also that its wait is open and unanswered."""
         cb_id = cb.token_id(raw)
         row = None if cb_id is None else tx.one("callback_get", id=cb_id)
-        answered, open_ = False, True
+        answered, wait_open = False, True
         if job is not None and row is not None:
             wait = tx.one("wait_get", job_id=job_id, key=row["wait_key"])
             answered = tx.one("callback_answered", job_id=job_id, key=row["wait_key"]) is not None
-            open_ = (wait is not None and wait["status"] == "open"
+            wait_open = (wait is not None and wait["status"] == "open"
                      and JobState(job["state"]) not in TERMINAL)
         refused = cb.refusal(_secs(row), raw=raw, job_id=job_id, signal=signal, now=now,
-                             answered=answered, open_=open_)
+                             answered=answered, wait_open=wait_open)
         if refused is not None:
             raise refused
         return present(row)
