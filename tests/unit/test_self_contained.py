@@ -65,3 +65,31 @@ def test_the_repository_s_own_words_pass(text):
 def test_a_colour_is_not_a_number():
     assert citations("--muted: #687182;", ".css") == []
     assert citations("--muted: #687182;", ".md")
+
+
+CITED_FILE = re.compile(r"\b((?:docs|bench|tests|examples)/[\w/.-]+\.(?:md|py|dot|json))\b")
+CITED_SECTION = re.compile(r"docs/(\w+)\.md,\s+\"([^\"]+)\"")
+
+
+def absent(text: str) -> list[str]:
+    """What ``text`` cites that is not in the tree: a file (``docs/x.md``, ``tests/...py``), or
+    a section named after a page (``docs/design.md, "Leases"``) that begins none of its
+    headings."""
+    gone = sorted({name for name in CITED_FILE.findall(text) if not (ROOT / name).exists()})
+    for page, section in CITED_SECTION.findall(text):
+        target = ROOT / "docs" / f"{page}.md"
+        headings = re.findall(r"^#+ (.+)$", target.read_text(), re.M) if target.exists() else []
+        if not any(h.startswith(section) for h in headings):
+            gone.append(f"docs/{page}.md, {section!r}")
+    return gone
+
+
+@pytest.mark.parametrize("path", shipped_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_what_it_cites_is_in_the_tree(path):
+    assert absent(path.read_text()) == []
+
+
+def test_a_citation_of_what_is_not_there_is_caught():
+    assert absent('docs/nowhere.md; docs/design.md, "No such section"; tests/x/y.py') == [
+        "docs/nowhere.md", "tests/x/y.py", "docs/design.md, 'No such section'"]
+    assert absent('docs/design.md, "Leases, workers"; docs/guarantees.md') == []
