@@ -23,10 +23,10 @@ HEADERS = {
 """Every callback page's headers: nothing loaded from anywhere, the token sent to no site."""
 
 _STYLE = ("body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;"
-          "padding:0 1rem;color:#1a1a1a}h1{font-size:1.3rem}.prompt{font-size:1.1rem;"
+          "padding:0 1rem;color:black}h1{font-size:1.3rem}.prompt{font-size:1.1rem;"
           "white-space:pre-wrap}button{font:inherit;padding:.5rem 1.2rem;margin-right:.5rem}"
-          "textarea{width:100%;font:inherit}pre{background:#f4f4f4;padding:.5rem;"
-          "overflow:auto}.muted{color:#555;font-size:.9rem}")
+          "textarea{width:100%;font:inherit}pre{background:whitesmoke;padding:.5rem;"
+          "overflow:auto}.muted{color:dimgray;font-size:.9rem}")
 
 
 def _page(title: str, body: str) -> str:
