@@ -235,3 +235,14 @@ def test_a_pruned_jobs_callbacks_go_with_it(app, clock, handed, backend, databas
     assert len(stored_callbacks(backend, database_url)) == 1
     assert app.store.prune(older_than_s=60) == 1
     assert stored_callbacks(backend, database_url) == []
+
+
+def test_a_replay_that_finds_its_wait_still_open_hands_out_nothing_more(app, handed):
+    job = app.submit("approve", {})
+    run_next(app)
+    assert app.pause(job.id).state == JobState.PAUSED
+    assert app.resume(job.id).state == JobState.QUEUED
+    assert run_next(app).state == JobState.WAITING, "replayed to the same open wait"
+    assert len(handed) == 1 and len(app.callbacks(job.id)) == 1
+    app.answer_callback(*parts(handed[0].url), "ok")
+    assert run_next(app).result == {"answer": "ok"}
