@@ -62,22 +62,17 @@ def test_an_agent_makes_a_callback_url_that_answers_the_job_once(database_url, l
             assert made["issued_by"].startswith("token:")
             refused = [code(await client.call_tool("tether_make_callback", {"job_id": other.id})),
                        code(await client.call_tool("tether_list_callbacks", {"job_id": other.id}))]
-            return made, refused
+            assert refused == ["job_not_found", "job_not_found"]
 
-    made, refused = anyio.run(session)
-    assert refused == ["job_not_found", "job_not_found"]
-    _, _, job_id, signal, raw = urlsplit(made["url"]).path.split("/")
-    assert local.answer_callback(int(job_id), signal, raw, "yes").state == S.QUEUED
-    assert run_until(local, job.id, {S.SUCCEEDED}) == S.SUCCEEDED
-    assert local.get(job.id).result == "yes"
-
-    async def after():
-        async with stdio(database_url, token, env={"TETHER_PUBLIC_URL": PUBLIC}) as client:
+            _, _, job_id, signal, raw = urlsplit(made["url"]).path.split("/")
+            assert local.answer_callback(int(job_id), signal, raw, "yes").state == S.QUEUED
+            assert run_until(local, job.id, {S.SUCCEEDED}) == S.SUCCEEDED
             listed = data(await client.call_tool("tether_list_callbacks", {"job_id": job.id}))
             late = code(await client.call_tool("tether_make_callback", {"job_id": job.id}))
             return listed, late
 
-    listed, late = anyio.run(after)
+    listed, late = anyio.run(session)
+    assert local.get(job.id).result == "yes"
     assert sorted(c["state"] for c in listed["items"]) == ["unused", "used"]
     assert all(c["url"] is None for c in listed["items"])
     assert late == "invalid_transition"
