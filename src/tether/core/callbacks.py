@@ -20,7 +20,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -129,7 +129,8 @@ class Callback:
     expires_at: datetime
     used_at: datetime | None = None
     state: str = "unused"
-    url: str | None = None
+    url: str | None = field(default=None, repr=False)
+    """Left out of ``repr``: a logged ``Callback`` does not leak its token."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "job_id": self.job_id, "key": self.key, "signal": self.signal,

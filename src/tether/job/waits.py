@@ -14,8 +14,8 @@ and call keys.
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import partial
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 from collections.abc import Callable, Iterable, Iterator
 
@@ -150,7 +150,7 @@ def wait_for_signal(ctx: RunningJob, name: str, *, timeout: float | timedelta | 
 
 
 def _hand_out(ctx: RunningJob, wait: Wait, *, notify: Callable[[cb.Callback], Any],
-               expires_in: float) -> None:
+              expires_in: float) -> None:
     """Make the wait's callback and hand it to ``notify``, unless one was handed out."""
     made = cb.new_token()
     url = cb.url(ctx.app.public_url, ctx.id, str(wait.signal), made.raw)
