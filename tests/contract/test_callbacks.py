@@ -246,3 +246,13 @@ def test_a_replay_that_finds_its_wait_still_open_hands_out_nothing_more(app, han
     assert len(handed) == 1 and len(app.callbacks(job.id)) == 1
     app.answer_callback(*parts(handed[0].url), "ok")
     assert run_next(app).result == {"answer": "ok"}
+
+
+def test_a_worker_without_a_public_url_fails_the_job_loudly_and_stores_no_callback(app,
+                                                                                  handed):
+    app.public_url = None
+    job = app.submit("approve", {})
+    done = run_next(app)
+    assert (done.state, done.error_code) == (JobState.FAILED, "configuration_error")
+    assert "TETHER_PUBLIC_URL" in done.error_summary
+    assert handed == [] and app.callbacks(job.id) == []
