@@ -7,6 +7,7 @@ renderable. ``--json`` output never passes through this module.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Sequence
@@ -140,6 +141,10 @@ def waiting_rows(job: Job, waiting: Any) -> list[tuple[str, str]]:
                      if waiting.wake_at else "none"))
         rows.append(("answer", escape(f"tether job signal {job.id} {waiting.signal} "
                                       "--value JSON")))
+        for c in waiting.callbacks:  # the URL itself is shown only when it is made
+            expires = when(datetime.fromisoformat(c["expires_at"]))
+            rows.append(("callback URL", escape(f"{c['id']} {c['state']}, expires {expires} "
+                                                f"(made by {c['issued_by']})")))
         return rows
     if waiting.kind == "timer":
         return [("waits for", f"timer, wakes at {when(waiting.wake_at)}")]

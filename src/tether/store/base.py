@@ -32,6 +32,7 @@ from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from ..records import ProviderBatch, Schedule, Wait, WorkerInfo
 from ..tokens import TokenInfo
 from ..wakeup import Wakeup
+from .callback_rows import CallbackRows
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ class FinishSignal(Protocol):
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(CallbackRows, Protocol):
     url: str
     group_commit: bool
     """True where a worker's writes should share commits (one writer at a time: SQLite)."""
