@@ -19,6 +19,7 @@ from rich.table import Table
 from .output import size, state_text, usd, when, when_short
 
 if TYPE_CHECKING:
+    from ..core.budget import Budget
     from ..records import Attempt, Event, Job, ProviderBatch, QueueInfo, WorkerInfo
 
 
@@ -191,6 +192,8 @@ def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
     if calls is not None and (calls.billed is not None or calls.journal or calls.reused_from):
         grid.add_row("ledger", call_details(calls))
     extra = job.budget.limits.to_dict()
+    if "thresholds" in extra or "soft" in extra:
+        grid.add_row("alerts", alerts(job.budget.limits))
     for key in ("max_duration_s", "max_examples"):
         if key in extra:
             label = "max duration" if key == "max_duration_s" else "examples"
@@ -368,3 +371,9 @@ WORKER_COLUMNS = (
 
 def worker_table(workers: Iterable[WorkerInfo], width: int = 160) -> Table:
     return _build(WORKER_COLUMNS, workers, width)
+
+
+def alerts(limits: Budget) -> str:
+    """A budget's thresholds and whether it is soft: ``at 50%, 80% (soft: never pauses)``."""
+    at = ", ".join(f"{t:.0%}" for t in limits.thresholds or ()) or "no thresholds"
+    return f"at {at}" + (" (soft: never pauses)" if limits.soft else "")
