@@ -64,7 +64,7 @@ def get_crossings(
         description="only the project's budget, or only jobs' budgets")] = None,
     job_id: Annotated[int | None, Query(ge=1, le=INT63,
                                         description="only this job's budget")] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=1000, description="most to return")] = 100,
 ) -> CrossingsOut:
     found = app.budget_crossings(readable(project, who), job_id=job_id, scope=scope,
                                  limit=limit)

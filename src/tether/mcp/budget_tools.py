@@ -50,7 +50,7 @@ def budget_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         scope: Annotated[Literal["job", "project"] | None, Field(description=(
             "only the project's own budget, or only its jobs' budgets"))] = None,
         job_id: Annotated[JobId | None, Field(description="only this job's budget")] = None,
-        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+        limit: Annotated[int, Field(ge=1, le=1000, description="most to return")] = 100,
     ) -> CrossingsOut:
         if not principal_for(ctx).allows(project):
             raise Problem(404, "not_found", f"project {project!r} not found")
