@@ -9,10 +9,9 @@ from decimal import Decimal
 import pytest
 
 from tether import Estimate, InvalidPayload, JobState, Metered, Usage
-from tether.core.budget import Budget
+from tether.core.budget import Budget, Reservation
 from tether.core.periods import window
 from tether.core.pricing import ModelPrice
-from tether.core.budget import Reservation
 
 from tests.contract.test_waits import run_next
 
@@ -161,3 +160,15 @@ def test_thresholds_are_validated_and_cleared():
             Budget(thresholds=bad)
     with pytest.raises(InvalidPayload):
         Budget(soft="yes")
+
+
+def test_a_pruned_jobs_crossings_go_with_it_and_its_projects_stay(app, clock):
+    _steady(app)
+    app.set_project_budget("kept", max_calls=4, thresholds=[0.5])
+    job = app.submit("steady", {"calls": 2}, project="kept",
+                     budget={"max_calls": 2, "thresholds": [1]})
+    run_next(app)
+    assert sorted(r.scope for r in app.budget_crossings("kept")) == ["job", "project"]
+    clock.advance(120)
+    assert app.prune(older_than_s=60) == 1
+    assert [r.scope for r in app.budget_crossings("kept")] == ["project"]
