@@ -156,5 +156,9 @@ def test_cli_sets_thresholds_and_prints_crossings(site, capsys, monkeypatch):
     assert r.code == 0, r.err
     r = run_main(capsys, "job", "status", str(site.queued), db=site.url)
     assert "at 30%, 60%" in r.out
+    r = run_main(capsys, "job", "status", str(site.job), db=site.url)
+    assert "crossed" in r.out and "20% of max_calls (2 of 10)" in r.out
+    r = run_main(capsys, "job", "status", str(site.job), "--json", db=site.url)
+    assert [c["threshold"] for c in json.loads(r.out)["crossings"]] == [0.2]
     r = run_main(capsys, "project", "budget", "bad", "--thresholds", "0,2", db=site.url)
     assert r.code != 0 and "thresholds" in r.err

@@ -156,7 +156,8 @@ def waiting_rows(job: Job, waiting: Any) -> list[tuple[str, str]]:
 
 def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
                 calls: Any = None, forked_from: dict[str, Any] | None = None,
-                waiting: Any = None, unserved: bool = False) -> Table:
+                waiting: Any = None, unserved: bool = False,
+                crossings: list[Any] | None = None) -> Table:
     """The ``job status`` block: identity, state, stage, what a waiting job waits for,
     checkpoints, spend vs budget, error. ``calls`` is an ``extras.CallSummary`` when the
     facade has a ledger or journal; ``forked_from`` the data of the job's ``forked_from``
@@ -194,6 +195,9 @@ def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
     extra = job.budget.limits.to_dict()
     if "thresholds" in extra or "soft" in extra:
         grid.add_row("alerts", alerts(job.budget.limits))
+    if crossings:
+        grid.add_row("crossed", ", ".join(f"{c.threshold:.0%} of {c.limit_name} ({c.used} of "
+                                          f"{c.limit})" for c in reversed(crossings)))
     for key in ("max_duration_s", "max_examples"):
         if key in extra:
             label = "max duration" if key == "max_duration_s" else "examples"
