@@ -172,3 +172,29 @@ def test_a_pruned_jobs_crossings_go_with_it_and_its_projects_stay(app, clock):
     clock.advance(120)
     assert app.prune(older_than_s=60) == 1
     assert [r.scope for r in app.budget_crossings("kept")] == ["project"]
+
+
+def test_a_childs_call_left_open_crosses_its_parents_threshold_once(app, clock):
+    """The orphan of a child's expired lease is settled outside any call batch (where the
+    child's own rows carry no ancestor's limits): its parent's threshold still fires."""
+    store = app.store
+
+    @app.job("child")
+    def child(ctx, payload):
+        return None
+
+    @app.job("parent")
+    def parent(ctx, payload):
+        return ctx.map_jobs("child", [{}])
+
+    job = app.submit("parent", {}, budget={"max_calls": 2, "thresholds": [0.5]})
+    assert run_next(app).state == JobState.WAITING
+    (claim,) = store.claim("w", queues=None, limit=1, lease_ttl=10, start=True)
+    assert claim.job.parent_id == job.id
+    store.reserve(claim.job.id, claim.token, key="k0", stage=None, provider="simulated",
+                  model="sim-small", reservation=Reservation(Decimal("0.001"), 10, 10))
+    clock.advance(60)
+    store.expire_leases()
+    (row,) = app.budget_crossings("default", job_id=job.id)
+    assert (row.job_id, row.used, row.threshold) == (claim.job.id, "1", 0.5)
+    assert [d["budget"] for d in _fired(app, claim.job.id)] == [str(job.id)]

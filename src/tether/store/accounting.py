@@ -95,22 +95,26 @@ class Accounting(Thresholds):
                      for name, value in was.items()} for row, was in zip(rows, before, strict=True)]
         self._write_budget_rows(tx, [(row["scope"], row["key"]) for row in rows], counters, now)
         if any(delta.get(name) for name in SETTLED):
-            found = [f for watch, was, now_ in zip(self._watches(job, rows, now), before,
+            found = [f for watch, was, now_ in zip(self._watches(tx, job, rows, now), before,
                                                    counters, strict=True)
                      if watch is not None for f in watch.found(was, now_, job["id"], attempt)]
             if found:
                 self._record_crossings(tx, found, now)
 
-    def _watches(self, job: Row, rows: list[Row], now: float) -> list[Any]:
-        """The thresholds to watch on ``rows`` (as ``_budget_rows`` reads them). An
-        ancestor's limits are not among these rows: its thresholds are watched where a
-        call settles (``book.py``), not here."""
+    def _watches(self, tx: Tx, job: Row, rows: list[Row], now: float) -> list[Any]:
+        """The thresholds to watch on ``rows`` (as ``_budget_rows`` reads them): the job's
+        limits, its ancestors' (read here: a child's rows carry only its own) and its
+        project's, for a periodic budget on the current period's row."""
         project = next((limits_of(r["limits"]) for r in rows if r["scope"] == "project"),
                        _NO_LIMITS)
         w = window(now, project.period, project.timezone) if project.period else None
         own = str(job["id"])
-        keyed = [(r["scope"], r["key"],
-                  (limits_of(job["budget"]) if r["key"] == own else _NO_LIMITS)
+        limits = {own: limits_of(job["budget"])}
+        ancestors = [int(r["key"]) for r in rows if r["scope"] == "job" and r["key"] != own]
+        if ancestors:
+            for row in tx.all("ancestor_limits", ids=self._array_param(ancestors)):
+                limits[row["key"]] = limits_of(row["budget"])
+        keyed = [(r["scope"], r["key"], limits.get(r["key"], _NO_LIMITS)
                   if r["scope"] == "job" else project) for r in rows]
         return watches(job["project"], keyed, w)
 

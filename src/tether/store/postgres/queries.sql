@@ -1243,6 +1243,10 @@ ON CONFLICT DO NOTHING
 RETURNING scope;
 
 -- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
+-- The limits of a child's ancestors, whose thresholds an orphan's settlement may cross.
+-- name: ancestor_limits
+SELECT id::text AS key, budget FROM jobs WHERE id = ANY(%(ids)s);
+
 -- name: budget_crossings
 SELECT * FROM budget_crossings
 WHERE project = %(project)s AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)

@@ -1061,6 +1061,11 @@ ON CONFLICT DO NOTHING
 RETURNING scope;
 
 -- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
+-- The limits of a child's ancestors, whose thresholds an orphan's settlement may cross.
+-- name: ancestor_limits
+SELECT CAST(id AS TEXT) AS key, budget FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids));
+
 -- name: budget_crossings
 SELECT * FROM budget_crossings
 WHERE project = :project AND (:scope IS NULL OR scope = :scope) AND (:key IS NULL OR key = :key)
