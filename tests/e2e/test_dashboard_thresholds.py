@@ -45,3 +45,17 @@ def test_the_budget_dialog_sets_thresholds_and_a_soft_budget(context, site):
     page.click("#confirm-ok")
     expect(page.locator("#confirm-error")).to_contain_text(
         "percentages above 0")
+
+
+def test_the_spend_page_lists_each_projects_crossed_thresholds(context, site):
+    site.app.set_project_budget("watched", max_calls=4, soft=True, thresholds=[0.5, 2])
+    job_id = site.app.submit("write_report", {"text": "watched"}, project="watched").id
+    wait_for(lambda: site.job(job_id)["state"] == "succeeded", "the watched job to finish")
+    page = signed_in(context, site, "admin")
+    page.goto("/spend")
+    row = page.locator("#alerts-body tr.crossing[data-project='watched']")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("50% of calls")
+    expect(row).to_contain_text("(soft)")
+    expect(row.locator("a")).to_have_attribute("href", f"/jobs/{job_id}")
+    shot(page, "spend-alerts")
