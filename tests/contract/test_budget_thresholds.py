@@ -12,6 +12,7 @@ from tether import Estimate, InvalidPayload, JobState, Metered, Usage
 from tether.core.budget import Budget, Reservation
 from tether.core.periods import window
 from tether.core.pricing import ModelPrice
+from tether.wire.thresholds import ThresholdEventData
 
 from tests.contract.test_waits import run_next
 
@@ -31,7 +32,11 @@ def _steady(app, made=None):
 
 
 def _fired(app, job_id):
-    return [e.data for e in app.events(job_id) if e.kind == "budget_threshold"]
+    """The data of the job's ``budget_threshold`` events, each checked against its schema."""
+    found = [e.data for e in app.events(job_id) if e.kind == "budget_threshold"]
+    for data in found:
+        assert ThresholdEventData.model_validate(data).model_dump() == data
+    return found
 
 
 def test_each_threshold_of_a_job_budget_fires_once_at_its_call(app):

@@ -1,7 +1,8 @@
 """The wire shape of budget thresholds: the ``thresholds`` and ``soft`` fields every budget
 takes (a job's at submission and ``PATCH /jobs/{id}/budget``, a project's ``PUT``, the MCP
-budget tools), and a crossing as ``GET /projects/{project}/budget/crossings`` and MCP
-``tether_budget_crossings`` show it (``core/thresholds.py`` says when one is recorded).
+budget tools), a crossing as ``GET /projects/{project}/budget/crossings`` and MCP
+``tether_budget_crossings`` show it (``core/thresholds.py`` says when one is recorded), and
+the data of its ``budget_threshold`` event (``ThresholdEventData``).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..core.budget import MAX_THRESHOLDS
 from ..records import BudgetCrossing
@@ -63,3 +64,20 @@ class CrossingOut(BaseModel):
 
 class CrossingsOut(BaseModel):
     crossings: list[CrossingOut]
+
+
+class ThresholdEventData(BaseModel):
+    """The data of a ``budget_threshold`` event, exactly (what a webhook carries of it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: Literal["job", "project"]
+    project: str
+    budget: str = Field(description="the job id (scope job) or the project whose budget it is")
+    metric: Literal["cost", "calls", "tokens"]
+    limit_name: Literal["max_cost_usd", "max_calls", "max_input_tokens", "max_output_tokens"]
+    threshold: float = Field(description="the fraction of the limit, 0.8 for 80 %")
+    limit: str | int = Field(description="money as decimal text, counts as numbers")
+    used: str | int = Field(description="the settled use just after the crossing")
+    period_start: float | None = Field(description=(
+        "a periodic budget: its period's start in unix seconds; else null"))
