@@ -46,8 +46,14 @@ def test_two_killed_and_surviving_workers_fire_each_threshold_once(client, datab
     survivor = start_worker(database_url, app="tests.apps.money:app", concurrency=2,
                             lease_ttl=1.0, env=env, log=log)
     try:
-        wait_until(lambda: len(read_bill(bill)) >= 10, timeout=60, interval=0.005,
-                   what="calls to be paid", watch=[doomed, survivor], log=log)
+        def doomed_is_paying():
+            held = [j for j in jobs
+                    if f":{doomed.pid}:" in (app.get(j.id).lease_owner or "")]
+            return held and len(read_bill(bill)) >= 10
+
+        wait_until(doomed_is_paying, timeout=60, interval=0.005,
+                   what="the doomed worker to hold a job while calls are paid",
+                   watch=[doomed, survivor], log=log)
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.wait(5)
         wait_until(lambda: all(app.get(j.id).terminal for j in jobs), timeout=120,
@@ -55,6 +61,8 @@ def test_two_killed_and_surviving_workers_fire_each_threshold_once(client, datab
     finally:
         stop(survivor)
     assert {app.get(j.id).state for j in jobs} == {JobState.SUCCEEDED}
+    assert sum(app.get(j.id).attempt_count for j in jobs) > JOBS, \
+        "the killed worker's jobs were taken over"
     calls = app.project_budget("alerts").used.calls
     assert calls >= JOBS * CALLS
 
