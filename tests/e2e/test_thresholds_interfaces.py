@@ -121,9 +121,13 @@ def test_mcp_sets_thresholds_and_lists_the_same_crossings(site):
                 "budget": {"max_cost_usd": "3", "thresholds": [0.8], "soft": True}}))
             bad = await client.call_tool("tether_set_project_budget", {
                 "project": "mcp-alerts", "budget": {"thresholds": [-1]}})
-        return listed, hidden, made, bad
+            job = data(await client.call_tool("tether_set_job_budget", {
+                "job_id": site.queued, "budget": {"thresholds": [0.25, 0.75]},
+                "resume": False}))
+        return listed, hidden, made, bad, job
 
-    listed, hidden, made, bad = anyio.run(session)
+    listed, hidden, made, bad, job = anyio.run(session)
+    assert job["budget"]["limits"]["thresholds"] == [0.25, 0.75]
     with site.server.client(site.tokens["alerts"]) as http:
         rest = http.get("/api/v1/projects/alerts/budget/crossings",
                         params={"scope": "project"}).json()
