@@ -203,3 +203,29 @@ def test_a_childs_call_left_open_crosses_its_parents_threshold_once(app, clock):
     (row,) = app.budget_crossings("default", job_id=job.id)
     assert (row.job_id, row.used, row.threshold) == (claim.job.id, "1", 0.5)
     assert [d["budget"] for d in _fired(app, claim.job.id)] == [str(job.id)]
+
+
+def test_a_provider_batch_settled_by_the_sweep_crosses_once(app, clock, tmp_path):
+    """A provider batch's items settle in the sweep's transaction, outside any call: the
+    three calls its settlement adds cross 50 % of the job's max_calls there, once."""
+    from tether.providers.batches import SimulatedBatches
+    from tether.worker.batch_poller import BatchPoller
+
+    sim = SimulatedBatches(tmp_path / "batches", complete_after_s=60, now=clock.time)
+    app.add_batch_provider(sim)
+
+    @app.job("gen")
+    def gen(ctx, payload):
+        return len(ctx.batch(key="gen", provider="simulated", model="sim-small",
+                             requests={f"q{i}": {"prompt": f"q {i}", "max_tokens": 20}
+                                       for i in range(3)},
+                             estimate=Estimate(input_tokens=50, max_output_tokens=20)))
+
+    job = app.submit("gen", budget={"max_calls": 4, "thresholds": [0.5, 1]})
+    run_next(app)
+    assert _fired(app, job.id) == [], "a reservation crosses nothing"
+    clock.advance(60)
+    assert BatchPoller(app.store, app, interval=1).run_once() == 1
+    assert [(d["threshold"], d["used"]) for d in _fired(app, job.id)] == [(0.5, 3)]
+    assert run_next(app).state == JobState.SUCCEEDED
+    assert len(app.budget_crossings("default")) == 1
