@@ -18,7 +18,7 @@ from ..core.waits import KINDS
 from . import extras, views
 from .options import (
     DatabaseUrl, JobId, Json, MaxCalls, MaxCost, MaxDuration, MaxExamples, MaxInputTokens,
-    MaxOutputTokens, Payload, PayloadFile, open_app, show_help_if_bare,
+    MaxOutputTokens, Payload, PayloadFile, Soft, Thresholds, open_app, show_help_if_bare,
 )
 from .output import CliError, emit_json, emit_json_line, out, show, state_text, usd
 from .parse import budget_limits, parse_json, read_payload
@@ -324,6 +324,8 @@ def budget(
     max_output_tokens: MaxOutputTokens = None,
     max_duration: MaxDuration = None,
     max_examples: MaxExamples = None,
+    thresholds: Thresholds = None,
+    soft: Soft = None,
     resume: Annotated[bool, typer.Option(
         "--resume/--no-resume",
         help="Let a job paused by budget_exhausted continue under the new limits.")] = True,
@@ -338,7 +340,8 @@ def budget(
     """
     limits = budget_limits(max_cost=max_cost, max_calls=max_calls,
                            max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
-                           max_duration=max_duration, max_examples=max_examples)
+                           max_duration=max_duration, max_examples=max_examples,
+                           thresholds=thresholds, soft=soft)
     if not limits:
         raise CliError("name at least one limit, e.g. --max-cost 5 or --max-calls 1000")
     app = open_app(database_url)

@@ -763,7 +763,8 @@ ON CONFLICT (job_id, key) DO NOTHING;
 -- name: engine_counts
 SELECT coalesce(sum(n) FILTER (WHERE name = 'claims'), 0) AS claims,
        coalesce(sum(n) FILTER (WHERE name = 'lease_expiries'), 0) AS lease_expiries,
-       coalesce(sum(n) FILTER (WHERE name = 'budget_pauses'), 0) AS budget_pauses
+       coalesce(sum(n) FILTER (WHERE name = 'budget_pauses'), 0) AS budget_pauses,
+       coalesce(sum(n) FILTER (WHERE name = 'budget_thresholds'), 0) AS budget_thresholds
 FROM engine_counters;
 
 -- Prune's last step forgets the workers gone before the cutoff: stopped then, or silent since
@@ -1260,3 +1261,25 @@ SELECT EXISTS (SELECT 1 FROM call_journal WHERE job_id = %(job_id)s
                AND (attempt < %(attempt)s OR reused_from IS NOT NULL))
     OR EXISTS (SELECT 1 FROM job_waits WHERE job_id = %(job_id)s AND attempt < %(attempt)s)
     AS progressed;
+
+-- ---- budget thresholds (store/thresholds.py) ---------------------------------------------
+-- A crossing, once: a row only when no other transaction recorded this threshold of this
+-- budget, limit value and period (the primary key), and then it is returned.
+-- name: insert_crossing
+INSERT INTO budget_crossings (scope, key, limit_name, threshold, limit_value, period, project,
+                              metric, used, period_start, job_id, crossed_at)
+VALUES (%(scope)s, %(key)s, %(limit_name)s, %(threshold)s, %(limit_value)s, %(period)s, %(project)s, %(metric)s, %(used)s, %(period_start)s, %(job_id)s, %(now)s)
+ON CONFLICT DO NOTHING
+RETURNING scope;
+
+-- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
+-- The limits of a child's ancestors, whose thresholds an orphan's settlement may cross.
+-- name: ancestor_limits
+SELECT id::text AS key, budget FROM jobs WHERE id = ANY(%(ids)s);
+
+-- name: budget_crossings
+SELECT * FROM budget_crossings
+WHERE project = %(project)s AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+  AND (%(key)s::text IS NULL OR key = %(key)s::text)
+ORDER BY crossed_at DESC, key, limit_name, threshold
+LIMIT %(limit)s;

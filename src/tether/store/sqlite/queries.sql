@@ -629,7 +629,8 @@ ON CONFLICT (job_id, key) DO NOTHING;
 -- name: engine_counts
 SELECT coalesce(sum(CASE WHEN name = 'claims' THEN n END), 0) AS claims,
        coalesce(sum(CASE WHEN name = 'lease_expiries' THEN n END), 0) AS lease_expiries,
-       coalesce(sum(CASE WHEN name = 'budget_pauses' THEN n END), 0) AS budget_pauses
+       coalesce(sum(CASE WHEN name = 'budget_pauses' THEN n END), 0) AS budget_pauses,
+       coalesce(sum(CASE WHEN name = 'budget_thresholds' THEN n END), 0) AS budget_thresholds
 FROM engine_counters;
 
 -- Prune's last step forgets the workers gone before the cutoff: stopped then, or silent since
@@ -1077,3 +1078,25 @@ SELECT EXISTS (SELECT 1 FROM call_journal WHERE job_id = :job_id
                AND (attempt < :attempt OR reused_from IS NOT NULL))
     OR EXISTS (SELECT 1 FROM job_waits WHERE job_id = :job_id AND attempt < :attempt)
     AS progressed;
+
+-- ---- budget thresholds (store/thresholds.py) ---------------------------------------------
+-- A crossing, once: a row only when no other transaction recorded this threshold of this
+-- budget, limit value and period (the primary key), and then it is returned.
+-- name: insert_crossing
+INSERT INTO budget_crossings (scope, key, limit_name, threshold, limit_value, period, project,
+                              metric, used, period_start, job_id, crossed_at)
+VALUES (:scope, :key, :limit_name, :threshold, :limit_value, :period, :project, :metric, :used, :period_start, :job_id, :now)
+ON CONFLICT DO NOTHING
+RETURNING scope;
+
+-- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
+-- The limits of a child's ancestors, whose thresholds an orphan's settlement may cross.
+-- name: ancestor_limits
+SELECT CAST(id AS TEXT) AS key, budget FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: budget_crossings
+SELECT * FROM budget_crossings
+WHERE project = :project AND (:scope IS NULL OR scope = :scope) AND (:key IS NULL OR key = :key)
+ORDER BY crossed_at DESC, key, limit_name, threshold
+LIMIT :limit;
