@@ -15,11 +15,12 @@ from .clock import SYSTEM_CLOCK, Clock
 from .core import validate
 from .core.budget import Budget
 from .core.estimate import CostEstimate, estimate_cost
+from .core.flowkeys import KeyRule, rule as flow_rule
 from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
-from .errors import ConfigurationError, JobNotFound
+from .errors import ConfigurationError, InvalidArgument, JobNotFound
 from .facade.budgets import Budgets
 from .facade.batches import BatchProviders
 from .facade.forks import ForkMixin
@@ -154,7 +155,9 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
             budget: Budget | Mapping[str, Any] | None = None,
             estimator: Callable[[Any], Any] | None = None,
             stages: Sequence[JobFn] | None = None, on_change: str = "pause",
-            version: str = "", replays: str | Sequence[str] | None = None) -> Any:
+            version: str = "", replays: str | Sequence[str] | None = None,
+            singleton: bool = False, debounce_s: float | None = None,
+            flow_key: KeyRule = None) -> Any:
         """Register a job type by decorating ``def f(ctx, payload)`` (or ``async def``).
 
         ``@app.job``, ``@app.job()`` and ``@app.job("name", ...)`` all work; the name defaults
@@ -163,7 +166,10 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
         checkpointed. The decorated function is returned unchanged. ``on_change``: what a
         replay does with a journaled call or a stage that changed since it was recorded
         (``pause``, ``reuse`` or ``repay``: docs/guarantees.md); ``version`` and ``replays``:
-        which jobs its workers claim (docs/workflows.md).
+        which jobs its workers claim (docs/workflows.md). ``singleton`` (one live job per
+        key) or ``debounce_s`` (one pending job per key, later submits replacing its
+        payload), with ``flow_key`` a payload field or a function of the payload giving the
+        key (default: the type as a whole): docs/flow-control.md.
         """
         if callable(name):
             return self.job()(name)
@@ -174,7 +180,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                           safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
                           priority=priority, retry_unknown=retry_unknown, retry_on=retry_on,
                           budget=budget, estimator=estimator, on_change=on_change,
-                          version=version, replays=replays)
+                          version=version, replays=replays, singleton=singleton,
+                          debounce_s=debounce_s, flow_key=flow_key)
             return fn
         return register
 
@@ -185,14 +192,19 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                  budget: Budget | Mapping[str, Any] | None = None,
                  estimator: Callable[[Any], Any] | None = None,
                  on_change: str = "pause", version: str = "",
-                 replays: str | Sequence[str] | None = None) -> JobType:
+                 replays: str | Sequence[str] | None = None, singleton: bool = False,
+                 debounce_s: float | None = None, flow_key: KeyRule = None) -> JobType:
         """Register a job type by function or by an ordered list of stage functions."""
+        try:
+            flow = flow_rule(singleton, debounce_s, flow_key)
+        except InvalidArgument as exc:
+            raise ConfigurationError(f"job type {name!r}: {exc.message}") from None
         return self.registry.add(JobType(
             name=checked_name(name, "job type"), fn=fn, stages=as_stages(stages),
             safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
             priority=priority, retry=RetryPolicy(retry_unknown=retry_unknown, retry_on=retry_on),
             budget=as_budget(budget) if budget is not None else None, estimator=estimator,
-            on_change=on_change, version=version, replays=as_replays(replays)))
+            on_change=on_change, version=version, replays=as_replays(replays), flow=flow))
 
     def pipeline(self, name: str, stages: Sequence[JobFn], **options: Any) -> JobType:
         """Register a multi-stage job type: each stage's output is checkpointed."""
@@ -213,18 +225,24 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                idempotency_key: str | None = None, queue: str | None = None,
                priority: int | None = None, run_after: datetime | float | None = None,
                max_attempts: int | None = None, budget: Budget | Mapping[str, Any] | None = None,
-               conn: Any = None) -> Job:
+               singleton: bool | None = None, debounce_s: float | None = None,
+               flow_key: str | None = None, conn: Any = None) -> Job:
         """Enqueue a job. With ``idempotency_key``, submitting the same configuration again
         returns the existing job, and a different configuration raises ``IdempotencyConflict``.
-        ``conn`` enqueues inside the caller's open transaction (commits or rolls back with it)."""
+        ``singleton``, ``debounce_s`` and ``flow_key`` override the job type's (a submit
+        matching a live singleton or a pending debounced job returns that job:
+        docs/flow-control.md). ``conn`` enqueues inside the caller's open transaction
+        (commits or rolls back with it)."""
         spec = self._resolve(type, payload, project=project, idempotency_key=idempotency_key,
                              queue=queue, priority=priority, run_after=run_after,
-                             max_attempts=max_attempts, budget=budget)
+                             max_attempts=max_attempts, budget=budget, singleton=singleton,
+                             debounce_s=debounce_s, flow_key=flow_key)
         return self.store.submit([spec], conn=conn, profile=self.price_profile)[0][0]
 
     def submit_with_status(self, type: str, payload: Any = None,
                            **options: Any) -> tuple[Job, bool]:
-        """Like ``submit``; also says whether the job was created (False: an idempotent repeat)."""
+        """Like ``submit``; also says whether the job was created (False: an idempotent repeat,
+        a live singleton's job, or a pending debounced job whose payload this replaced)."""
         conn = options.pop("conn", None)
         spec = self._resolve(type, payload, **options)
         return self.store.submit([spec], conn=conn, profile=self.price_profile)[0]

@@ -47,6 +47,12 @@ class Job:
     version: str = ""
     """The job type's version when it was submitted ("" unversioned): only a worker whose
     code serves that version claims it (``core/serving.py``)."""
+    flow_mode: str | None = None
+    """``singleton`` (one live job per key) or ``debounce`` (one pending job per key, whose
+    payload later submits replace), or None (``core/flowkeys.py``)."""
+    flow_key: str | None = None
+    """The key ``flow_mode`` counts jobs by, within the job's type and project ("" for the
+    type as a whole)."""
 
     @property
     def terminal(self) -> bool:

@@ -58,6 +58,11 @@ class NewJob:
     """The submitter's W3C trace context (``tracing.py``), or None outside any trace."""
     version: str = ""
     """The job type's version at submit ("" unversioned): which workers claim it."""
+    flow_mode: str | None = None
+    """``singleton`` or ``debounce`` (``core/flowkeys.py``), or None."""
+    flow_key: str | None = None
+    flow_window_s: float = 0.0
+    """A debounced job's window: it is held this long after the first submit of a burst."""
 
 
 @dataclass(frozen=True)
