@@ -57,7 +57,8 @@ def tether(request: Request) -> Tether:
 def _options(body: JobCreate, who: Principal) -> dict[str, Any]:
     project = who.write_project(body.project, where="body", verb="submit to")
     options: dict[str, Any] = {"type": body.type, "payload": body.payload, "project": project}
-    for name in ("queue", "priority", "run_after", "max_attempts"):
+    for name in ("queue", "priority", "run_after", "max_attempts", "singleton", "debounce_s",
+                 "flow_key"):
         value = getattr(body, name)
         if value is not None:
             options[name] = value

@@ -199,6 +199,8 @@ def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
             grid.add_row(label, value)
     if job.idempotency_key:
         grid.add_row("idempotency", _cell(job.idempotency_key))
+    if job.flow_mode:
+        grid.add_row(job.flow_mode, f"key {_cell(job.flow_key) or '(the whole type)'}")
     grid.add_row("created", when(job.created_at))
     grid.add_row("updated", when(job.updated_at))
     if job.finished_at:

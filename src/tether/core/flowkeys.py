@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from collections.abc import Callable
 
 from ..errors import InvalidArgument
 
-SINGLETON = "singleton"
-DEBOUNCE = "debounce"
-MODES = (SINGLETON, DEBOUNCE)
+FlowMode = Literal["singleton", "debounce"]
+SINGLETON: FlowMode = "singleton"
+DEBOUNCE: FlowMode = "debounce"
 MAX_KEY = 200
 MAX_WINDOW_S = 86400.0 * 30
 
@@ -45,7 +45,7 @@ class FlowRule:
     """A job type's declaration: ``mode`` (``singleton`` or ``debounce``), how its key is
     found (``key``), and the debounce window in seconds."""
 
-    mode: str
+    mode: FlowMode
     key: KeyRule = None
     window_s: float = 0.0
 
@@ -54,7 +54,7 @@ class FlowRule:
 class FlowKey:
     """What one submit resolved to: stored on the job as ``flow_mode`` and ``flow_key``."""
 
-    mode: str
+    mode: FlowMode
     key: str
     window_s: float = 0.0
 
@@ -103,7 +103,8 @@ def resolve(declared: FlowRule | None, payload: Any, *, key: Any = None,
     """The flow key of one submit: the type's rule, overridden by the submit's own
     ``singleton``/``debounce_s`` (``singleton=False`` turns the type's singleton off) and
     ``key`` (the key's value itself)."""
-    mode, window_s = (declared.mode, declared.window_s) if declared else (None, 0.0)
+    mode: FlowMode | None = declared.mode if declared else None
+    window_s = declared.window_s if declared else 0.0
     if singleton is not None and debounce_s is not None and singleton:
         raise InvalidArgument("a submit is singleton or debounced, not both",
                               argument="debounce_s")

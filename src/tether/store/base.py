@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..core.batches import ItemResult, RemoteStatus
 from ..core.budget import Budget, BudgetStatus, Reservation
+from ..core.flowkeys import FlowMode
 from ..core.pricing import ModelPrice, PriceProfile
 from ..core.serving import Serving
 from ..core.spend import SpendQuery, SpendRow
@@ -58,7 +59,7 @@ class NewJob:
     """The submitter's W3C trace context (``tracing.py``), or None outside any trace."""
     version: str = ""
     """The job type's version at submit ("" unversioned): which workers claim it."""
-    flow_mode: str | None = None
+    flow_mode: FlowMode | None = None
     """``singleton`` or ``debounce`` (``core/flowkeys.py``), or None."""
     flow_key: str | None = None
     flow_window_s: float = 0.0

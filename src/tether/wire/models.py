@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from ..core.states import JobState
 from ..facade.workflows import WaitingFor
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
+from . import flowkeys as flow
 from .numbers import (COUNT_MAX, INT32, USD_LIMIT, USD_MAX, JsonNumber, MaybeMoney, Money,
                       UnixSeconds, money_text)
 from .signals import WaitingForOut
@@ -72,6 +73,9 @@ class JobCreate(BaseModel):
         None, description="do not start before this time")
     max_attempts: Annotated[int | None, Field(ge=1, le=1000), JsonNumber] = None
     budget: BudgetLimits | None = None
+    singleton: bool | None = Field(None, description=flow.SINGLETON_HELP)
+    debounce_s: flow.Window = None
+    flow_key: flow.Key = None
 
 
 class CancelRequest(BaseModel):
@@ -168,6 +172,8 @@ class JobOut(BaseModel):
     unserved: bool = Field(False, description=(
         "queued, and no live worker serves its type on its queue (no running worker's app "
         "registers the type): it stays queued, not failed, until such a worker starts"))
+    flow_mode: flow.Mode | None = Field(None, description=flow.MODE_HELP)
+    flow_key: str | None = Field(None, description=flow.KEY_HELP)
 
     @classmethod
     def of(cls, job: Job, waiting: WaitingFor | None = None, *,
@@ -192,7 +198,7 @@ class JobOut(BaseModel):
             price_profile=job.price_profile, created_at=job.created_at,
             updated_at=job.updated_at, finished_at=job.finished_at,
             waiting_for=WaitingForOut.of(waiting) if waiting is not None else None,
-            unserved=unserved)
+            unserved=unserved, flow_mode=job.flow_mode, flow_key=job.flow_key)
 
 
 class JobReads(Protocol):
