@@ -34,7 +34,7 @@ from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from .registry import JobFn, JobType, Registry, as_replays, as_stages
 from .store.base import EngineStats, NewJob, SpendTotal, Store
 from .store.open import open_store
-from .store.ratelimits import RateLimit
+from .facade.ratelimits import RateLimitViews
 from .submission import (
     DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name,
 )
@@ -46,7 +46,7 @@ DEFAULT_URL = "sqlite:///./tether.db"
 
 
 class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, QueueControl,
-             WorkerViews, BatchProviders, Budgets):
+             WorkerViews, BatchProviders, Budgets, RateLimitViews):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
@@ -59,7 +59,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
     def __init__(self, database_url: str | None = None, *, store: Store | None = None,
                  clock: Clock | None = None, price_profile: str | None = None,
                  strict_types: bool | None = None, blob_dir: str | None = None,
-                 rate_limits: Mapping[str, Mapping[str, int]] | None = None,
+                 rate_limits: Mapping[str, Mapping[str, Any]] | None = None,
                  create_database: bool = True, **store_options: Any) -> None:
         self.database_url = (database_url or os.environ.get("TETHER_DATABASE_URL")
                              or DEFAULT_URL)
@@ -76,7 +76,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
         self._profile: PriceProfile | None = None
         self._pinned: dict[str, PriceProfile] = {}
         self._blobs: BlobStore | None = None
-        self.rate_limits: dict[str, RateLimit] = {}
+        self.rate_limits = {}
         for scope, limits in (rate_limits or {}).items():
             self.set_rate_limit(scope, **limits)
 
@@ -128,16 +128,6 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                                              "which is not in the store")
                 self._pinned[pid] = pinned
         return self._pinned[pid]
-
-    def set_rate_limit(self, scope: str, *, rpm: int | None = None,
-                       tpm: int | None = None) -> None:
-        """Share ``rpm``/``tpm`` across every worker of this app: ``scope`` is a provider
-        (``"openai"``) or a provider and model (``"openai/gpt-4o"``). Calls wait for capacity."""
-        self.rate_limits[scope] = RateLimit(scope, rpm, tpm)
-
-    def rate_limits_for(self, provider: str, model: str) -> list[RateLimit]:
-        return [lim for scope, lim in self.rate_limits.items()
-                if scope in (provider, f"{provider}/{model}")]
 
     def migrate(self) -> list[int]:
         """Apply pending schema migrations (also done on first use); returns those applied."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 from collections.abc import Mapping, Sequence
 
+from ..core.headroom import Headroom
 from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
@@ -44,7 +45,8 @@ class JobStore(Protocol):
                       usage: Usage, fingerprint: str | None = None) -> None: ...
     def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
                      now: float | None = None) -> float: ...
-    def settle_rate(self, job_id: int, key: str, tokens: int) -> None: ...
+    def settle_rate(self, job_id: int, key: str, tokens: int | None, *,
+                    headroom: Headroom | None = None, scopes: Sequence[str] = ()) -> None: ...
 
     # waits (``job/waits.py``)
     def get_wait(self, job_id: int, key: str) -> Wait | None: ...

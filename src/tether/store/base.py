@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..core.batches import ItemResult, RemoteStatus
 from ..core.budget import Budget, BudgetStatus, Reservation
 from ..core.flowkeys import FlowMode
+from ..core.headroom import Headroom, RateLimit, RateScope
 from ..core.pricing import ModelPrice, PriceProfile
 from ..core.serving import Serving
 from ..core.spend import SpendQuery, SpendRow
@@ -136,16 +137,6 @@ operation alone would have raised (it then changed nothing)."""
 
 CallEntry = tuple[int, int, Sequence[CallReserve | CallSettle]]
 """One job's operations for ``account_many``: ``(job_id, lease token, ops)``."""
-
-
-@dataclass(frozen=True)
-class RateLimit:
-    """At most ``rpm`` calls and ``tpm`` tokens a minute under ``scope`` (``openai``, or
-    ``openai/gpt-4o``), shared by every worker through the store."""
-
-    scope: str
-    rpm: int | None = None
-    tpm: int | None = None
 
 
 class SpendTotal(TypedDict):
@@ -297,8 +288,10 @@ class Store(Protocol):
     # --- rate limits
     def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
                      now: float | None = None) -> float: ...
-    def settle_rate(self, job_id: int, key: str, tokens: int) -> None: ...
+    def settle_rate(self, job_id: int, key: str, tokens: int | None, *,
+                    headroom: Headroom | None = None, scopes: Sequence[str] = ()) -> None: ...
     def rate_calls(self, scope: str) -> list[float]: ...
+    def rate_scopes(self, *, now: float | None = None) -> list[RateScope]: ...
 
     # --- stage checkpoints and blobs
     def put_blob(self, sha256: str, data: bytes) -> None: ...

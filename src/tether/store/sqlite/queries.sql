@@ -1080,3 +1080,42 @@ UPDATE jobs SET payload = :payload, input_config_hash = :input_config_hash,
 WHERE project = :project AND type = :type AND flow_key = :flow_key
   AND flow_mode = 'debounce' AND state = 'queued' AND attempt_count = 0
 RETURNING id, event_seq;
+
+-- ---- provider headroom (core/headroom.py) --------------------------------------------------
+
+-- name: rate_headroom
+-- A scope's stored headroom, with the calls and tokens granted after the call that brought it.
+SELECT p.*,
+       (SELECT count(*) FROM rate_limit_events e
+        WHERE e.scope = p.scope AND e.at > p.observed_at) AS calls_since,
+       (SELECT coalesce(sum(e.tokens), 0) FROM rate_limit_events e
+        WHERE e.scope = p.scope AND e.at > p.observed_at) AS tokens_since
+FROM provider_limits p WHERE p.scope = :scope;
+
+-- name: rate_granted_at
+SELECT at FROM rate_limit_events WHERE job_id = :job_id AND key = :key AND scope = :scope
+ORDER BY at DESC LIMIT 1;
+
+-- name: rate_headroom_save
+INSERT INTO provider_limits (scope, observed_at, requests_limit, requests_remaining,
+                             requests_reset_at, tokens_limit, tokens_remaining, tokens_reset_at,
+                             retry_at, updated_at)
+VALUES (:scope, :observed_at, :requests_limit, :requests_remaining, :requests_reset_at,
+        :tokens_limit, :tokens_remaining, :tokens_reset_at, :retry_at, :now)
+ON CONFLICT (scope) DO UPDATE SET
+    observed_at = excluded.observed_at, requests_limit = excluded.requests_limit,
+    requests_remaining = excluded.requests_remaining,
+    requests_reset_at = excluded.requests_reset_at, tokens_limit = excluded.tokens_limit,
+    tokens_remaining = excluded.tokens_remaining, tokens_reset_at = excluded.tokens_reset_at,
+    retry_at = excluded.retry_at, updated_at = excluded.updated_at;
+
+-- name: rate_scopes
+-- Every scope with calls in the window or a stored headroom: what the interfaces show.
+SELECT s.scope,
+       (SELECT count(*) FROM rate_limit_events e
+        WHERE e.scope = s.scope AND e.at > :since) AS calls,
+       (SELECT coalesce(sum(e.tokens), 0) FROM rate_limit_events e
+        WHERE e.scope = s.scope AND e.at > :since) AS tokens
+FROM (SELECT DISTINCT scope FROM rate_limit_events WHERE at > :since
+      UNION SELECT scope FROM provider_limits) s
+ORDER BY s.scope;

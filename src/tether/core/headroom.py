@@ -1,0 +1,119 @@
+"""Headroom: what a provider says is left of its rate limits, and how long a call must wait.
+
+A provider's response tells how many requests and tokens remain before its limit refuses, and
+when that count is refilled; a refusal (429) tells how long to stay away (``Retry-After``).
+tether keeps the latest of these per rate-limit scope in the store, with the moment the call
+that brought it was *granted*: calls granted after that moment are not yet in the provider's
+count, so they are subtracted from what it said remains (``wait_s``). Tokens are counted as
+each call settles with its actual usage (the reservation until then).
+
+Anthropic states input and output tokens apart as well as together; tether keeps the
+smallest remainder (with its refill time) and compares all of a call's tokens with it: it may
+slow down a little early, never late. Pure: times are unix seconds given by the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """At most ``rpm`` calls and ``tpm`` tokens a minute under ``scope`` (``openai``, or
+    ``openai/gpt-4o``), shared by every worker through the store; with ``from_headers``,
+    also no more than the provider's own headers say is left (``wait_s``)."""
+
+    scope: str
+    rpm: int | None = None
+    tpm: int | None = None
+    from_headers: bool = True
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """One response's rate-limit headers, read (``providers/headers.py``). Refill times are
+    seconds after the response; None: the response did not say."""
+
+    requests_limit: int | None = None
+    requests_remaining: int | None = None
+    requests_reset_s: float | None = None
+    tokens_limit: int | None = None
+    tokens_remaining: int | None = None
+    tokens_reset_s: float | None = None
+    retry_after_s: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == _EMPTY
+
+
+_EMPTY = Headroom()
+
+
+@dataclass(frozen=True)
+class ProviderState:
+    """A scope's stored headroom, in absolute times, and what was granted since: the row the
+    limiter reads (``store/ratelimits.py``) and every interface shows."""
+
+    scope: str
+    observed_at: float
+    """When the call whose response told this was granted."""
+    requests_limit: int | None = None
+    requests_remaining: int | None = None
+    requests_reset_at: float | None = None
+    tokens_limit: int | None = None
+    tokens_remaining: int | None = None
+    tokens_reset_at: float | None = None
+    retry_at: float | None = None
+    calls_since: int = 0
+    tokens_since: int = 0
+
+
+def wait_s(state: ProviderState, now: float, tokens: int) -> float:
+    """Seconds a call of ``tokens`` must wait under ``state`` (0.0: it may go now). A count
+    whose refill time has passed no longer holds anything back."""
+    wait = 0.0
+    if state.retry_at is not None and state.retry_at > now:
+        wait = state.retry_at - now
+    if (state.requests_remaining is not None and state.requests_reset_at is not None
+            and state.requests_reset_at > now
+            and state.calls_since + 1 > state.requests_remaining):
+        wait = max(wait, state.requests_reset_at - now)
+    if (state.tokens_remaining is not None and state.tokens_reset_at is not None
+            and state.tokens_reset_at > now
+            and state.tokens_since + tokens > state.tokens_remaining):
+        wait = max(wait, state.tokens_reset_at - now)
+    return wait
+
+
+def absolute(headroom: Headroom, scope: str, observed_at: float, now: float) -> ProviderState:
+    """``headroom`` read at ``now`` as a stored state."""
+    def at(seconds: float | None) -> float | None:
+        return None if seconds is None else now + seconds
+    return ProviderState(scope, observed_at, headroom.requests_limit,
+                         headroom.requests_remaining, at(headroom.requests_reset_s),
+                         headroom.tokens_limit, headroom.tokens_remaining,
+                         at(headroom.tokens_reset_s), at(headroom.retry_after_s))
+
+
+def merged(old: ProviderState | None, new: ProviderState) -> ProviderState:
+    """What to keep when ``new`` arrives: the counts told by the later-granted call (a slow
+    response of an older call must not undo a newer one's), and the later ``retry_at``. A
+    refusal that said only ``Retry-After`` keeps the counts it did not tell."""
+    if old is None:
+        return new
+    retry = max((t for t in (old.retry_at, new.retry_at) if t is not None), default=None)
+    counted = new.requests_remaining is not None or new.tokens_remaining is not None
+    base = new if counted and new.observed_at >= old.observed_at else old
+    return replace(base, retry_at=retry, calls_since=0, tokens_since=0)
+
+
+@dataclass(frozen=True)
+class RateScope:
+    """One shared rate-limit scope as the interfaces show it: the calls and tokens granted in
+    the last 60 seconds, and what its provider last said (None: nothing yet)."""
+
+    scope: str
+    calls: int
+    tokens: int
+    provider: ProviderState | None = None
