@@ -65,3 +65,19 @@ def test_what_one_app_is_told_slows_another_on_the_same_database(database_url, c
     finally:
         a.close()
         b.close()
+
+
+def test_calls_in_flight_when_a_later_one_was_answered_count_as_not_yet_told(store, clock):
+    """Job 1 was granted first but its request reached the provider after job 2's: job 2's
+    answer did not count it, so the limiter does."""
+    store.acquire_rate(FOLLOW, tokens=10, job_id=1, key="a")
+    clock.advance(1)
+    store.acquire_rate(FOLLOW, tokens=10, job_id=2, key="a")
+    store.settle_rate(2, "a", 10, headroom=Headroom(requests_remaining=2, requests_reset_s=30),
+                      scopes=[SCOPE])
+    (shown,) = store.rate_scopes()
+    assert shown.provider.requests_in_flight == 1
+    clock.advance(1)
+    assert store.acquire_rate(FOLLOW, tokens=10, job_id=3, key="a") == 0
+    clock.advance(1)
+    assert store.acquire_rate(FOLLOW, tokens=10, job_id=4, key="a") > 0

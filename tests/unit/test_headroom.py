@@ -84,3 +84,16 @@ def test_merge_keeps_the_later_granted_calls_counts_and_the_later_retry():
     newer = ProviderState("s", 110.0, requests_remaining=3, requests_reset_at=170.0)
     assert merged(merged(old, refusal), newer).retry_at == 130.0
     assert merged(None, newer) == newer
+
+
+def test_two_reports_of_one_window_keep_the_fewer_remaining_from_the_earlier_grant():
+    """Calls reach the provider out of grant order: the later-granted call told 3 left, the
+    earlier one (which arrived second) told 2."""
+    later = ProviderState("s", 101.0, requests_remaining=3, requests_reset_at=160.0,
+                          tokens_remaining=900, tokens_reset_at=130.0)
+    earlier = ProviderState("s", 100.0, requests_remaining=2, requests_reset_at=160.2,
+                            tokens_remaining=950, tokens_reset_at=130.1)
+    assert merged(later, earlier) == ProviderState(
+        "s", 100.0, requests_remaining=2, requests_reset_at=160.0, tokens_remaining=900,
+        tokens_reset_at=130.0)
+    assert merged(earlier, later).requests_remaining == 2

@@ -65,6 +65,10 @@ class ProviderState:
     tokens_remaining: int | None = None
     tokens_reset_at: float | None = None
     retry_at: float | None = None
+    requests_in_flight: int = 0
+    """Calls granted before the told call and not yet answered when it was: they may have
+    reached the provider after it, so they count as not yet counted."""
+    tokens_in_flight: int = 0
     calls_since: int = 0
     tokens_since: int = 0
 
@@ -77,35 +81,72 @@ def wait_s(state: ProviderState, now: float, tokens: int) -> float:
         wait = state.retry_at - now
     if (state.requests_remaining is not None and state.requests_reset_at is not None
             and state.requests_reset_at > now
-            and state.calls_since + 1 > state.requests_remaining):
+            and state.calls_since + state.requests_in_flight + 1 > state.requests_remaining):
         wait = max(wait, state.requests_reset_at - now)
     if (state.tokens_remaining is not None and state.tokens_reset_at is not None
             and state.tokens_reset_at > now
-            and state.tokens_since + tokens > state.tokens_remaining):
+            and state.tokens_since + state.tokens_in_flight + tokens
+            > state.tokens_remaining):
         wait = max(wait, state.tokens_reset_at - now)
     return wait
 
 
-def absolute(headroom: Headroom, scope: str, observed_at: float, now: float) -> ProviderState:
-    """``headroom`` read at ``now`` as a stored state."""
+def absolute(headroom: Headroom, scope: str, observed_at: float, now: float,
+             in_flight: tuple[int, int] = (0, 0)) -> ProviderState:
+    """``headroom`` read at ``now`` as a stored state; ``in_flight``: the calls and tokens
+    granted before ``observed_at`` and unanswered at ``now``."""
     def at(seconds: float | None) -> float | None:
         return None if seconds is None else now + seconds
     return ProviderState(scope, observed_at, headroom.requests_limit,
                          headroom.requests_remaining, at(headroom.requests_reset_s),
                          headroom.tokens_limit, headroom.tokens_remaining,
-                         at(headroom.tokens_reset_s), at(headroom.retry_after_s))
+                         at(headroom.tokens_reset_s), at(headroom.retry_after_s),
+                         *in_flight)
+
+
+SAME_WINDOW_S = 1.0
+"""Two reports whose refill times differ by no more than this speak of one window."""
 
 
 def merged(old: ProviderState | None, new: ProviderState) -> ProviderState:
-    """What to keep when ``new`` arrives: the counts told by the later-granted call (a slow
-    response of an older call must not undo a newer one's), and the later ``retry_at``. A
-    refusal that said only ``Retry-After`` keeps the counts it did not tell."""
+    """What to keep when ``new`` arrives, never later to slow down than either report:
+
+    * of two reports of one window (refill times within ``SAME_WINDOW_S``), the fewer
+      remaining, counted from the earlier grant (calls do not reach the provider in the order
+      they were granted; counting from the earlier one may count a call twice, never none);
+    * of two windows, the later-granted call's report (a slow answer to an older call must not
+      undo a newer one's);
+    * the later ``retry_at``; a refusal that said only ``Retry-After`` keeps the counts."""
     if old is None:
         return new
     retry = max((t for t in (old.retry_at, new.retry_at) if t is not None), default=None)
-    counted = new.requests_remaining is not None or new.tokens_remaining is not None
-    base = new if counted and new.observed_at >= old.observed_at else old
-    return replace(base, retry_at=retry, calls_since=0, tokens_since=0)
+    if not _counted(new):
+        return replace(old, retry_at=retry, calls_since=0, tokens_since=0)
+    first, last = sorted((old, new), key=lambda s: s.observed_at)
+    if not _counted(old) or not _same_window(old, new):
+        return replace(last, retry_at=retry, calls_since=0, tokens_since=0)
+    return replace(last, observed_at=first.observed_at, retry_at=retry, calls_since=0,
+                   tokens_since=0,
+                   requests_remaining=_least(old.requests_remaining, new.requests_remaining),
+                   tokens_remaining=_least(old.tokens_remaining, new.tokens_remaining),
+                   requests_in_flight=max(old.requests_in_flight, new.requests_in_flight),
+                   tokens_in_flight=max(old.tokens_in_flight, new.tokens_in_flight))
+
+
+def _counted(state: ProviderState) -> bool:
+    return state.requests_remaining is not None or state.tokens_remaining is not None
+
+
+def _same_window(a: ProviderState, b: ProviderState) -> bool:
+    for x, y in ((a.requests_reset_at, b.requests_reset_at),
+                 (a.tokens_reset_at, b.tokens_reset_at)):
+        if x is not None and y is not None:
+            return abs(x - y) <= SAME_WINDOW_S
+    return False
+
+
+def _least(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 @dataclass(frozen=True)

@@ -348,14 +348,12 @@ class Calls:
 
     def _settle_rate(self, key: str, op: CallSettle | None, limits: list[RateLimit],
                      headers: Any) -> None:
-        """Count a granted call by the tokens it used (``op``: it settled) and store the
-        rate-limit headroom its response or error told (``core/headroom.py``)."""
+        """Mark a granted call answered, counted by the tokens it used (``op``: it settled),
+        and store the rate-limit headroom its response or error told (``core/headroom.py``)."""
         ctx = self._ctx
         scopes = [limit.scope for limit in limits if limit.from_headers]
         headroom = headroom_from(headers) if scopes and headers is not None else None
         tokens = None if op is None else op.usage.input_tokens + op.usage.output_tokens
-        if tokens is None and headroom is None:
-            return
         ctx.store.settle_rate(ctx.id, key, tokens, headroom=headroom, scopes=scopes)
 
 

@@ -75,20 +75,24 @@ class RateLimits(Transitions):
 
     def settle_rate(self, job_id: int, key: str, tokens: int | None, *,
                     headroom: Headroom | None = None, scopes: Sequence[str] = ()) -> None:
-        """Replace a granted call's reserved tokens with what it actually used (None: keep
-        them, for a call that failed), and store the ``headroom`` its response told for each
-        of ``scopes``."""
+        """Mark a granted call answered, its reserved tokens replaced with what it actually
+        used (None: kept, for a call that failed), and store the ``headroom`` its response or
+        error told for each of ``scopes``."""
+        scopes = sorted(scopes) if headroom is not None else []
         with self._write() as tx:
-            if tokens is not None:
-                tx.run("rate_settle", job_id=job_id, key=key, tokens=tokens)
+            for scope in scopes:  # the order acquire_rate takes them in
+                tx.one("rate_lock", scope=scope)
+            tx.run("rate_settle", job_id=job_id, key=key, tokens=tokens)
             if headroom is None:
                 return
             now = self._now(tx, None)
-            for scope in sorted(scopes):
-                tx.one("rate_lock", scope=scope)
+            for scope in scopes:
                 granted = tx.one("rate_granted_at", job_id=job_id, key=key, scope=scope)
-                told = absolute(headroom, scope, as_seconds(granted["at"]) if granted else now,
-                                now)
+                at = as_seconds(granted["at"]) if granted else now
+                flying = present(tx.one("rate_in_flight", scope=scope, at=at,
+                                        since=now - WINDOW_S))
+                told = absolute(headroom, scope, at, now,
+                                (int(flying["calls"]), int(flying["tokens"])))
                 keep = merged(_state(tx.one("rate_headroom", scope=scope)), told)
                 tx.run("rate_headroom_save", now=now, **_row(keep))
 
@@ -106,7 +110,8 @@ class RateLimits(Transitions):
             return [as_seconds(r["at"]) for r in tx.all("rate_calls", scope=scope)]
 
 
-_COUNTS = ("requests_limit", "requests_remaining", "tokens_limit", "tokens_remaining")
+_COUNTS = ("requests_limit", "requests_remaining", "tokens_limit", "tokens_remaining",
+           "requests_in_flight", "tokens_in_flight")
 _TIMES = ("requests_reset_at", "tokens_reset_at", "retry_at")
 
 

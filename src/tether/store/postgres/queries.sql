@@ -743,7 +743,13 @@ INSERT INTO rate_limit_events (scope, at, tokens, job_id, key)
 VALUES (%(scope)s, %(now)s, %(tokens)s, %(job_id)s, %(key)s);
 
 -- name: rate_settle
-UPDATE rate_limit_events SET tokens = %(tokens)s WHERE job_id = %(job_id)s AND key = %(key)s;
+UPDATE rate_limit_events SET tokens = coalesce(%(tokens)s::bigint, tokens), settled = true
+WHERE job_id = %(job_id)s AND key = %(key)s;
+
+-- name: rate_in_flight
+-- The calls of a scope granted up to %(at)s (since %(since)s) whose answers had not come back.
+SELECT count(*) AS calls, coalesce(sum(tokens), 0) AS tokens FROM rate_limit_events
+WHERE scope = %(scope)s AND at <= %(at)s AND at > %(since)s AND NOT settled;
 
 -- name: rate_prune
 DELETE FROM rate_limit_events WHERE at < %(before)s;
@@ -1288,16 +1294,17 @@ ORDER BY at DESC LIMIT 1;
 -- name: rate_headroom_save
 INSERT INTO provider_limits (scope, observed_at, requests_limit, requests_remaining,
                              requests_reset_at, tokens_limit, tokens_remaining, tokens_reset_at,
-                             retry_at, updated_at)
+                             retry_at, requests_in_flight, tokens_in_flight, updated_at)
 VALUES (%(scope)s, %(observed_at)s, %(requests_limit)s, %(requests_remaining)s,
         %(requests_reset_at)s, %(tokens_limit)s, %(tokens_remaining)s, %(tokens_reset_at)s,
-        %(retry_at)s, %(now)s)
+        %(retry_at)s, %(requests_in_flight)s, %(tokens_in_flight)s, %(now)s)
 ON CONFLICT (scope) DO UPDATE SET
     observed_at = excluded.observed_at, requests_limit = excluded.requests_limit,
     requests_remaining = excluded.requests_remaining,
     requests_reset_at = excluded.requests_reset_at, tokens_limit = excluded.tokens_limit,
     tokens_remaining = excluded.tokens_remaining, tokens_reset_at = excluded.tokens_reset_at,
-    retry_at = excluded.retry_at, updated_at = excluded.updated_at;
+    retry_at = excluded.retry_at, requests_in_flight = excluded.requests_in_flight,
+    tokens_in_flight = excluded.tokens_in_flight, updated_at = excluded.updated_at;
 
 -- name: rate_scopes
 -- Every scope with calls in the window or a stored headroom: what the interfaces show.

@@ -610,7 +610,13 @@ INSERT INTO rate_limit_events (scope, at, tokens, job_id, key)
 VALUES (:scope, :now, :tokens, :job_id, :key);
 
 -- name: rate_settle
-UPDATE rate_limit_events SET tokens = :tokens WHERE job_id = :job_id AND key = :key;
+UPDATE rate_limit_events SET tokens = coalesce(:tokens, tokens), settled = 1
+WHERE job_id = :job_id AND key = :key;
+
+-- name: rate_in_flight
+-- The calls of a scope granted up to :at (since :since) whose answers had not come back.
+SELECT count(*) AS calls, coalesce(sum(tokens), 0) AS tokens FROM rate_limit_events
+WHERE scope = :scope AND at <= :at AND at > :since AND settled = 0;
 
 -- name: rate_prune
 DELETE FROM rate_limit_events WHERE at < :before;
@@ -1099,15 +1105,17 @@ ORDER BY at DESC LIMIT 1;
 -- name: rate_headroom_save
 INSERT INTO provider_limits (scope, observed_at, requests_limit, requests_remaining,
                              requests_reset_at, tokens_limit, tokens_remaining, tokens_reset_at,
-                             retry_at, updated_at)
+                             retry_at, requests_in_flight, tokens_in_flight, updated_at)
 VALUES (:scope, :observed_at, :requests_limit, :requests_remaining, :requests_reset_at,
-        :tokens_limit, :tokens_remaining, :tokens_reset_at, :retry_at, :now)
+        :tokens_limit, :tokens_remaining, :tokens_reset_at, :retry_at, :requests_in_flight,
+        :tokens_in_flight, :now)
 ON CONFLICT (scope) DO UPDATE SET
     observed_at = excluded.observed_at, requests_limit = excluded.requests_limit,
     requests_remaining = excluded.requests_remaining,
     requests_reset_at = excluded.requests_reset_at, tokens_limit = excluded.tokens_limit,
     tokens_remaining = excluded.tokens_remaining, tokens_reset_at = excluded.tokens_reset_at,
-    retry_at = excluded.retry_at, updated_at = excluded.updated_at;
+    retry_at = excluded.retry_at, requests_in_flight = excluded.requests_in_flight,
+    tokens_in_flight = excluded.tokens_in_flight, updated_at = excluded.updated_at;
 
 -- name: rate_scopes
 -- Every scope with calls in the window or a stored headroom: what the interfaces show.
