@@ -19,6 +19,7 @@ from rich.table import Table
 from .output import size, state_text, usd, when, when_short
 
 if TYPE_CHECKING:
+    from ..core.headroom import RateScope
     from ..records import Attempt, Event, Job, ProviderBatch, QueueInfo, WorkerInfo
 
 
@@ -370,3 +371,27 @@ WORKER_COLUMNS = (
 
 def worker_table(workers: Iterable[WorkerInfo], width: int = 160) -> Table:
     return _build(WORKER_COLUMNS, workers, width)
+
+
+def _told(scope: RateScope, key: str) -> str:
+    told = scope.to_dict()["provider"]
+    value = None if told is None else told[key]
+    if key == "retry_in_s":
+        return f"{value:.1f}s" if value else "-"
+    return "-" if value is None else str(value)
+
+
+RATE_COLUMNS = (
+    Column("SCOPE", lambda s: escape(s.scope)),
+    Column("CALLS/MIN", lambda s: str(s.calls), {"justify": "right"}),
+    Column("TOKENS/MIN", lambda s: str(s.tokens), {"justify": "right"}),
+    Column("REQUESTS LEFT", lambda s: _told(s, "requests_left"), {"justify": "right"}),
+    Column("TOKENS LEFT", lambda s: _told(s, "tokens_left"), {"justify": "right"}),
+    Column("RETRY IN", lambda s: _told(s, "retry_in_s"), {"justify": "right"}),
+)
+
+
+def rate_scope_table(scopes: Iterable[RateScope], width: int = 160) -> Table:
+    """``tether rate-limits``: what the provider last said is left, less what was granted
+    since ("-": not told, or refilled since)."""
+    return _build(RATE_COLUMNS, scopes, width)

@@ -14,7 +14,9 @@ slow down a little early, never late. Pure: times are unix seconds given by the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -158,3 +160,34 @@ class RateScope:
     calls: int
     tokens: int
     provider: ProviderState | None = None
+    read_at: float = 0.0
+    """When this was read (the store's clock): what ``to_dict``'s ``left`` is reckoned at."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able: times as ISO 8601, and what a call may still take now (``left``)."""
+        told = None
+        if self.provider is not None:
+            told = {k: (_iso(v) if k.endswith("_at") else v)
+                    for k, v in asdict(self.provider).items() if k != "scope"}
+            told.update(left(self.provider, self.read_at))
+        return {"scope": self.scope, "calls_last_minute": self.calls,
+                "tokens_last_minute": self.tokens, "provider": told}
+
+
+def left(state: ProviderState, now: float) -> dict[str, Any]:
+    """What a call may still take at ``now`` before the provider's refill: ``requests_left``
+    and ``tokens_left`` (None where the provider told nothing or the refill has passed), and
+    ``retry_in_s``, what a refusal still asks to wait (0.0: nothing)."""
+    def rest(remaining: int | None, reset_at: float | None, used: int) -> int | None:
+        if remaining is None or reset_at is None or reset_at <= now:
+            return None
+        return max(0, remaining - used)
+    return {"requests_left": rest(state.requests_remaining, state.requests_reset_at,
+                                  state.calls_since + state.requests_in_flight),
+            "tokens_left": rest(state.tokens_remaining, state.tokens_reset_at,
+                                state.tokens_since + state.tokens_in_flight),
+            "retry_in_s": max(0.0, (state.retry_at or now) - now)}
+
+
+def _iso(value: float | None) -> str | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC).isoformat()

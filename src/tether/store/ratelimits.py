@@ -101,7 +101,7 @@ class RateLimits(Transitions):
         with self._read() as tx:
             now = self._now(tx, now)
             return [RateScope(r["scope"], int(r["calls"]), int(r["tokens"]),
-                              _state(tx.one("rate_headroom", scope=r["scope"])))
+                              _state(tx.one("rate_headroom", scope=r["scope"])), now)
                     for r in tx.all("rate_scopes", since=now - WINDOW_S)]
 
     def rate_calls(self, scope: str) -> list[float]:
