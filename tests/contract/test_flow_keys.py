@@ -162,3 +162,26 @@ def test_concurrent_submitters_agree_on_one_job(database_url, clock, kind):
     finally:
         for a in apps:
             a.close()
+
+
+def test_a_failed_singleton_is_not_retried_while_another_of_its_key_is_live(app):
+    from tether.errors import JobStateError
+    from tether.job import Lease
+    from tether.worker.executor import execute
+
+    @app.job("flaky", singleton=True, max_attempts=1)
+    def flaky(ctx, payload):
+        raise ValueError("boom")
+
+    first = app.submit("flaky", {})
+    (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
+    execute(app, c.job, Lease(c.job.id, c.token))
+    assert app.get(first.id).state == JobState.FAILED
+    second = app.submit("flaky", {})
+    assert second.id != first.id, "a failed job is not live"
+    for again in (app.retry, app.requeue):
+        with pytest.raises(JobStateError, match=f"job {second.id} of that key is live"):
+            again(first.id)
+    assert app.get(first.id).state == JobState.FAILED
+    app.cancel(second.id)
+    assert app.retry(first.id).state == JobState.QUEUED

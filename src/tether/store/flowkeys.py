@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.flowkeys import DEBOUNCE
-from ..errors import TetherError
+from ..core.flowkeys import DEBOUNCE, SINGLETON
+from ..errors import JobStateError, TetherError
 from ..records import Job
 from .base import NewJob
 from .profiles import Profiles
 from .rows import as_datetime, load_json, new_job, to_job
-from .tx import Tx, present
+from .tx import Row, Tx, present
 
 _TRIES = 8
 
@@ -69,3 +69,17 @@ class FlowKeys(Profiles):
         raise TetherError(  # pragma: no cover - the key's job changed state _TRIES times over
             f"could not submit {spec.type!r} with flow key {spec.flow_key!r}: its job kept "
             "changing state")
+
+
+def check_singleton_free(tx: Tx, row: Row) -> None:
+    """Before a failed singleton job is queued again (retry, requeue): ``JobStateError`` when
+    another job of its key is live, which the key allows only one of."""
+    if row.get("flow_mode") != SINGLETON or row["state"] != "failed":
+        return
+    live = tx.one("flow_live_job", project=row["project"], type=row["type"],
+                  flow_key=row["flow_key"])
+    if live is not None:
+        raise JobStateError(
+            f"job {row['id']} is a singleton of key {row['flow_key']!r}, and job {live['id']} "
+            "of that key is live: cancel it (or wait for it) to run this one again",
+            job_id=row["id"], state=row["state"])
