@@ -185,3 +185,19 @@ def test_a_failed_singleton_is_not_retried_while_another_of_its_key_is_live(app)
     assert app.get(first.id).state == JobState.FAILED
     app.cancel(second.id)
     assert app.retry(first.id).state == JobState.QUEUED
+
+
+def test_a_fork_is_a_new_job_outside_flow_control(app):
+    from tether.job import Lease
+    from tether.worker.executor import execute
+
+    @app.job("staged", singleton=True, flow_key="customer", stages=[lambda ctx, p: p])
+    def staged(ctx, value):
+        return value
+
+    source = app.submit("staged", {"customer": "c1"})
+    (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
+    execute(app, c.job, Lease(c.job.id, c.token))
+    fork = app.fork(source.id, from_stage="staged", payload={"other": 1})
+    assert (fork.flow_mode, fork.flow_key) == (None, None) and fork.id != source.id
+    assert (app.get(fork.id).flow_mode, app.get(fork.id).flow_key) == (None, None)
