@@ -103,7 +103,9 @@ class Resolver:
             max_attempts: int | None = None, budget: Budget | Mapping[str, Any] | None = None,
             parent_id: int | None = None, detached: bool = False,
             singleton: bool | None = None, debounce_s: float | None = None,
-            flow_key: str | None = None) -> NewJob:
+            flow_key: str | None = None, flow_control: bool = True) -> NewJob:
+        """One job's row. ``flow_control=False``: no singleton or debounce key, whatever the
+        type declares (a fork, a schedule's tick: docs/flow-control.md)."""
         key = None
         if (type.__class__ is str and project.__class__ is str
                 and (queue is None or queue.__class__ is str)
@@ -138,8 +140,9 @@ class Resolver:
                 "run_after must be a datetime or unix time in the years 1 to 9999, got "
                 f"{run_after!r:.60}") from None
         flow = None
-        if (singleton is not None or debounce_s is not None or flow_key is not None
-                or (job_type is not None and job_type.flow is not None)):
+        if flow_control and (singleton is not None or debounce_s is not None
+                             or flow_key is not None
+                             or (job_type is not None and job_type.flow is not None)):
             flow = resolve_flow(job_type.flow if job_type else None, payload, key=flow_key,
                                 singleton=singleton, debounce_s=debounce_s)
         return record(NewJob, {

@@ -201,3 +201,12 @@ def test_a_fork_is_a_new_job_outside_flow_control(app):
     fork = app.fork(source.id, from_stage="staged", payload={"other": 1})
     assert (fork.flow_mode, fork.flow_key) == (None, None) and fork.id != source.id
     assert (app.get(fork.id).flow_mode, app.get(fork.id).flow_key) == (None, None)
+
+
+def test_a_schedules_ticks_are_outside_flow_control(app, clock):
+    register(app)
+    app.schedule("hourly-sync", cron="0 * * * *", type="sync", payload={"no_customer": 1})
+    first = app.run_schedules(now=clock.time() + 3600)
+    second = app.run_schedules(now=clock.time() + 7200)
+    assert len(first) == len(second) == 1 and first[0].id != second[0].id
+    assert app.get(first[0].id).flow_mode is None

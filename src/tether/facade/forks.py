@@ -75,10 +75,9 @@ class ForkMixin:
         spec = self._resolver().one(
             source.type, source.payload if payload is None else payload, project=target,
             queue=source.queue, priority=source.priority, max_attempts=source.max_attempts,
-            budget=limits, idempotency_key=idempotency_key,
-            **_outside_flow_control(self.registry.find(source.type)))
+            budget=limits, idempotency_key=idempotency_key, flow_control=False)
         spec = dataclasses.replace(spec, safe_to_retry=source.safe_to_retry,
-                                   version=source.version, flow_mode=None, flow_key=None,
+                                   version=source.version,
                                    input_config_hash=fork_hash(spec.input_config_hash,
                                                                source.id, from_stage))
         return self.store.fork(source.id, spec, from_stage=from_stage,
@@ -106,8 +105,3 @@ class ForkMixin:
             return None
         return [JobType.stage_name(fn) for fn in job_type.stages]
 
-
-def _outside_flow_control(job_type: JobType | None) -> dict[str, Any]:
-    """A fork is a new job outside singleton and debounce (docs/flow-control.md): its type's
-    key is not read from its payload (the flow key is dropped from the spec after)."""
-    return {"flow_key": ""} if job_type is not None and job_type.flow is not None else {}
