@@ -97,3 +97,20 @@ def test_two_reports_of_one_window_keep_the_fewer_remaining_from_the_earlier_gra
         "s", 100.0, requests_remaining=2, requests_reset_at=160.0, tokens_remaining=900,
         tokens_reset_at=130.0)
     assert merged(earlier, later).requests_remaining == 2
+
+
+def test_where_a_calls_headers_are_found():
+    from types import SimpleNamespace
+
+    from tether import Metered, Usage
+    from tether.providers.adapters import unwrap
+    from tether.providers.headers import response_headers
+
+    metered = Metered({"a": 1}, Usage(input_tokens=1), headers={"retry-after": "2"})
+    assert unwrap(metered) == (metered, {"retry-after": "2"})
+    raw = SimpleNamespace(headers={"x": "1"}, http_response=object(), parse=lambda: "parsed")
+    assert unwrap(raw) == ("parsed", {"x": "1"})
+    assert unwrap({"usage": {}}) == ({"usage": {}}, None), "a plain value carries none"
+    error = SimpleNamespace(response=SimpleNamespace(headers={"retry-after": "7"}))
+    assert response_headers(error) == {"retry-after": "7"}
+    assert response_headers(ValueError("no response")) is None
