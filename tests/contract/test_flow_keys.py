@@ -93,6 +93,8 @@ def test_bad_declarations_and_arguments_are_refused(app):
     register(app)
     with pytest.raises(InvalidArgument):
         app.submit("sync", {"no_customer": 1})
+    with pytest.raises(InvalidArgument, match="KeyError"):
+        app.submit("reindex", {"no_doc": 1})
     with pytest.raises(InvalidArgument):
         app.submit("plain", {}, flow_key="k")
     with pytest.raises(InvalidArgument):

@@ -129,7 +129,12 @@ def _derived(rule_key: KeyRule, payload: Any) -> Any:
     if rule_key is None:
         return TYPE_WIDE
     if callable(rule_key):
-        return rule_key(payload)
+        try:
+            return rule_key(payload)
+        except Exception as exc:  # noqa: BLE001 - the submitter's payload, not a bug here
+            raise InvalidArgument(f"this job type's flow key could not be read from the "
+                                  f"payload: {type(exc).__name__}: {exc}",
+                                  argument="flow_key") from exc
     if not isinstance(payload, dict) or rule_key not in payload:
         raise InvalidArgument(f"the payload has no field {rule_key!r}, which this job type's "
                               "flow key is read from", argument="flow_key")
