@@ -131,7 +131,7 @@ def _derived(rule_key: KeyRule, payload: Any) -> Any:
     if callable(rule_key):
         try:
             return rule_key(payload)
-        except Exception as exc:  # noqa: BLE001 - the submitter's payload, not a bug here
+        except Exception as exc:
             raise InvalidArgument(f"this job type's flow key could not be read from the "
                                   f"payload: {type(exc).__name__}: {exc}",
                                   argument="flow_key") from exc
