@@ -4,6 +4,14 @@ The last user message picks the behaviour: ``MODE:ok`` (default), ``MODE:429``, 
 ``MODE:503``, ``MODE:529``, ``MODE:context``, ``MODE:401``, ``MODE:refusal``, ``MODE:quota``.
 Every request is recorded in ``server.requests``.
 
+Rate limits: ``FakeProviderServer(requests=N, tokens=T, window_s=W)`` admits at most N calls
+(and T tokens of usage) per fixed window of W seconds, starting at the first call, and answers
+every call with the provider's rate-limit headers: OpenAI's ``x-ratelimit-*`` (resets as
+durations such as ``1.25s``) on its endpoints, Anthropic's ``anthropic-ratelimit-*`` (resets as
+RFC 3339 times) on ``/v1/messages``. A call over the limit is refused 429 with those headers and
+``Retry-After``; ``server.admitted`` holds the times of the calls let through, ``server.refused``
+counts the refusals.
+
 Batches: OpenAI's files and ``/v1/batches`` and Anthropic's ``/v1/messages/batches`` endpoints.
 A batch stays in progress until the test calls ``server.finish(batch_id)`` (optionally with
 only the first ``answered`` items answered and the batch ``expired``); each item's answer
@@ -13,8 +21,11 @@ follows its own ``MODE:``, as a call's would. Uploads are counted in ``server.up
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
+import time
+from datetime import UTC, datetime
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -73,6 +84,60 @@ ERRORS = {
     "quota": (429, {}, {"error": {"message": "You exceeded your current quota",
                                   "type": "insufficient_quota", "code": "insufficient_quota"}}),
 }
+
+
+def _usage_tokens(payload: dict) -> int:
+    usage = payload.get("usage") or {}
+    if "prompt_tokens" in usage:
+        return usage["prompt_tokens"] + usage["completion_tokens"]
+    return sum(v for k, v in usage.items() if k.endswith("tokens") and isinstance(v, int)
+               and k != "total_tokens")
+
+
+class _Limiter:
+    """A provider's per-window request and token limits (fixed windows)."""
+
+    def __init__(self, requests: int, tokens: int | None, window_s: float) -> None:
+        self.requests, self.tokens, self.window_s = requests, tokens, window_s
+        self.start: float | None = None
+        self.used_requests = self.used_tokens = 0
+        self.admitted: list[float] = []
+        self.refused = 0
+
+    def take(self, tokens: int) -> tuple[bool, dict[str, str], dict[str, str]]:
+        """Admit a call of ``tokens`` or refuse it: (admitted, OpenAI headers, Anthropic
+        headers), the headers telling what is left after it."""
+        now = time.time()
+        if self.start is None or now >= self.start + self.window_s:
+            self.start, self.used_requests, self.used_tokens = now, 0, 0
+        ok = self.used_requests < self.requests and (
+            self.tokens is None or self.used_tokens + tokens <= self.tokens)
+        if ok:
+            self.used_requests += 1
+            self.used_tokens += tokens
+            self.admitted.append(now)
+        else:
+            self.refused += 1
+        reset = self.start + self.window_s - now
+        at = datetime.fromtimestamp(self.start + self.window_s, UTC).isoformat()
+        left = self.requests - self.used_requests
+        openai = {"x-ratelimit-limit-requests": str(self.requests),
+                  "x-ratelimit-remaining-requests": str(left),
+                  "x-ratelimit-reset-requests": f"{reset:.3f}s"}
+        anthropic = {"anthropic-ratelimit-requests-limit": str(self.requests),
+                     "anthropic-ratelimit-requests-remaining": str(left),
+                     "anthropic-ratelimit-requests-reset": at}
+        if self.tokens is not None:
+            openai.update({"x-ratelimit-limit-tokens": str(self.tokens),
+                           "x-ratelimit-remaining-tokens": str(self.tokens - self.used_tokens),
+                           "x-ratelimit-reset-tokens": f"{int(reset * 1000)}ms"})
+            anthropic.update({
+                "anthropic-ratelimit-tokens-limit": str(self.tokens),
+                "anthropic-ratelimit-tokens-remaining": str(self.tokens - self.used_tokens),
+                "anthropic-ratelimit-tokens-reset": at})
+        if not ok:
+            openai["retry-after"] = anthropic["retry-after"] = str(max(1, math.ceil(reset)))
+        return ok, openai, anthropic
 
 
 def _answer(path: str, body: dict) -> tuple[int, dict]:
@@ -248,6 +313,14 @@ class _Handler(BaseHTTPRequestHandler):
                 payload = _anthropic(body, refusal)
             else:
                 status, payload = 404, {"error": {"message": "no such route"}}
+        limiter = self.server.limiter
+        if limiter is not None and status == 200:
+            with self.server.lock:
+                ok, oa_headers, an_headers = limiter.take(_usage_tokens(payload))
+            headers = {**headers, **(an_headers if self.path.endswith("/messages")
+                                     else oa_headers)}
+            if not ok:
+                status, payload = ERRORS["429"][0], ERRORS["429"][2]
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
@@ -300,8 +373,13 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeProviderServer:
+    def __init__(self, *, requests: int | None = None, tokens: int | None = None,
+                 window_s: float = 60.0) -> None:
+        self.limiter = None if requests is None else _Limiter(requests, tokens, window_s)
+
     def __enter__(self) -> "FakeProviderServer":
         self.httpd = _Server(("127.0.0.1", 0), _Handler)
+        self.httpd.limiter = self.limiter
         self.httpd.requests = []
         self.httpd.batches = {}
         self.httpd.files = {}
@@ -319,6 +397,16 @@ class FakeProviderServer:
     @property
     def requests(self) -> list:
         return self.httpd.requests
+
+    @property
+    def admitted(self) -> list[float]:
+        """The times of the calls the rate limits let through."""
+        return self.limiter.admitted if self.limiter else []
+
+    @property
+    def refused(self) -> int:
+        """How many calls the rate limits refused (429)."""
+        return self.limiter.refused if self.limiter else 0
 
     @property
     def uploads(self) -> list:

@@ -15,11 +15,12 @@ from .clock import SYSTEM_CLOCK, Clock
 from .core import validate
 from .core.budget import Budget
 from .core.estimate import CostEstimate, estimate_cost
+from .core.flowkeys import KeyRule, rule as flow_rule
 from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
-from .errors import ConfigurationError, JobNotFound
+from .errors import ConfigurationError, InvalidArgument, JobNotFound
 from .facade.budgets import Budgets
 from .facade.callbacks import CallbackFacade
 from .facade.batches import BatchProviders
@@ -34,7 +35,7 @@ from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from .registry import JobFn, JobType, Registry, as_replays, as_stages
 from .store.base import EngineStats, NewJob, SpendTotal, Store
 from .store.open import open_store
-from .store.ratelimits import RateLimit
+from .facade.ratelimits import RateLimitViews
 from .submission import (
     DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name,
 )
@@ -46,7 +47,7 @@ DEFAULT_URL = "sqlite:///./tether.db"
 
 
 class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports, EventStreams,
-             QueueControl, WorkerViews, BatchProviders, Budgets):
+             QueueControl, WorkerViews, BatchProviders, Budgets, RateLimitViews):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
@@ -61,7 +62,7 @@ class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports,
     def __init__(self, database_url: str | None = None, *, store: Store | None = None,
                  clock: Clock | None = None, price_profile: str | None = None,
                  strict_types: bool | None = None, blob_dir: str | None = None,
-                 rate_limits: Mapping[str, Mapping[str, int]] | None = None,
+                 rate_limits: Mapping[str, Mapping[str, Any]] | None = None,
                  create_database: bool = True, public_url: str | None = None,
                  **store_options: Any) -> None:
         self.database_url = (database_url or os.environ.get("TETHER_DATABASE_URL")
@@ -80,7 +81,7 @@ class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports,
         self._profile: PriceProfile | None = None
         self._pinned: dict[str, PriceProfile] = {}
         self._blobs: BlobStore | None = None
-        self.rate_limits: dict[str, RateLimit] = {}
+        self.rate_limits = {}
         for scope, limits in (rate_limits or {}).items():
             self.set_rate_limit(scope, **limits)
 
@@ -133,16 +134,6 @@ class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports,
                 self._pinned[pid] = pinned
         return self._pinned[pid]
 
-    def set_rate_limit(self, scope: str, *, rpm: int | None = None,
-                       tpm: int | None = None) -> None:
-        """Share ``rpm``/``tpm`` across every worker of this app: ``scope`` is a provider
-        (``"openai"``) or a provider and model (``"openai/gpt-4o"``). Calls wait for capacity."""
-        self.rate_limits[scope] = RateLimit(scope, rpm, tpm)
-
-    def rate_limits_for(self, provider: str, model: str) -> list[RateLimit]:
-        return [lim for scope, lim in self.rate_limits.items()
-                if scope in (provider, f"{provider}/{model}")]
-
     def migrate(self) -> list[int]:
         """Apply pending schema migrations (also done on first use); returns those applied."""
         return self.store.migrate()
@@ -159,7 +150,9 @@ class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports,
             budget: Budget | Mapping[str, Any] | None = None,
             estimator: Callable[[Any], Any] | None = None,
             stages: Sequence[JobFn] | None = None, on_change: str = "pause",
-            version: str = "", replays: str | Sequence[str] | None = None) -> Any:
+            version: str = "", replays: str | Sequence[str] | None = None,
+            singleton: bool = False, debounce_s: float | None = None,
+            flow_key: KeyRule = None) -> Any:
         """Register a job type by decorating ``def f(ctx, payload)`` (or ``async def``).
 
         ``@app.job``, ``@app.job()`` and ``@app.job("name", ...)`` all work; the name defaults
@@ -168,7 +161,10 @@ class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports,
         checkpointed. The decorated function is returned unchanged. ``on_change``: what a
         replay does with a journaled call or a stage that changed since it was recorded
         (``pause``, ``reuse`` or ``repay``: docs/guarantees.md); ``version`` and ``replays``:
-        which jobs its workers claim (docs/workflows.md).
+        which jobs its workers claim (docs/workflows.md). ``singleton`` (one live job per
+        key) or ``debounce_s`` (one pending job per key, later submits replacing its
+        payload), with ``flow_key`` a payload field or a function of the payload giving the
+        key (default: the type as a whole): docs/flow-control.md.
         """
         if callable(name):
             return self.job()(name)
@@ -179,7 +175,8 @@ class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports,
                           safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
                           priority=priority, retry_unknown=retry_unknown, retry_on=retry_on,
                           budget=budget, estimator=estimator, on_change=on_change,
-                          version=version, replays=replays)
+                          version=version, replays=replays, singleton=singleton,
+                          debounce_s=debounce_s, flow_key=flow_key)
             return fn
         return register
 
@@ -190,14 +187,19 @@ class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports,
                  budget: Budget | Mapping[str, Any] | None = None,
                  estimator: Callable[[Any], Any] | None = None,
                  on_change: str = "pause", version: str = "",
-                 replays: str | Sequence[str] | None = None) -> JobType:
+                 replays: str | Sequence[str] | None = None, singleton: bool = False,
+                 debounce_s: float | None = None, flow_key: KeyRule = None) -> JobType:
         """Register a job type by function or by an ordered list of stage functions."""
+        try:
+            flow = flow_rule(singleton, debounce_s, flow_key)
+        except InvalidArgument as exc:
+            raise ConfigurationError(f"job type {name!r}: {exc.message}") from None
         return self.registry.add(JobType(
             name=checked_name(name, "job type"), fn=fn, stages=as_stages(stages),
             safe_to_retry=safe_to_retry, max_attempts=max_attempts, queue=queue,
             priority=priority, retry=RetryPolicy(retry_unknown=retry_unknown, retry_on=retry_on),
             budget=as_budget(budget) if budget is not None else None, estimator=estimator,
-            on_change=on_change, version=version, replays=as_replays(replays)))
+            on_change=on_change, version=version, replays=as_replays(replays), flow=flow))
 
     def pipeline(self, name: str, stages: Sequence[JobFn], **options: Any) -> JobType:
         """Register a multi-stage job type: each stage's output is checkpointed."""
@@ -218,18 +220,24 @@ class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports,
                idempotency_key: str | None = None, queue: str | None = None,
                priority: int | None = None, run_after: datetime | float | None = None,
                max_attempts: int | None = None, budget: Budget | Mapping[str, Any] | None = None,
-               conn: Any = None) -> Job:
+               singleton: bool | None = None, debounce_s: float | None = None,
+               flow_key: str | None = None, conn: Any = None) -> Job:
         """Enqueue a job. With ``idempotency_key``, submitting the same configuration again
         returns the existing job, and a different configuration raises ``IdempotencyConflict``.
-        ``conn`` enqueues inside the caller's open transaction (commits or rolls back with it)."""
+        ``singleton``, ``debounce_s`` and ``flow_key`` override the job type's (a submit
+        matching a live singleton or a pending debounced job returns that job:
+        docs/flow-control.md). ``conn`` enqueues inside the caller's open transaction
+        (commits or rolls back with it)."""
         spec = self._resolve(type, payload, project=project, idempotency_key=idempotency_key,
                              queue=queue, priority=priority, run_after=run_after,
-                             max_attempts=max_attempts, budget=budget)
+                             max_attempts=max_attempts, budget=budget, singleton=singleton,
+                             debounce_s=debounce_s, flow_key=flow_key)
         return self.store.submit([spec], conn=conn, profile=self.price_profile)[0][0]
 
     def submit_with_status(self, type: str, payload: Any = None,
                            **options: Any) -> tuple[Job, bool]:
-        """Like ``submit``; also says whether the job was created (False: an idempotent repeat)."""
+        """Like ``submit``; also says whether the job was created (False: an idempotent repeat,
+        a live singleton's job, or a pending debounced job whose payload this replaced)."""
         conn = options.pop("conn", None)
         spec = self._resolve(type, payload, **options)
         return self.store.submit([spec], conn=conn, profile=self.price_profile)[0]

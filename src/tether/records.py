@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from .core.budget import BudgetStatus
+from .core.flowkeys import FlowMode
 from .core.states import TERMINAL, JobState
 
 
@@ -47,6 +48,12 @@ class Job:
     version: str = ""
     """The job type's version when it was submitted ("" unversioned): only a worker whose
     code serves that version claims it (``core/serving.py``)."""
+    flow_mode: FlowMode | None = None
+    """``singleton`` (one live job per key) or ``debounce`` (one pending job per key, whose
+    payload later submits replace), or None (``core/flowkeys.py``)."""
+    flow_key: str | None = None
+    """The key ``flow_mode`` counts jobs by, within the job's type and project ("" for the
+    type as a whole)."""
 
     @property
     def terminal(self) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from .core import validate
 from .core.budget import Budget
+from .core.flowkeys import FlowRule
 from .core.retry import RetryPolicy
 from .errors import ConfigurationError, InvalidArgument, UnknownJobType
 
@@ -44,6 +45,8 @@ class JobType:
     only if its type serves the job's version (``core/serving.py``)."""
     replays: frozenset[str] | None = frozenset()
     """Other versions this code can replay, besides its own; None: every version."""
+    flow: FlowRule | None = None
+    """Singleton or debounce per key (``core/flowkeys.py``), or None."""
 
     def __post_init__(self) -> None:
         if (self.fn is None) == (not self.stages):

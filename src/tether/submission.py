@@ -25,6 +25,7 @@ from .clock import to_ts
 from .core import validate
 from .core.budget import Budget
 from .core.estimate import estimate_cost
+from .core.flowkeys import resolve as resolve_flow
 from .core.pricing import PriceProfile
 from .core.serialize import MAX_PAYLOAD_BYTES, config_hash, dumps
 from .errors import InvalidPayload
@@ -100,7 +101,11 @@ class Resolver:
             idempotency_key: str | None = None, queue: str | None = None,
             priority: int | None = None, run_after: datetime | float | None = None,
             max_attempts: int | None = None, budget: Budget | Mapping[str, Any] | None = None,
-            parent_id: int | None = None, detached: bool = False) -> NewJob:
+            parent_id: int | None = None, detached: bool = False,
+            singleton: bool | None = None, debounce_s: float | None = None,
+            flow_key: str | None = None, flow_control: bool = True) -> NewJob:
+        """One job's row. ``flow_control=False``: no singleton or debounce key, whatever the
+        type declares (a fork, a schedule's tick: docs/flow-control.md)."""
         key = None
         if (type.__class__ is str and project.__class__ is str
                 and (queue is None or queue.__class__ is str)
@@ -134,6 +139,12 @@ class Resolver:
             raise InvalidPayload(
                 "run_after must be a datetime or unix time in the years 1 to 9999, got "
                 f"{run_after!r:.60}") from None
+        flow = None
+        if flow_control and (singleton is not None or debounce_s is not None
+                             or flow_key is not None
+                             or (job_type is not None and job_type.flow is not None)):
+            flow = resolve_flow(job_type.flow if job_type else None, payload, key=flow_key,
+                                singleton=singleton, debounce_s=debounce_s)
         return record(NewJob, {
             "type": type, "payload_json": payload_json, "project": project, "queue": queue,
             "priority": priority, "run_after": run_at, "max_attempts": max_attempts,
@@ -142,7 +153,9 @@ class Resolver:
             "parent_id": parent_id, "detached": bool(detached),
             "price_profile": self.profile.id, "estimated_cost_usd": estimated,
             "trace_context": self.trace_context(type),
-            "version": job_type.version if job_type else ""})
+            "version": job_type.version if job_type else "",
+            "flow_mode": flow.mode if flow else None, "flow_key": flow.key if flow else None,
+            "flow_window_s": flow.window_s if flow else 0.0})
 
     def _shape(self, type: str, project: str, idempotency_key: str | None, queue: str | None,
                priority: int | None, max_attempts: int | None,

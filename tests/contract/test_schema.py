@@ -11,7 +11,7 @@ EXPECTED = {
              "input_config_hash", "payload", "result", "error_code", "error_summary", "budget",
              "price_profile", "estimated_cost_usd", "parent_id", "lease_owner",
              "lease_expires_at", "lease_token", "event_seq", "created_at", "updated_at",
-             "finished_at", "detached", "trace_context", "version"},
+             "finished_at", "detached", "trace_context", "version", "flow_mode", "flow_key"},
     "job_waits": {"job_id", "key", "kind", "status", "wake_at", "children", "fail_mode",
                   "signal", "prompt", "schema", "outcome", "value", "attempt", "created_at",
                   "done_at", "child_count", "pending", "failed"},
@@ -41,7 +41,11 @@ EXPECTED = {
     "price_profiles": {"id", "name", "effective_date", "body", "created_at"},
     "api_tokens": {"id", "name", "token_hash", "projects", "admin", "created_at",
                    "last_used_at", "revoked_at"},
-    "rate_limit_events": {"id", "scope", "at", "tokens", "job_id", "key"},
+    "rate_limit_events": {"id", "scope", "at", "tokens", "job_id", "key", "settled"},
+    "provider_limits": {"scope", "observed_at", "requests_limit", "requests_remaining",
+                        "requests_reset_at", "tokens_limit", "tokens_remaining",
+                        "tokens_reset_at", "retry_at", "requests_in_flight",
+                        "tokens_in_flight", "updated_at"},
     "schedules": {"name", "cron", "timezone", "catch_up", "type", "project", "queue",
                   "priority", "max_attempts", "safe_to_retry", "payload", "budget",
                   "input_config_hash", "price_profile", "estimated_cost_usd", "paused",
@@ -102,7 +106,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 27
+    assert store.schema_version() == 29
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -181,7 +185,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 27
+        assert new.store.schema_version() == 29
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         assert new.get(job.id).version == ""  # 0024: a job from before is unversioned

@@ -103,3 +103,21 @@ def test_after_a_pause_the_header_and_the_events_tell_the_same_state(context, si
     assert [pair for pair in seen if pair[0] != pair[1]] == [], seen
     with site.api("alpha") as client:
         assert client.post(f"/jobs/{job_id}/cancel").status_code == 200
+
+
+def test_the_facts_name_a_jobs_singleton_or_debounce_key(context, site):
+    later = "2099-01-01T00:00:00Z"
+    with site.api() as api:
+        single = api.post("/jobs", json={"type": "long_loop", "project": "alpha",
+                                         "queue": "later", "run_after": later,
+                                         "singleton": True, "flow_key": "cust-9"}).json()
+        debounced = api.post("/jobs", json={"type": "long_loop", "project": "alpha",
+                                            "queue": "later", "debounce_s": 60}).json()
+    page = signed_in(context, site, "alpha")
+    page.goto(f"/jobs/{single['id']}")
+    facts = page.locator("#job-facts")
+    expect(facts).to_contain_text("Singleton key")
+    expect(facts).to_contain_text("cust-9")
+    page.goto(f"/jobs/{debounced['id']}")
+    expect(facts).to_contain_text("Debounce key")
+    expect(facts).to_contain_text("the whole type")

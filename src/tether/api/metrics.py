@@ -13,6 +13,14 @@ Always present:
   tether_period_budget_paused_jobs         jobs paused by a period limit until it resets
   tether_scrape_errors_total               scrapes that could not read the store
 
+Per shared rate-limit scope in use (calls in the last minute, or a provider's headroom):
+  tether_rate_limit_calls{scope}           calls granted in the last 60 seconds
+  tether_rate_limit_tokens{scope}          their tokens (reserved, or used once settled)
+  tether_provider_requests_left{scope}     what the provider last said remains, less the
+  tether_provider_tokens_left{scope}       calls (tokens) granted since or in flight then;
+                                           absent when not told or refilled since
+  tether_provider_retry_after_seconds{scope}  what a refusal's Retry-After still asks
+
 Per project whose jobs have spent (the projects of the running totals), from its budget:
   tether_project_spent_usd{project}        spent to date (settled and unconfirmed calls)
   tether_project_reserved_usd{project}     reserved for the project's calls in flight
@@ -62,7 +70,7 @@ class TetherCollector(Collector):
         try:
             metrics = list(self._jobs()) + list(self._workers()) + list(self._budget_paused())
             metrics += list(self._spend()) + list(self._engine()) + list(self._budgets())
-            metrics += list(self._batches())
+            metrics += list(self._batches()) + list(self._rate_limits())
         except Exception:  # a scrape must answer even when the store is down
             log.exception("metrics scrape failed")
             self.errors += 1
@@ -105,6 +113,33 @@ class TetherCollector(Collector):
             n.add_metric([provider], count)
             usd.add_metric([provider], float(reserved))
         return [n, usd]
+
+    def _rate_limits(self) -> Iterable[Metric]:
+        def gauge(name: str, doc: str) -> GaugeMetricFamily:
+            return GaugeMetricFamily(name, doc, labels=["scope"])
+
+        calls = gauge("tether_rate_limit_calls", "Calls granted under a shared rate-limit "
+                      "scope in the last 60 seconds")
+        tokens = gauge("tether_rate_limit_tokens", "Their tokens (reserved, or used once "
+                       "settled)")
+        requests_left = gauge("tether_provider_requests_left", "Requests the provider last "
+                              "said remain, less the calls granted since or in flight then")
+        tokens_left = gauge("tether_provider_tokens_left", "Tokens the provider last said "
+                            "remain, less those granted since or in flight then")
+        retry = gauge("tether_provider_retry_after_seconds", "What a refusal's Retry-After "
+                      "still asks the scope to wait")
+        for scope in self.app.rate_scopes():
+            calls.add_metric([scope.scope], scope.calls)
+            tokens.add_metric([scope.scope], scope.tokens)
+            told = scope.to_dict()["provider"]
+            if told is None:
+                continue
+            if told["requests_left"] is not None:
+                requests_left.add_metric([scope.scope], told["requests_left"])
+            if told["tokens_left"] is not None:
+                tokens_left.add_metric([scope.scope], told["tokens_left"])
+            retry.add_metric([scope.scope], told["retry_in_s"])
+        return [calls, tokens, requests_left, tokens_left, retry]
 
     def _budget_paused(self) -> Iterable[Metric]:
         n, period, before = 0, 0, None

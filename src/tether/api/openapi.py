@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..wire.problems import MEDIA_TYPE, TITLES
-from ..wire.models import ProblemOut
+from ..wire.problems import ProblemOut
 
 PROBLEM_REF = {"$ref": "#/components/schemas/ProblemOut"}
 HTML = {"schema": {"type": "string"}}

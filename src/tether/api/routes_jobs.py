@@ -57,7 +57,8 @@ def tether(request: Request) -> Tether:
 def _options(body: JobCreate, who: Principal) -> dict[str, Any]:
     project = who.write_project(body.project, where="body", verb="submit to")
     options: dict[str, Any] = {"type": body.type, "payload": body.payload, "project": project}
-    for name in ("queue", "priority", "run_after", "max_attempts"):
+    for name in ("queue", "priority", "run_after", "max_attempts", "singleton", "debounce_s",
+                 "flow_key"):
         value = getattr(body, name)
         if value is not None:
             options[name] = value
@@ -74,7 +75,9 @@ def waits(request: Request) -> WaitHub:
     "", status_code=201, response_model=JobOut,
     summary="Submit a job",
     description="201 when created; 200 with the existing job when the Idempotency-Key and the "
-                "body repeat; 422 `idempotency_conflict` when the key was used with another body; "
+                "body repeat, or when `flow_key` names a live singleton or a pending debounced "
+                "job (whose payload this body replaced); 422 `idempotency_conflict` when the "
+                "key was used with another body; "
                 "400 for a malformed key. With `?wait=SECONDS` the call waits for a terminal state "
                 "and answers 202 with the job if it is still running; a token holding too many "
                 "waits open gets 429 `too_many_waits` with Retry-After.",

@@ -1,6 +1,8 @@
-"""``/api/v1/queues`` and ``/api/v1/workers``: operator routes (admin tokens only, else 403).
+"""``/api/v1/queues``, ``/api/v1/workers`` and ``/api/v1/rate-limits``: operator routes
+(admin tokens only, else 403).
 
-Queue counts and workers span every project, so a project token may not read them.
+Queue counts, workers and shared rate limits span every project, so a project token may not
+read them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from .auth import Principal, admin
 from .openapi import problem_responses
 from .routes_jobs import tether
 from ..wire.models import QueueList, QueueOut, WorkerList, WorkerOut
+from ..wire.ratelimits import RateScopeList, RateScopeOut
 
 router = APIRouter(tags=["operators"])
 
@@ -48,3 +51,11 @@ def resume_queue(name: QueueName, _: Principal = Depends(admin),
             summary="Workers that have not stopped, with the leases they hold")
 def list_workers(_: Principal = Depends(admin), app: Tether = Depends(tether)) -> WorkerList:
     return WorkerList(items=[WorkerOut.of(w) for w in app.workers()])
+
+
+@router.get("/rate-limits", response_model=RateScopeList, responses=problem_responses(403),
+            summary="Shared rate-limit scopes: calls in the last minute, and what each "
+                    "scope's provider last said is left")
+def list_rate_limits(_: Principal = Depends(admin),
+                     app: Tether = Depends(tether)) -> RateScopeList:
+    return RateScopeList(items=[RateScopeOut.of(s) for s in app.rate_scopes()])

@@ -89,6 +89,7 @@ def root(
 
 app.command("worker")(worker.worker)
 app.command("workers")(worker.workers)
+app.command("rate-limits")(worker.rate_limits)
 app.command("submit")(submit.submit)
 app.command("run")(run.run)
 app.add_typer(jobs.job_app, name="job")

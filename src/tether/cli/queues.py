@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from . import views
+from . import system_views
 from .options import DatabaseUrl, Json, open_app, show_help_if_bare
 from .output import emit_json, out, show
 
@@ -35,7 +35,7 @@ def list_queues(as_json: Json = False, database_url: DatabaseUrl = None) -> None
     elif not queues:
         out().print("no queues", style="dim")
     else:
-        show(views.queue_table, queues)
+        show(system_views.queue_table, queues)
 
 
 def _show(info: QueueInfo, as_json: bool) -> None:

@@ -20,7 +20,7 @@ from .options import (
 )
 from .output import emit_json, note, out, show, when
 from .parse import budget_limits, read_payload
-from .views import Column, _build
+from .views import Column, build
 
 if TYPE_CHECKING:
     from ..records import Schedule
@@ -50,7 +50,7 @@ COLUMNS = (
 
 
 def schedule_table(schedules: Iterable[Schedule], width: int = 160) -> Table:
-    return _build(COLUMNS, schedules, width)
+    return build(COLUMNS, schedules, width)
 
 
 def _show(s: Schedule, as_json: bool, verb: str) -> None:

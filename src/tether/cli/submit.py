@@ -4,6 +4,9 @@ Without ``--app`` any type name is accepted (a worker with that type will run it
 the type must be registered, and the job type's defaults (queue, priority, attempts, budget)
 apply. Re-submitting with the same ``--idempotency-key`` and configuration prints the existing
 job (a note on stderr says so); the same key with another configuration exits 2.
+``--singleton``, ``--debounce`` and ``--flow-key`` override the job type's singleton or
+debounce key (docs/flow-control.md): a submit that matched a live singleton or replaced a
+pending debounced job's payload prints that job, with a note on stderr.
 """
 
 from __future__ import annotations
@@ -47,11 +50,13 @@ class SubmitSpec:
     run_after: float | None = None
     max_attempts: int | None = None
     budget: dict[str, Any] = field(default_factory=dict)
+    flow: dict[str, Any] = field(default_factory=dict)
+    """``singleton``, ``debounce_s`` and ``flow_key``, where given."""
 
     def options(self) -> dict[str, Any]:
         return {"project": self.project, "idempotency_key": self.idempotency_key,
                 "queue": self.queue, "priority": self.priority, "run_after": self.run_after,
-                "max_attempts": self.max_attempts, "budget": self.budget or None}
+                "max_attempts": self.max_attempts, "budget": self.budget or None, **self.flow}
 
     def submit(self, app: Tether) -> tuple[Job, bool]:
         """Enqueue; also says whether the job is new (False: an idempotent repeat)."""
@@ -77,8 +82,13 @@ def build_spec(job_type: str, *, payload: str | None, payload_file: Path | None,
 
 
 def announce(job: Job, created: bool) -> None:
-    """Tell stderr when an idempotency key matched an existing job."""
-    if not created:
+    """Tell stderr when an idempotency key (or a flow key) matched an existing job."""
+    if not created and job.flow_mode is not None and job.idempotency_key is None:
+        what = ("is still live" if job.flow_mode == "singleton"
+                else "was pending: its payload is now this one")
+        note(f"{job.flow_mode} key {job.flow_key!r}: job {job.id} ({job.state}) {what}; "
+             "nothing new was submitted")
+    elif not created:
         note(f"idempotency key {job.idempotency_key!r} matched existing job {job.id} "
              f"({job.state}); nothing new was submitted")
 
@@ -111,6 +121,18 @@ def submit(
     max_examples: MaxExamples = None,
     thresholds: Thresholds = None,
     soft: Soft = None,
+    singleton: Annotated[bool | None, typer.Option(
+        "--singleton/--no-singleton", show_default=False,
+        help="At most one live job per flow key: while one is live, print it and add none "
+             "[default: the job type's].")] = None,
+    debounce: Annotated[float | None, typer.Option(
+        "--debounce", metavar="SECONDS", show_default=False,
+        help="Hold the job SECONDS; a submit of its flow key while it is pending replaces "
+             "its payload [default: the job type's].")] = None,
+    flow_key: Annotated[str | None, typer.Option(
+        "--flow-key", metavar="KEY", show_default=False,
+        help="The key --singleton or --debounce counts by [default: what the job type reads "
+             "from the payload].")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Estimate the cost against the budget; enqueue nothing.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the job id.")] = False,
@@ -128,6 +150,9 @@ def submit(
                       max_calls=max_calls, max_input_tokens=max_input_tokens,
                       max_output_tokens=max_output_tokens, max_duration=max_duration,
                       max_examples=max_examples, thresholds=thresholds, soft=soft)
+    spec.flow = {name: value for name, value in (
+        ("singleton", singleton), ("debounce_s", debounce), ("flow_key", flow_key))
+        if value is not None}
     app = open_app(database_url, app_spec, create=not dry_run)
     if dry_run:
         raise typer.Exit(_dry_run(app, spec, as_json))

@@ -21,7 +21,7 @@ from .output import size, state_text, usd, when, when_short
 
 if TYPE_CHECKING:
     from ..core.budget import Budget
-    from ..records import Attempt, Event, Job, ProviderBatch, QueueInfo, WorkerInfo
+    from ..records import Attempt, Event, Job, ProviderBatch
 
 
 def _table() -> Table:
@@ -83,7 +83,7 @@ class Column:
     min_console: int = 0
 
 
-def _build(columns: Sequence[Column], records: Iterable[Any], width: int) -> Table:
+def build(columns: Sequence[Column], records: Iterable[Any], width: int) -> Table:
     shown = [c for c in columns if width >= c.min_console]
     table = _table()
     for c in shown:
@@ -118,7 +118,7 @@ JOB_COLUMNS = (
 def job_table(jobs: Iterable[Job], width: int = 160) -> Table:
     """Jobs, one per row; a console narrower than 120 (100) columns drops QUEUE and STAGE
     (PROJECT and UPDATED)."""
-    return _build(JOB_COLUMNS, jobs, width)
+    return build(JOB_COLUMNS, jobs, width)
 
 
 def _grid() -> Table:
@@ -211,6 +211,8 @@ def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
             grid.add_row(label, value)
     if job.idempotency_key:
         grid.add_row("idempotency", _cell(job.idempotency_key))
+    if job.flow_mode:
+        grid.add_row(job.flow_mode, f"key {_cell(job.flow_key) or '(the whole type)'}")
     grid.add_row("created", when(job.created_at))
     grid.add_row("updated", when(job.updated_at))
     if job.finished_at:
@@ -271,7 +273,7 @@ ATTEMPT_COLUMNS = (
 
 
 def attempts_table(attempts: Iterable[Attempt], width: int = 160) -> Table:
-    return _build(ATTEMPT_COLUMNS, attempts, width)
+    return build(ATTEMPT_COLUMNS, attempts, width)
 
 
 BATCH_COLUMNS = (
@@ -290,7 +292,7 @@ BATCH_COLUMNS = (
 def batches_table(batches: Iterable[ProviderBatch], width: int = 160) -> Table:
     """A job's provider batches: reserved and settled money at the batch price, beside what
     the settled usage would have cost at the standard price."""
-    return _build(BATCH_COLUMNS, batches, width)
+    return build(BATCH_COLUMNS, batches, width)
 
 
 def status_view(job: Job, attempts: list[Attempt], *, width: int = 160,
@@ -324,7 +326,7 @@ EVENT_COLUMNS = (
 
 
 def events_table(events: Iterable[Event], width: int = 160) -> Table:
-    return _build(EVENT_COLUMNS, events, width)
+    return build(EVENT_COLUMNS, events, width)
 
 
 def event_line(e: Event) -> str:
@@ -337,49 +339,6 @@ def event_line(e: Event) -> str:
     if e.data:
         parts.append(f"[dim]{escape(event_data(e))}[/]")
     return "  ".join(parts)
-
-
-ACTIVE = ("leased", "running", "pausing", "cancelling")
-
-
-def _count(*states: str) -> Callable[[QueueInfo], str]:
-    return lambda q: str(sum(q.counts.get(s, 0) for s in states))
-
-
-QUEUE_COLUMNS = (
-    Column("QUEUE", lambda q: escape(q.name), {"overflow": "ellipsis"}),
-    Column("STATUS", lambda q: "[yellow]paused[/]" if q.paused else "[green]active[/]"),
-    Column("QUEUED", _count("queued"), {"justify": "right"}),
-    Column("RUNNING", _count(*ACTIVE), {"justify": "right"}),
-    Column("RETRY_WAIT", _count("retry_wait"), {"justify": "right"}),
-    Column("PAUSED", _count("paused"), {"justify": "right"}),
-    Column("INTERRUPTED", _count("interrupted"), {"justify": "right"}),
-    Column("FAILED", _count("failed"), {"justify": "right"}),
-    Column("SUCCEEDED", _count("succeeded"), {"justify": "right"}, 100),
-    Column("CANCELLED", _count("cancelled"), {"justify": "right"}, 100),
-)
-
-
-def queue_table(queues: Iterable[QueueInfo], width: int = 160) -> Table:
-    """Queues with job counts per state (RUNNING: leased, running, pausing or cancelling)."""
-    return _build(QUEUE_COLUMNS, queues, width)
-
-
-WORKER_COLUMNS = (
-    Column("WORKER", lambda w: escape(w.id)),
-    Column("QUEUES", lambda w: escape(",".join(w.queues)), {"overflow": "ellipsis"}),
-    Column("TYPES", lambda w: escape("*" if w.types is None else ",".join(w.types)),
-           {"overflow": "ellipsis"}),
-    Column("CONCURRENCY", lambda w: str(w.concurrency), {"justify": "right"}),
-    Column("LEASES", lambda w: str(w.leases), {"justify": "right"}),
-    Column("STARTED", lambda w: when_short(w.started_at)),
-    Column("HEARTBEAT", lambda w: when_short(w.last_heartbeat_at)),
-    Column("STOPPED", lambda w: when_short(w.stopped_at)),
-)
-
-
-def worker_table(workers: Iterable[WorkerInfo], width: int = 160) -> Table:
-    return _build(WORKER_COLUMNS, workers, width)
 
 
 def alerts(limits: Budget) -> str:

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from . import views
+from . import system_views
 from .options import AppSpec, DatabaseUrl, Json, open_app
 from .output import CliError, emit_json, err, out, show
 
@@ -72,4 +72,16 @@ def workers(
     elif not found:
         out().print("no workers", style="dim")
     else:
-        show(views.worker_table, found)
+        show(system_views.worker_table, found)
+
+
+def rate_limits(as_json: Json = False, database_url: DatabaseUrl = None) -> None:
+    """List the shared rate-limit scopes in use: calls and tokens in the last minute, and what
+    each scope's provider last said is left (from its rate-limit headers or a 429)."""
+    found = open_app(database_url).rate_scopes()
+    if as_json:
+        emit_json(found)
+    elif not found:
+        out().print("no rate-limit scope in use", style="dim")
+    else:
+        show(system_views.rate_scope_table, found)

@@ -85,7 +85,9 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Metered:
-    """A call's value together with the usage it was billed for."""
+    """A call's value together with the usage it was billed for, and optionally the
+    response's headers (read for the provider's rate-limit headroom: docs/flow-control.md)."""
 
     value: Any
     usage: Usage
+    headers: Any = None

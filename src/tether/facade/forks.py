@@ -75,7 +75,7 @@ class ForkMixin:
         spec = self._resolver().one(
             source.type, source.payload if payload is None else payload, project=target,
             queue=source.queue, priority=source.priority, max_attempts=source.max_attempts,
-            budget=limits, idempotency_key=idempotency_key)
+            budget=limits, idempotency_key=idempotency_key, flow_control=False)
         spec = dataclasses.replace(spec, safe_to_retry=source.safe_to_retry,
                                    version=source.version,
                                    input_config_hash=fork_hash(spec.input_config_hash,
@@ -104,3 +104,4 @@ class ForkMixin:
         if job_type is None or not job_type.stages:
             return None
         return [JobType.stage_name(fn) for fn in job_type.stages]
+

@@ -60,7 +60,8 @@ class ScheduleFacade:
         Cron.parse(cron, timezone)
         check_catch_up(catch_up)
         checked_name(project, "project")
-        job = self._resolve(type, payload, project=project, queue=queue, budget=budget)
+        job = self._resolve(type, payload, project=project, queue=queue, budget=budget,
+                            flow_control=False)
         spec = NewSchedule(name=name, cron=cron, timezone=timezone, catch_up=catch_up, job=job)
         return self.store.put_schedule(spec, projects=projects, profile=self.price_profile)
 

@@ -28,8 +28,9 @@ from ..core.serialize import dumps, dumps_back
 from ..core.usage import Estimate
 from ..core.validate import on_change as checked_policy
 from ..errors import BudgetExhausted, ControlSignal, InvalidCall, PolicyBlock
-from ..providers.adapters import extract
+from ..providers.adapters import extract, unwrap
 from ..providers.classify import classify_exception, refusal_in
+from ..providers.headers import headroom_from, response_headers
 from ..records import JournalEntry
 from ..store.base import CallReserve, CallSettle
 from ..store.ratelimits import RateLimit
@@ -142,20 +143,25 @@ class Calls:
                 return entry.result
         span.reserved(c.reservation.cost_usd)
         limited = False
+        limits = ctx.app.rate_limits_for(c.provider, c.model)
         try:
-            limited = self._wait_for_rate(key, ctx.app.rate_limits_for(c.provider, c.model),
-                                          c.tokens)
+            limited = self._wait_for_rate(key, limits, c.tokens)
             raw = c.fn()
             if inspect.isawaitable(raw):
                 raw = asyncio.run(_await(raw))
+            raw, headers = unwrap(raw)
+            if inspect.isawaitable(raw):
+                raw = asyncio.run(_await(raw))
         except BaseException as exc:  # noqa: BLE001 - released, then re-raised classified
+            if limited:
+                self._settle_rate(key, None, limits, response_headers(exc))
             self._release(key, exc)
             self._raise_classified(exc)
         op, result, refusal = self._settle_op(c, raw)
         self._batcher.submit(op)
         span.settled(op)
         if limited:
-            self._settle_rate(op)
+            self._settle_rate(key, op, limits, headers)
         return self._settled(op, result, refusal)
 
     async def _acall(self, c: _Call, span: Any) -> Any:
@@ -189,21 +195,27 @@ class Calls:
                 return entry.result
         span.reserved(c.reservation.cost_usd)
         limited = False
+        limits = ctx.app.rate_limits_for(c.provider, c.model)
         try:
-            limits = ctx.app.rate_limits_for(c.provider, c.model)
             if limits:
                 limited = await asyncio.to_thread(self._wait_for_rate, key, limits, c.tokens)
             raw = c.fn()
             if inspect.isawaitable(raw):
                 raw = await raw
+            raw, headers = unwrap(raw)
+            if inspect.isawaitable(raw):
+                raw = await raw
         except BaseException as exc:  # noqa: BLE001 - released, then re-raised classified
+            if limited:
+                await asyncio.to_thread(self._settle_rate, key, None, limits,
+                                        response_headers(exc))
             await asyncio.to_thread(self._release, key, exc)
             self._raise_classified(exc)
         op, result, refusal = self._settle_op(c, raw)
         await self._batcher.asubmit(op)
         span.settled(op)
         if limited:
-            await asyncio.to_thread(self._settle_rate, op)
+            await asyncio.to_thread(self._settle_rate, key, op, limits, headers)
         return self._settled(op, result, refusal)
 
     # --- the steps ------------------------------------------------------------------------------
@@ -334,9 +346,15 @@ class Calls:
             raise PolicyBlock(f"provider refused call {op.key!r}: {refusal[:200]}", billed=True)
         return result
 
-    def _settle_rate(self, op: CallSettle) -> None:
+    def _settle_rate(self, key: str, op: CallSettle | None, limits: list[RateLimit],
+                     headers: Any) -> None:
+        """Mark a granted call answered, counted by the tokens it used (``op``: it settled),
+        and store the rate-limit headroom its response or error told (``core/headroom.py``)."""
         ctx = self._ctx
-        ctx.store.settle_rate(ctx.id, op.key, op.usage.input_tokens + op.usage.output_tokens)
+        scopes = [limit.scope for limit in limits if limit.from_headers]
+        headroom = headroom_from(headers) if scopes and headers is not None else None
+        tokens = None if op is None else op.usage.input_tokens + op.usage.output_tokens
+        ctx.store.settle_rate(ctx.id, key, tokens, headroom=headroom, scopes=scopes)
 
 
 async def _await(aw: Any) -> Any:

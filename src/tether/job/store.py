@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..core.callbacks import Callback
+from ..core.headroom import Headroom
 from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
@@ -45,7 +46,8 @@ class JobStore(Protocol):
                       usage: Usage, fingerprint: str | None = None) -> None: ...
     def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
                      now: float | None = None) -> float: ...
-    def settle_rate(self, job_id: int, key: str, tokens: int) -> None: ...
+    def settle_rate(self, job_id: int, key: str, tokens: int | None, *,
+                    headroom: Headroom | None = None, scopes: Sequence[str] = ()) -> None: ...
 
     # waits (``job/waits.py``)
     def get_wait(self, job_id: int, key: str) -> Wait | None: ...

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from ..app import Tether
 from ..core.states import JobState
-from ..wire import idempotency, pagination
+from ..wire import flowkeys as flow, idempotency, pagination
 from ..wire.models import (
     AttemptList, AttemptOut, CheckpointList, CheckpointOut, EventOut, EventPage, JobOut, JobPage,
     LedgerEntryOut, LedgerList, job_detail, job_page,
@@ -36,7 +36,9 @@ class Submitted(BaseModel):
     """What ``tether_submit_job`` answers."""
 
     created: bool = Field(description="false when idempotency_key already named a job with the "
-                                      "same configuration: that job is returned, none is added")
+                                      "same configuration, or flow_key a live singleton or a "
+                                      "pending debounced job: that job is returned, none is "
+                                      "added")
     job: JobOut
 
 
@@ -64,15 +66,20 @@ def job_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         budget: Annotated[Limits | None, Field(description=(
             "hard limits for this job; a call that would cross one is not made and the job "
             "pauses with budget_exhausted"))] = None,
+        singleton: Annotated[bool | None, Field(description=flow.SINGLETON_HELP)] = None,
+        debounce_s: flow.Window = None,
+        flow_key: flow.Key = None,
     ) -> Submitted:
         who = principal_for(ctx)
         key = idempotency.parse_key(idempotency_key)
         project = who.write_project(project, where="arguments", verb="submit to")
         options: dict[str, Any] = {"type": type, "payload": payload, "project": project}
         for name, value in (("queue", queue), ("priority", priority),
-                            ("max_attempts", max_attempts), ("run_after", run_after)):
+                            ("max_attempts", max_attempts), ("run_after", run_after),
+                            ("singleton", singleton), ("debounce_s", debounce_s),
+                            ("flow_key", flow_key)):
             if value is not None:
-                options[name] = value  # noqa: PERF403 - four named options, added when given
+                options[name] = value  # noqa: PERF403 - named options, added when given
         if budget is not None:
             options["budget"] = budget.to_facade()
         job, created = idempotency.submit(app, options, key)

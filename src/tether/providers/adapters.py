@@ -65,6 +65,18 @@ def to_json_value(value: Any) -> Any:
     return value
 
 
+def unwrap(raw: Any) -> tuple[Any, Any]:
+    """``(value, headers)`` of a call's return value: an SDK raw response (the SDKs'
+    ``with_raw_response``) is parsed, and its headers kept; ``Metered`` keeps its own. The
+    value of an async raw response is awaitable (the caller awaits it)."""
+    if isinstance(raw, Metered):
+        return raw, raw.headers
+    parse = getattr(raw, "parse", None)
+    if callable(parse) and hasattr(raw, "headers") and hasattr(raw, "http_response"):
+        return parse(), raw.headers
+    return raw, None
+
+
 def extract(raw: Any) -> tuple[Any, Usage]:
     """(JSON-able value, usage) from a call's return value."""
     if isinstance(raw, Metered):

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..core.batches import ItemResult, RemoteStatus
 from ..core.budget import Budget, BudgetStatus, Reservation
+from ..core.flowkeys import FlowMode
+from ..core.headroom import Headroom, RateLimit, RateScope
 from ..core.pricing import ModelPrice, PriceProfile
 from ..core.serving import Serving
 from ..core.spend import SpendQuery, SpendRow
@@ -59,6 +61,11 @@ class NewJob:
     """The submitter's W3C trace context (``tracing.py``), or None outside any trace."""
     version: str = ""
     """The job type's version at submit ("" unversioned): which workers claim it."""
+    flow_mode: FlowMode | None = None
+    """``singleton`` or ``debounce`` (``core/flowkeys.py``), or None."""
+    flow_key: str | None = None
+    flow_window_s: float = 0.0
+    """A debounced job's window: it is held this long after the first submit of a burst."""
 
 
 @dataclass(frozen=True)
@@ -131,16 +138,6 @@ operation alone would have raised (it then changed nothing)."""
 
 CallEntry = tuple[int, int, Sequence[CallReserve | CallSettle]]
 """One job's operations for ``account_many``: ``(job_id, lease token, ops)``."""
-
-
-@dataclass(frozen=True)
-class RateLimit:
-    """At most ``rpm`` calls and ``tpm`` tokens a minute under ``scope`` (``openai``, or
-    ``openai/gpt-4o``), shared by every worker through the store."""
-
-    scope: str
-    rpm: int | None = None
-    tpm: int | None = None
 
 
 class SpendTotal(TypedDict):
@@ -295,8 +292,10 @@ class Store(CallbackRows, Protocol):
     # --- rate limits
     def acquire_rate(self, limits: Sequence[RateLimit], *, tokens: int, job_id: int, key: str,
                      now: float | None = None) -> float: ...
-    def settle_rate(self, job_id: int, key: str, tokens: int) -> None: ...
+    def settle_rate(self, job_id: int, key: str, tokens: int | None, *,
+                    headroom: Headroom | None = None, scopes: Sequence[str] = ()) -> None: ...
     def rate_calls(self, scope: str) -> list[float]: ...
+    def rate_scopes(self, *, now: float | None = None) -> list[RateScope]: ...
 
     # --- stage checkpoints and blobs
     def put_blob(self, sha256: str, data: bytes) -> None: ...

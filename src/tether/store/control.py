@@ -11,6 +11,7 @@ from ..core.budget import Budget
 from ..core.states import TERMINAL, JobState, operator_target
 from ..errors import InvalidArgument, JobStateError
 from ..records import Job
+from .flowkeys import check_singleton_free
 from .rows import limits_of, to_job
 from .transitions import Transitions
 from .totals import fold_counters
@@ -40,6 +41,7 @@ class Control(Transitions):
             to = operator_target(action, row["state"])
             changes: dict[str, Any] = {}
             if to == JobState.QUEUED:
+                check_singleton_free(tx, row)
                 changes.update(run_after=now, max_attempts=max(row["max_attempts"],
                                                               row["attempt_count"] + 1))
                 if action in ("retry", "requeue", "resume"):

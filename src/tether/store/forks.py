@@ -30,6 +30,7 @@ from ..core.states import JobState, operator_target
 from ..errors import InvalidArgument
 from ..records import Job
 from .base import NewJob
+from .flowkeys import check_singleton_free
 from .jobs import Jobs
 from .replays import superseded
 from .rows import as_decimal, to_job
@@ -139,6 +140,7 @@ class Forks(Jobs):
 
     def _retry_transition(self, tx: Tx, row: Row, to: JobState, now: float,
                           data: dict[str, Any]) -> None:
+        check_singleton_free(tx, row)
         self._transition(tx, row, to, now=now, kind="retry", data=data, run_after=now,
                          max_attempts=max(row["max_attempts"], row["attempt_count"] + 1),
                          error_code=None, error_summary=None)

@@ -16,13 +16,13 @@ from ..core.states import JobState
 from ..errors import IdempotencyConflict
 from ..records import Attempt, Event, Job
 from .base import CallerConnection, NewJob
-from .profiles import Profiles
+from .flowkeys import FlowKeys
 from .rows import as_datetime, load_json, new_job, to_attempt, to_event, to_job
 from .transitions import compact_json
 from .tx import Row, Tx, present
 
 
-class Jobs(Profiles):
+class Jobs(FlowKeys):
     """Submission and the reads of jobs, their events and attempts."""
 
     def submit(self, jobs: Sequence[NewJob], *, conn: CallerConnection | None = None,
@@ -38,9 +38,14 @@ class Jobs(Profiles):
                 self._save_profile(tx, present(profile), now)
             for queue in queues:
                 tx.run("ensure_queue", name=queue, now=now)
-            new = self._insert_jobs(tx, jobs, now)
-            out = [(job, True) if job is not None else None for job in new]
-            repeats = [i for i, job in enumerate(new) if job is None]
+            flowed = [i for i, j in enumerate(jobs) if j.flow_mode is not None]
+            if flowed:
+                new, flows = self._insert_with_flows(tx, jobs, flowed, now)
+            else:
+                new, flows = self._insert_jobs(tx, jobs, now), {}
+            out = [flows.get(i) or ((job, True) if job is not None else None)
+                   for i, job in enumerate(new)]
+            repeats = [i for i, job in enumerate(new) if job is None and i not in flows]
             if repeats:
                 found = self._jobs_by_keys(tx, [jobs[i] for i in repeats])
                 for i in repeats:
@@ -51,6 +56,23 @@ class Jobs(Profiles):
             if pin:
                 known.add(("profile", present(profile).id))
         return [present(o) for o in out]
+
+    def _insert_with_flows(self, tx: Tx, jobs: Sequence[NewJob], flowed: list[int],
+                           now: float) -> tuple[list[Job | None], dict[int, tuple[Job, bool]]]:
+        """``_insert_jobs`` for a batch with flow keys: the others in one statement as
+        always, then each flow-keyed job alone, in batch order (``store/flowkeys.py``)."""
+        where = set(flowed)
+        plain = [j for i, j in enumerate(jobs) if i not in where]
+        inserted = iter(self._insert_jobs(tx, plain, now))
+        new: list[Job | None] = [None if i in where else next(inserted)
+                                 for i in range(len(jobs))]
+        budgets: dict[int, Any] = {}
+        flows = {}
+        for i in flowed:
+            spec = jobs[i]
+            budgets.setdefault(id(spec.budget), self._json_param(spec.budget.to_dict()))
+            flows[i] = self._submit_flow(tx, spec, now, _values(spec, budgets))
+        return new, flows
 
     _submit_writes_events = False
     """True where ``insert_jobs`` also writes the submitted events (PostgreSQL)."""

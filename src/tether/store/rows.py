@@ -110,7 +110,7 @@ _JOB_FIELDS = frozenset(f.name for f in fields(Job))
 
 def _frozen_job(values: dict[str, Any]) -> Job:
     """The ``Job`` whose fields are ``values`` (every field, nothing else), made without its
-    generated ``__init__``: a frozen dataclass sets each of its 28 fields through
+    generated ``__init__``: a frozen dataclass sets each of its 30 fields through
     ``object.__setattr__``, which made that call half the cost of turning a claimed row into
     a job. The record is the same (same fields, equality, ``replace``)."""
     job = object.__new__(Job)
@@ -140,6 +140,7 @@ def to_job(row: Row) -> Job:
         "estimated_cost_usd": Decimal(str(est)) if est is not None else None,
         "parent_id": row.get("parent_id"), "trace_context": row.get("trace_context"),
         "version": row.get("version") or "",
+        "flow_mode": row.get("flow_mode"), "flow_key": row.get("flow_key"),
     })
 
 
@@ -177,7 +178,7 @@ def new_job(spec: NewJob, id: int, created_at: datetime, run_after: datetime,
         "price_profile": spec.price_profile,
         "estimated_cost_usd": Decimal(est) if est is not None else None,
         "parent_id": spec.parent_id, "trace_context": spec.trace_context,
-        "version": spec.version})
+        "version": spec.version, "flow_mode": spec.flow_mode, "flow_key": spec.flow_key})
 
 
 def to_event(row: Row) -> Event:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from ..core.states import JobState
 from ..facade.workflows import WaitingFor
 from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
+from . import flowkeys as flow
 from .numbers import (COUNT_MAX, INT32, USD_LIMIT, USD_MAX, JsonNumber, MaybeMoney, Money,
                       UnixSeconds, money_text)
 from .signals import WaitingForOut
@@ -73,6 +74,9 @@ class JobCreate(BaseModel):
         None, description="do not start before this time")
     max_attempts: Annotated[int | None, Field(ge=1, le=1000), JsonNumber] = None
     budget: BudgetLimits | None = None
+    singleton: bool | None = Field(None, description=flow.SINGLETON_HELP)
+    debounce_s: flow.Window = None
+    flow_key: flow.Key = None
 
 
 class CancelRequest(BaseModel):
@@ -169,6 +173,8 @@ class JobOut(BaseModel):
     unserved: bool = Field(False, description=(
         "queued, and no live worker serves its type on its queue (no running worker's app "
         "registers the type): it stays queued, not failed, until such a worker starts"))
+    flow_mode: flow.Mode | None = Field(None, description=flow.MODE_HELP)
+    flow_key: str | None = Field(None, description=flow.KEY_HELP)
 
     @classmethod
     def of(cls, job: Job, waiting: WaitingFor | None = None, *,
@@ -193,7 +199,7 @@ class JobOut(BaseModel):
             price_profile=job.price_profile, created_at=job.created_at,
             updated_at=job.updated_at, finished_at=job.finished_at,
             waiting_for=WaitingForOut.of(waiting) if waiting is not None else None,
-            unserved=unserved)
+            unserved=unserved, flow_mode=job.flow_mode, flow_key=job.flow_key)
 
 
 class JobReads(Protocol):
@@ -369,27 +375,3 @@ class WorkerList(BaseModel):
 class Health(BaseModel):
     status: str
     version: str
-
-
-class FieldError(BaseModel):
-    field: str = Field(description="dotted path of the invalid field, e.g. budget.max_calls")
-    # "in" is a Python keyword; the alias keeps the wire name.
-    location: str = Field(alias="in", description="body, query, path or header")
-    message: str
-
-
-class ProblemOut(BaseModel):
-    """An RFC 9457 problem document (``application/problem+json``)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: str = Field(description="urn:tether:problem:<code>")
-    title: str
-    status: int
-    detail: str
-    code: str = Field(description="stable machine-readable code, e.g. job_not_found")
-    instance: str | None = None
-    errors: list[FieldError] | None = None
-    job_id: int | None = None
-    argument: str | None = Field(None, description="invalid_argument: which argument")
-    limit: int | None = Field(None, description="payload_too_large, too_many_waits: the limit")

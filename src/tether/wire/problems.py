@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 MEDIA_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:tether:problem:"
 
@@ -98,3 +100,27 @@ def problem_body(status: int, code: str, detail: str, *, title: str | None = Non
         body["instance"] = instance
     body.update({k: v for k, v in extra.items() if v is not None})
     return body
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="dotted path of the invalid field, e.g. budget.max_calls")
+    # "in" is a Python keyword; the alias keeps the wire name.
+    location: str = Field(alias="in", description="body, query, path or header")
+    message: str
+
+
+class ProblemOut(BaseModel):
+    """An RFC 9457 problem document (``application/problem+json``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(description="urn:tether:problem:<code>")
+    title: str
+    status: int
+    detail: str
+    code: str = Field(description="stable machine-readable code, e.g. job_not_found")
+    instance: str | None = None
+    errors: list[FieldError] | None = None
+    job_id: int | None = None
+    argument: str | None = Field(None, description="invalid_argument: which argument")
+    limit: int | None = Field(None, description="payload_too_large, too_many_waits: the limit")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..core.callbacks import Callback
 from ..core.combining import Combiner
+from ..core.headroom import Headroom
 from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
@@ -214,8 +215,10 @@ class CommittingStore(WorkerStore):
                          provider=provider, model=model, request_hash=request_hash,
                          result_json=result_json, usage=usage, fingerprint=fingerprint)
 
-    def settle_rate(self, job_id: int, key: str, tokens: int) -> None:
-        return self._run(self._store.settle_rate, job_id, key, tokens)
+    def settle_rate(self, job_id: int, key: str, tokens: int | None, *,
+                    headroom: Headroom | None = None, scopes: Sequence[str] = ()) -> None:
+        return self._run(self._store.settle_rate, job_id, key, tokens, headroom=headroom,
+                         scopes=scopes)
 
     def save_checkpoint(self, job_id: int, token: int, *, stage: str, position: int,
                         blob: str, size: int, now: float | None = None,

@@ -84,6 +84,7 @@
       fact("Priority", String(job.priority)),
     ];
     if (job.idempotency_key) facts.push(fact("Idempotency key", T.el("span", { class: "mono" }, job.idempotency_key)));
+    if (job.flow_mode) facts.push(fact(job.flow_mode === "singleton" ? "Singleton key" : "Debounce key", job.flow_key ? T.el("span", { class: "mono" }, job.flow_key) : T.el("span", { class: "muted" }, "the whole type")));
     facts.push(fact("Created", T.fmt.time(job.created_at), T.el("span", { class: "muted" }, " (", T.ago(job.created_at, " ago"), ")")));
     facts.push(fact("Updated", T.ago(job.updated_at, " ago")));
     if (job.finished_at) facts.push(fact("Finished", T.fmt.time(job.finished_at)));

@@ -740,7 +740,13 @@ INSERT INTO rate_limit_events (scope, at, tokens, job_id, key)
 VALUES (%(scope)s, %(now)s, %(tokens)s, %(job_id)s, %(key)s);
 
 -- name: rate_settle
-UPDATE rate_limit_events SET tokens = %(tokens)s WHERE job_id = %(job_id)s AND key = %(key)s;
+UPDATE rate_limit_events SET tokens = coalesce(%(tokens)s::bigint, tokens), settled = true
+WHERE job_id = %(job_id)s AND key = %(key)s;
+
+-- name: rate_in_flight
+-- The calls of a scope granted up to %(at)s (since %(since)s) whose answers had not come back.
+SELECT count(*) AS calls, coalesce(sum(tokens), 0) AS tokens FROM rate_limit_events
+WHERE scope = %(scope)s AND at <= %(at)s AND at > %(since)s AND NOT settled;
 
 -- name: rate_prune
 DELETE FROM rate_limit_events WHERE at < %(before)s;
@@ -1272,14 +1278,94 @@ VALUES (%(scope)s, %(key)s, %(limit_name)s, %(threshold)s, %(limit_value)s, %(pe
 ON CONFLICT DO NOTHING
 RETURNING scope;
 
--- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
 -- The limits of a child's ancestors, whose thresholds an orphan's settlement may cross.
 -- name: ancestor_limits
 SELECT id::text AS key, budget FROM jobs WHERE id = ANY(%(ids)s);
 
 -- name: budget_crossings
+-- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
 SELECT * FROM budget_crossings
 WHERE project = %(project)s AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
   AND (%(key)s::text IS NULL OR key = %(key)s::text)
 ORDER BY crossed_at DESC, key, limit_name, threshold
 LIMIT %(limit)s;
+
+-- ---- singleton and debounce (core/flowkeys.py) --------------------------------------------
+
+-- name: insert_flow_job
+-- insert_job for a job with a flow key: nothing is inserted when its key (or its idempotency
+-- key) already names a job the unique indexes count (jobs_singleton, jobs_debounce). A
+-- concurrent submit of the same key waits here for the other's transaction to end.
+INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts,
+                  safe_to_retry, idempotency_key, input_config_hash, payload, budget,
+                  price_profile, estimated_cost_usd, parent_id, detached, trace_context,
+                  version, event_seq, created_at, updated_at, flow_mode, flow_key)
+VALUES (%(type)s, %(project)s, %(queue)s, 'queued', %(priority)s::int,
+        coalesce(to_timestamp(%(run_after_seconds)s::float8), %(now)s), %(max_attempts)s::int,
+        %(safe_to_retry)s, %(idempotency_key)s::text, %(input_config_hash)s,
+        %(payload)s::jsonb, %(budget)s::jsonb, %(price_profile)s::text,
+        %(estimated_cost_usd)s::numeric, %(parent_id)s::bigint, %(detached)s,
+        %(trace_context)s::text, %(version)s::text, 1, %(now)s, %(now)s, %(flow_mode)s::text,
+        %(flow_key)s::text)
+ON CONFLICT DO NOTHING
+RETURNING id, project, idempotency_key, created_at, run_after, payload;
+
+-- name: flow_live_job
+-- The live singleton job of a key, as get_job reads it.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
+WHERE j.project = %(project)s AND j.type = %(type)s AND j.flow_key = %(flow_key)s
+  AND j.flow_mode = 'singleton' AND j.state NOT IN ('succeeded', 'failed', 'cancelled');
+
+-- name: flow_replace_pending
+-- A debounced key's pending job takes the new submit's payload; no row when it has none (a
+-- claim that got there first leaves it unmatched once the claim commits).
+UPDATE jobs SET payload = %(payload)s::jsonb, input_config_hash = %(input_config_hash)s,
+    estimated_cost_usd = %(estimated_cost_usd)s::numeric, updated_at = %(now)s,
+    event_seq = event_seq + 1
+WHERE project = %(project)s AND type = %(type)s AND flow_key = %(flow_key)s
+  AND flow_mode = 'debounce' AND state = 'queued' AND attempt_count = 0
+RETURNING id, event_seq;
+
+-- ---- provider headroom (core/headroom.py) --------------------------------------------------
+
+-- name: rate_headroom
+-- A scope's stored headroom, with the calls and tokens granted after the call that brought it.
+SELECT p.*,
+       (SELECT count(*) FROM rate_limit_events e
+        WHERE e.scope = p.scope AND e.at > p.observed_at) AS calls_since,
+       (SELECT coalesce(sum(e.tokens), 0) FROM rate_limit_events e
+        WHERE e.scope = p.scope AND e.at > p.observed_at) AS tokens_since
+FROM provider_limits p WHERE p.scope = %(scope)s;
+
+-- name: rate_granted_at
+SELECT at FROM rate_limit_events
+WHERE job_id = %(job_id)s AND key = %(key)s AND scope = %(scope)s
+ORDER BY at DESC LIMIT 1;
+
+-- name: rate_headroom_save
+INSERT INTO provider_limits (scope, observed_at, requests_limit, requests_remaining,
+                             requests_reset_at, tokens_limit, tokens_remaining, tokens_reset_at,
+                             retry_at, requests_in_flight, tokens_in_flight, updated_at)
+VALUES (%(scope)s, %(observed_at)s, %(requests_limit)s, %(requests_remaining)s,
+        %(requests_reset_at)s, %(tokens_limit)s, %(tokens_remaining)s, %(tokens_reset_at)s,
+        %(retry_at)s, %(requests_in_flight)s, %(tokens_in_flight)s, %(now)s)
+ON CONFLICT (scope) DO UPDATE SET
+    observed_at = excluded.observed_at, requests_limit = excluded.requests_limit,
+    requests_remaining = excluded.requests_remaining,
+    requests_reset_at = excluded.requests_reset_at, tokens_limit = excluded.tokens_limit,
+    tokens_remaining = excluded.tokens_remaining, tokens_reset_at = excluded.tokens_reset_at,
+    retry_at = excluded.retry_at, requests_in_flight = excluded.requests_in_flight,
+    tokens_in_flight = excluded.tokens_in_flight, updated_at = excluded.updated_at;
+
+-- name: rate_scopes
+-- Every scope with calls in the window or a stored headroom: what the interfaces show.
+SELECT s.scope,
+       (SELECT count(*) FROM rate_limit_events e
+        WHERE e.scope = s.scope AND e.at > %(since)s) AS calls,
+       (SELECT coalesce(sum(e.tokens), 0) FROM rate_limit_events e
+        WHERE e.scope = s.scope AND e.at > %(since)s) AS tokens
+FROM (SELECT DISTINCT scope FROM rate_limit_events WHERE at > %(since)s
+      UNION SELECT scope FROM provider_limits) s
+ORDER BY s.scope;

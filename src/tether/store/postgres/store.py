@@ -240,9 +240,9 @@ class PostgresStore(GroupedCalls):
         """Jobs whose queues and price profile this store has written before are one
         autocommit statement (a single round trip, atomic by itself) when they are one job,
         or when none has an idempotency key (none can be a repeat to look up, nor conflict
-        after the others committed); everything else is the shared transactional submit. A
-        key that already exists takes the shared path too."""
+        after the others committed); the rest (a flow key, a key that exists) is shared."""
         if (conn is None and (len(jobs) == 1 or all(j.idempotency_key is None for j in jobs))
+                and all(j.flow_mode is None for j in jobs)
                 and self._setup_rows(jobs, profile, conn) == ([], False)):
             now = self.clock.time() if self.clock is not None else None
             try:

@@ -607,7 +607,13 @@ INSERT INTO rate_limit_events (scope, at, tokens, job_id, key)
 VALUES (:scope, :now, :tokens, :job_id, :key);
 
 -- name: rate_settle
-UPDATE rate_limit_events SET tokens = :tokens WHERE job_id = :job_id AND key = :key;
+UPDATE rate_limit_events SET tokens = coalesce(:tokens, tokens), settled = 1
+WHERE job_id = :job_id AND key = :key;
+
+-- name: rate_in_flight
+-- The calls of a scope granted up to :at (since :since) whose answers had not come back.
+SELECT count(*) AS calls, coalesce(sum(tokens), 0) AS tokens FROM rate_limit_events
+WHERE scope = :scope AND at <= :at AND at > :since AND settled = 0;
 
 -- name: rate_prune
 DELETE FROM rate_limit_events WHERE at < :before;
@@ -1089,14 +1095,87 @@ VALUES (:scope, :key, :limit_name, :threshold, :limit_value, :period, :project, 
 ON CONFLICT DO NOTHING
 RETURNING scope;
 
--- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
 -- The limits of a child's ancestors, whose thresholds an orphan's settlement may cross.
 -- name: ancestor_limits
 SELECT CAST(id AS TEXT) AS key, budget FROM jobs
 WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: budget_crossings
+-- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
 SELECT * FROM budget_crossings
 WHERE project = :project AND (:scope IS NULL OR scope = :scope) AND (:key IS NULL OR key = :key)
 ORDER BY crossed_at DESC, key, limit_name, threshold
 LIMIT :limit;
+
+-- ---- singleton and debounce (core/flowkeys.py) --------------------------------------------
+
+-- name: insert_flow_job
+-- insert_job for a job with a flow key: nothing is inserted when its key (or its idempotency
+-- key) already names a job the unique indexes count (jobs_singleton, jobs_debounce).
+INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, safe_to_retry,
+                  idempotency_key, input_config_hash, payload, budget, price_profile,
+                  estimated_cost_usd, parent_id, detached, trace_context, version, event_seq,
+                  created_at, updated_at, flow_mode, flow_key)
+VALUES (:type, :project, :queue, 'queued', :priority, coalesce(:run_after_seconds, :now),
+        :max_attempts, :safe_to_retry, :idempotency_key, :input_config_hash, :payload, :budget,
+        :price_profile, :estimated_cost_usd, :parent_id, :detached, :trace_context, :version, 1,
+        :now, :now, :flow_mode, :flow_key)
+ON CONFLICT DO NOTHING
+RETURNING id, project, idempotency_key, created_at, run_after, payload;
+
+-- name: flow_live_job
+-- The live singleton job of a key, as get_job reads it.
+SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
+       b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
+FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
+WHERE j.project = :project AND j.type = :type AND j.flow_key = :flow_key
+  AND j.flow_mode = 'singleton' AND j.state NOT IN ('succeeded', 'failed', 'cancelled');
+
+-- name: flow_replace_pending
+-- A debounced key's pending job takes the new submit's payload; no row when it has none.
+UPDATE jobs SET payload = :payload, input_config_hash = :input_config_hash,
+    estimated_cost_usd = :estimated_cost_usd, updated_at = :now, event_seq = event_seq + 1
+WHERE project = :project AND type = :type AND flow_key = :flow_key
+  AND flow_mode = 'debounce' AND state = 'queued' AND attempt_count = 0
+RETURNING id, event_seq;
+
+-- ---- provider headroom (core/headroom.py) --------------------------------------------------
+
+-- name: rate_headroom
+-- A scope's stored headroom, with the calls and tokens granted after the call that brought it.
+SELECT p.*,
+       (SELECT count(*) FROM rate_limit_events e
+        WHERE e.scope = p.scope AND e.at > p.observed_at) AS calls_since,
+       (SELECT coalesce(sum(e.tokens), 0) FROM rate_limit_events e
+        WHERE e.scope = p.scope AND e.at > p.observed_at) AS tokens_since
+FROM provider_limits p WHERE p.scope = :scope;
+
+-- name: rate_granted_at
+SELECT at FROM rate_limit_events WHERE job_id = :job_id AND key = :key AND scope = :scope
+ORDER BY at DESC LIMIT 1;
+
+-- name: rate_headroom_save
+INSERT INTO provider_limits (scope, observed_at, requests_limit, requests_remaining,
+                             requests_reset_at, tokens_limit, tokens_remaining, tokens_reset_at,
+                             retry_at, requests_in_flight, tokens_in_flight, updated_at)
+VALUES (:scope, :observed_at, :requests_limit, :requests_remaining, :requests_reset_at,
+        :tokens_limit, :tokens_remaining, :tokens_reset_at, :retry_at, :requests_in_flight,
+        :tokens_in_flight, :now)
+ON CONFLICT (scope) DO UPDATE SET
+    observed_at = excluded.observed_at, requests_limit = excluded.requests_limit,
+    requests_remaining = excluded.requests_remaining,
+    requests_reset_at = excluded.requests_reset_at, tokens_limit = excluded.tokens_limit,
+    tokens_remaining = excluded.tokens_remaining, tokens_reset_at = excluded.tokens_reset_at,
+    retry_at = excluded.retry_at, requests_in_flight = excluded.requests_in_flight,
+    tokens_in_flight = excluded.tokens_in_flight, updated_at = excluded.updated_at;
+
+-- name: rate_scopes
+-- Every scope with calls in the window or a stored headroom: what the interfaces show.
+SELECT s.scope,
+       (SELECT count(*) FROM rate_limit_events e
+        WHERE e.scope = s.scope AND e.at > :since) AS calls,
+       (SELECT coalesce(sum(e.tokens), 0) FROM rate_limit_events e
+        WHERE e.scope = s.scope AND e.at > :since) AS tokens
+FROM (SELECT DISTINCT scope FROM rate_limit_events WHERE at > :since
+      UNION SELECT scope FROM provider_limits) s
+ORDER BY s.scope;
