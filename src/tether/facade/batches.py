@@ -24,8 +24,8 @@ from ..records import ProviderBatch
 from ..store.base import Store
 
 
-class BatchProviders:
-    """Batch adapters by provider, and reads of jobs' batches (mixed into ``Tether``)."""
+class BatchesPart:
+    """Batch adapters by provider, and reads of jobs' batches (a part of ``Tether``)."""
 
     if TYPE_CHECKING:  # Tether's (a read-only property there)
         @property

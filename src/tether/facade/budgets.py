@@ -1,6 +1,6 @@
 """``Tether``'s budgets: a job's limits and a project's shared limits, changed at run time.
 
-A mixin of the facade: the CLI (``tether job budget``, ``tether project budget``), the REST
+A part of the facade: the CLI (``tether job budget``, ``tether project budget``), the REST
 budget routes, the MCP budget tools and the dashboard change limits through these methods, so
 raising a limit resumes the jobs it stopped the same way everywhere.
 """
@@ -20,8 +20,8 @@ from ..store.base import Store
 from ..submission import as_budget, checked_name, job_limits
 
 
-class Budgets:
-    """Job and project limits (mixed into ``Tether``)."""
+class BudgetsPart:
+    """Job and project limits (a part of ``Tether``)."""
 
     if TYPE_CHECKING:  # Tether's
         @property

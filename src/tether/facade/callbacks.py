@@ -23,7 +23,7 @@ from ..records import Job, Wait
 from ..store.base import Store
 
 
-class CallbackFacade:
+class CallbacksPart:
     """``issue_callback``, ``callbacks``, ``check_callback`` and ``answer_callback``."""
 
     if TYPE_CHECKING:

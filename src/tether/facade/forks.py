@@ -1,6 +1,6 @@
 """Fork a job from a stage, and retry a failed job (optionally from a stage): the facade part.
 
-``Tether`` inherits this mixin; the rules and the one transaction each takes live in
+``Tether`` inherits this part; the rules and the one transaction each takes live in
 ``store/forks.py``. What a fork promises (docs/workflows.md, "Fork from a stage"): the stages
 before ``from_stage`` are not run again and their calls are neither made nor counted again in
 the fork's budget; the fork's ledger shows each of them as reused from the job that paid.
@@ -29,7 +29,7 @@ def fork_hash(config_hash: str, source_id: int, from_stage: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class ForkMixin:
+class ForksPart:
     """``fork`` and ``retry`` of the facade."""
 
     registry: Registry

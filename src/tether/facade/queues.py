@@ -1,6 +1,6 @@
 """``Tether``'s queue control and its liveness read.
 
-A mixin of the facade: the CLI's ``tether queue``, the REST queue routes, the MCP queue tools
+A part of the facade: the CLI's ``tether queue``, the REST queue routes, the MCP queue tools
 and the dashboard's queue page all list, pause and resume queues through these methods, and
 ``/healthz`` asks ``ping``.
 """
@@ -17,8 +17,8 @@ from ..store.base import Store
 from ..submission import checked_name
 
 
-class QueueControl:
-    """Queues: their job counts, pausing and resuming them (mixed into ``Tether``)."""
+class QueuesPart:
+    """Queues: their job counts, pausing and resuming them (a part of ``Tether``)."""
 
     registry: Registry
 

@@ -22,7 +22,7 @@ from ..store.base import NewJob, NewSchedule, Store
 from ..submission import DEFAULT_PROJECT, checked_name
 
 
-class ScheduleFacade:
+class SchedulesPart:
     """The schedule methods of ``Tether`` (which provides what is declared here)."""
 
     if TYPE_CHECKING:  # provided by Tether (read-only properties there)

@@ -1,6 +1,6 @@
 """``Tether.spend``: where the money went, grouped as the caller asks.
 
-A mixin of the facade, so every interface (CLI ``tether spend``, REST ``GET /api/v1/spend``,
+A part of the facade, so every interface (CLI ``tether spend``, REST ``GET /api/v1/spend``,
 MCP ``tether_spend``, the dashboard's Spend page) asks the same question the same way and
 gets the same numbers: the cost ledger's rows in the window, grouped and summed by the
 database, with exact Decimal money. See ``core/spend.py`` for what may be asked.
@@ -21,8 +21,8 @@ from ..errors import InvalidArgument
 from ..store.base import Store
 
 
-class SpendReports:
-    """Spend reports over the cost ledger (mixed into ``Tether``)."""
+class SpendPart:
+    """Spend reports over the cost ledger (a part of ``Tether``)."""
 
     clock: Clock
 

@@ -23,7 +23,7 @@ FOLLOW_POLL_S = 1.0
 _PAGE = 1000
 
 
-class EventStreams:
+class StreamsPart:
     """``follow``: a job's events, live, until it is terminal."""
 
     if TYPE_CHECKING:

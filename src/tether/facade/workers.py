@@ -1,6 +1,6 @@
 """``Tether``'s read of its workers: who is running, and which queued jobs none of them serves.
 
-A mixin of the facade: ``tether workers``, ``tether job status``, the REST job and worker
+A part of the facade: ``tether workers``, ``tether job status``, the REST job and worker
 resources, the dashboard and ``/metrics`` read workers and unserved jobs through these methods.
 What "live" means is ``core/serving.py``'s.
 """
@@ -17,8 +17,8 @@ from ..records import Job, WorkerInfo
 from ..store.base import Store
 
 
-class WorkerViews:
-    """Workers and the job types they serve (mixed into ``Tether``)."""
+class WorkersPart:
+    """Workers and the job types they serve (a part of ``Tether``)."""
 
     if TYPE_CHECKING:  # Tether's (a read-only property there)
         @property

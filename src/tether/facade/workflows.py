@@ -49,7 +49,7 @@ class WaitingFor:
                 "batch": self.batch, "callbacks": list(self.callbacks)}
 
 
-class Workflows:
+class WorkflowsPart:
     """``signal``, ``waits``, ``waiting_for``, ``waiting_summary`` and ``list_waiting``."""
 
     if TYPE_CHECKING:
