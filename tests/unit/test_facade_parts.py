@@ -1,14 +1,18 @@
-"""The facade's parts follow one naming rule (docs/architecture.md, "Facade parts"): each is a
-class in ``facade/<concept>.py`` named for its module and ending in ``Part``, ``Tether``
-inherits every one of them and nothing else, and none is a public name."""
+"""The facade's parts follow one rule (docs/architecture.md, "Facade parts"): each is a class in
+``facade/<concept>.py`` named for its module and ending in ``Part``, ``Tether`` inherits every
+one of them and nothing else, none is a public name, and each reaches the app through
+``FacadeHost`` (``facade/host.py``) instead of declaring the app's members again."""
 
+import ast
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import tether
 import tether.facade
 from tether.app import Tether
+from tether.facade.host import FacadeHost
 
 
 def facade_classes() -> dict[str, list[type]]:
@@ -45,3 +49,18 @@ def test_tether_inherits_every_part_and_only_parts() -> None:
 
 def test_no_part_is_public() -> None:
     assert {cls.__name__ for cls in parts().values()} & set(tether.__all__) == set()
+
+
+def test_every_part_is_typed_against_the_host() -> None:
+    assert [cls.__name__ for cls in parts().values() if FacadeHost not in cls.__bases__] == []
+
+
+def test_no_part_declares_the_apps_members_again() -> None:
+    """The stubs ``facade/host.py`` replaced: a class body with an ``if TYPE_CHECKING:``."""
+    stubs = []
+    for path in Path(tether.facade.__path__[0]).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                stubs += [f"{path.name}:{node.name}" for item in node.body
+                          if isinstance(item, ast.If) and "TYPE_CHECKING" in ast.unparse(item.test)]
+    assert stubs == []

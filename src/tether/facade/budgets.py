@@ -8,7 +8,7 @@ raising a limit resumes the jobs it stopped the same way everywhere.
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from collections.abc import Iterable, Mapping
 
 from ..core import validate
@@ -16,24 +16,12 @@ from ..core.budget import Budget, BudgetStatus
 from ..core.states import JobState
 from ..errors import InvalidArgument, JobStateError
 from ..records import BudgetCrossing, Job
-from ..store.base import Store
 from ..submission import as_budget, checked_name, job_limits
+from .host import FacadeHost
 
 
-class BudgetsPart:
+class BudgetsPart(FacadeHost):
     """Job and project limits (a part of ``Tether``)."""
-
-    if TYPE_CHECKING:  # Tether's
-        @property
-        def store(self) -> Store: ...
-
-        def resume(self, job_id: int, *, projects: Iterable[str] | None = None,
-                   on_change: str | None = None) -> Job: ...
-
-        def list(self, *, project: str | None = None, projects: Iterable[str] | None = None,
-                 state: str | None = None, type: str | None = None, queue: str | None = None,
-                 search: str | None = None, before_id: int | None = None,
-                 limit: int = 50) -> builtins.list[Job]: ...
 
     def set_budget(self, job_id: int, budget: Budget | Mapping[str, Any] | None = None, *,
                    projects: Iterable[str] | None = None, resume: bool = True,

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from collections.abc import Iterable, Mapping
 
 from ..core import validate
 from ..core.budget import Budget
-from ..core.pricing import PriceProfile
 from ..records import Job
-from ..registry import JobType, Registry
-from ..store.base import Store
-from ..submission import Resolver, as_budget, checked_name
+from ..registry import JobType
+from ..submission import as_budget, checked_name
+from .host import FacadeHost
 
 
 def fork_hash(config_hash: str, source_id: int, from_stage: str) -> str:
@@ -29,18 +28,8 @@ def fork_hash(config_hash: str, source_id: int, from_stage: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class ForksPart:
+class ForksPart(FacadeHost):
     """``fork`` and ``retry`` of the facade."""
-
-    registry: Registry
-
-    if TYPE_CHECKING:  # provided by Tether (read-only properties there)
-        @property
-        def store(self) -> Store: ...
-        @property
-        def price_profile(self) -> PriceProfile: ...
-        def get(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job: ...
-        def _resolver(self) -> Resolver: ...
 
     def fork(self, job_id: int, *, from_stage: str, payload: Any = None,
              budget: Budget | Mapping[str, Any] | None = None, project: str | None = None,

@@ -10,20 +10,15 @@ holds (``store/ratelimits.py``) is shared, so ``tether rate-limits``, ``GET
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING
 
 from ..core.headroom import RateLimit, RateScope
-from ..store.base import Store
+from .host import FacadeHost
 
 
-class RateLimitsPart:
+class RateLimitsPart(FacadeHost):
     """Declaring and reading shared rate limits (a part of ``Tether``)."""
 
     rate_limits: dict[str, RateLimit]
-
-    if TYPE_CHECKING:  # Tether's (a read-only property there)
-        @property
-        def store(self) -> Store: ...
 
     def set_rate_limit(self, scope: str, *, rpm: int | None = None, tpm: int | None = None,
                        from_headers: bool = True) -> None:

@@ -9,26 +9,19 @@ database, with exact Decimal money. See ``core/spend.py`` for what may be asked.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from ..clock import Clock, utc
+from ..clock import utc
 from ..core import validate
 from ..core.budget import BudgetStatus
 from ..core.spend import (
     DEFAULT_BY, SpendQuery, SpendReport, When, parse_by, parse_time, total, zone,
 )
 from ..errors import InvalidArgument
-from ..store.base import Store
+from .host import FacadeHost
 
 
-class SpendPart:
+class SpendPart(FacadeHost):
     """Spend reports over the cost ledger (a part of ``Tether``)."""
-
-    clock: Clock
-
-    if TYPE_CHECKING:  # Tether's (a read-only property there)
-        @property
-        def store(self) -> Store: ...
 
     def spend(self, by: str | Iterable[str] = DEFAULT_BY, *, since: When = None,
               until: When = None, tz: str | None = None,
