@@ -4,6 +4,10 @@ The last user message picks the behaviour: ``MODE:ok`` (default), ``MODE:429``, 
 ``MODE:503``, ``MODE:529``, ``MODE:context``, ``MODE:401``, ``MODE:refusal``, ``MODE:quota``.
 Every request is recorded in ``server.requests``.
 
+Agents: a chat completion whose messages hold ``AGENT:<n>`` plays a model that calls a tool
+``n`` times, then answers (``_agent_chat``); each such request is recorded as
+``agent-<k>``, ``k`` the tool results it was sent, so a test reads the bill step by step.
+
 Batches: OpenAI's files and ``/v1/batches`` and Anthropic's ``/v1/messages/batches`` endpoints.
 A batch stays in progress until the test calls ``server.finish(batch_id)`` (optionally with
 only the first ``answered`` items answered and the batch ``expired``); each item's answer
@@ -34,6 +38,39 @@ def _openai_chat(body, refusal=False):
             "usage": {"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500,
                       "prompt_tokens_details": {"cached_tokens": 1000},
                       "completion_tokens_details": {"reasoning_tokens": 100}}}
+
+
+def _agent_chat(body: dict, steps: int) -> dict:
+    """The agent's next move: the first function tool while fewer than ``steps`` tool results
+    came back, then the answer: an output tool's call, JSON for a ``json_schema`` response
+    format, or text; arguments filled in from the schema (integers: the steps taken)."""
+    done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+    tools = [t["function"] for t in body.get("tools") or [] if t.get("type") == "function"]
+    work = [t for t in tools if not t["name"].startswith("final_result")]
+    outputs = [t for t in tools if t["name"].startswith("final_result")]
+    message: dict = {"role": "assistant", "content": None, "refusal": None}
+    fmt = body.get("response_format") or {}
+    if done < steps and work:
+        call = (work[0]["name"], {"n": done})
+    elif outputs:
+        call = (outputs[0]["name"], _fill(outputs[0].get("parameters") or {}, done))
+    else:
+        call = None
+        message["content"] = (json.dumps(_fill(fmt["json_schema"]["schema"], done))
+                              if fmt.get("type") == "json_schema" else f"done after {done} steps")
+    if call:
+        message["tool_calls"] = [{"id": f"call_{done}", "type": "function", "function": {
+            "name": call[0], "arguments": json.dumps(call[1])}}]
+    answer = _openai_chat(body)
+    answer["choices"][0].update(message=message,
+                                finish_reason="tool_calls" if call else "stop")
+    return answer
+
+
+def _fill(schema: dict, done: int) -> dict:
+    kinds = {"integer": done, "number": done, "boolean": True, "string": f"{done} steps"}
+    return {name: kinds.get(prop.get("type"), None)
+            for name, prop in (schema.get("properties") or {}).items()}
 
 
 def _openai_responses(body):
@@ -234,6 +271,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         body = json.loads(raw or b"{}")
         mode = _mode(body)
+        steps = re.search(r"AGENT:(\d+)", json.dumps(body.get("messages") or ""))
+        if steps and self.path.endswith("/chat/completions"):
+            answer = _agent_chat(body, int(steps.group(1)))
+            done = sum(1 for m in body["messages"] if m.get("role") == "tool")
+            self.server.requests.append((self.path, f"agent-{done}"))
+            return self._send(200, answer)
         self.server.requests.append((self.path, mode))
         if mode in ERRORS:
             status, headers, payload = ERRORS[mode]

@@ -1,0 +1,162 @@
+"""pydantic-ai agents inside tether jobs: every model request journaled and budgeted.
+
+Attach ``Durable`` to a run (or an agent) inside a job::
+
+    @app.job("research")
+    async def research(ctx, payload):
+        result = await agent.run(payload["question"], capabilities=[
+            Durable(ctx, key="research", checkpoint_tools={"send_email"})])
+        return result.output
+
+``Durable`` is a pydantic-ai capability (its public extension point): it wraps whichever model
+serves each request (``get_wrapper_model``) so the request is a ``ctx.acall`` (``agent_run.py``:
+the key, the worst case reserved, the usage settled, the change policy on replay), and wraps
+the execution of the tools it names (``wrap_tool_execute``) in a checkpoint. A replay after a
+crash, a pause or a budget stop runs the agent from the top: recorded responses come back
+from the journal at no cost, checkpointed tools return their recorded results, and the run
+continues live from the first request that was never answered.
+
+A streamed request (``agent.run_stream``, ``run_stream_events``) is sent to the provider as
+one request and journaled whole: the complete response (its parts and usage) is what is
+recorded, and it reaches the stream at once as that response's events, on the first run as on
+a replay. Structured output is the response's tool call or text like any other, so it is
+journaled and replayed with it.
+
+Needs the ``pydantic-ai`` extra (``pip install 'tether[pydantic-ai]'``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection
+from contextlib import asynccontextmanager
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
+
+import pydantic_core
+from pydantic import TypeAdapter
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.models import (
+    CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse,
+)
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
+
+from ..core.usage import Usage
+from ..job.context import JobContext
+from .agent_run import DEFAULT_MAX_OUTPUT_TOKENS, AgentRun
+
+__all__ = ["Durable", "JournaledModel", "usage_of"]
+
+_PARAMETERS = TypeAdapter(ModelRequestParameters)
+
+
+def usage_of(response: ModelResponse) -> Usage:
+    """tether's usage of a pydantic-ai response: its input counts cached reads and writes, as
+    tether's does."""
+    u = response.usage
+    return Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                 cached_input_tokens=u.cache_read_tokens,
+                 reasoning_tokens=min(u.output_reasoning_tokens, u.output_tokens),
+                 cache_write_tokens=u.cache_write_tokens,
+                 cache_write_1h_tokens=min(u.cache_write_1h_tokens, u.cache_write_tokens))
+
+
+def _dump_response(response: ModelResponse) -> Any:
+    return ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]
+
+
+def _load_response(value: Any) -> ModelResponse:
+    (response,) = ModelMessagesTypeAdapter.validate_python([value])
+    assert isinstance(response, ModelResponse)
+    return response
+
+
+class JournaledModel(WrapperModel):
+    """A model whose every request is a journaled, budgeted call of ``run``."""
+
+    def __init__(self, wrapped: Model, run: AgentRun, *, provider: str | None = None,
+                 model: str | None = None) -> None:
+        super().__init__(wrapped)
+        self._run = run
+        self._provider = provider or wrapped.system
+        self._priced_as = model or wrapped.model_name
+
+    def _limited(self, settings: ModelSettings | None) -> tuple[ModelSettings, int]:
+        """The settings the request is sent with (an output limit always set) and that limit."""
+        merged: dict[str, Any] = {**(self.wrapped.settings or {}), **(settings or {})}
+        limit = merged.get("max_tokens")
+        if not isinstance(limit, int) or limit <= 0:
+            limit = self._run.max_output_tokens
+        sent: dict[str, Any] = {**(settings or {}), "max_tokens": limit}
+        return ModelSettings(**sent), limit  # type: ignore[typeddict-item]
+
+    async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
+                      model_request_parameters: ModelRequestParameters) -> ModelResponse:
+        settings, limit = self._limited(model_settings)
+        asked = {
+            "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+            "parameters": _PARAMETERS.dump_python(model_request_parameters, mode="json"),
+            "settings": pydantic_core.to_jsonable_python(settings, fallback=repr)}
+
+        async def send() -> tuple[Any, Usage]:
+            response = await self.wrapped.request(messages, settings, model_request_parameters)
+            return _dump_response(response), usage_of(response)
+
+        value = await self._run.request(provider=self._provider, model=self._priced_as,
+                                        request=asked, max_output_tokens=limit, send=send)
+        return _load_response(value)
+
+    @asynccontextmanager
+    async def request_stream(self, messages: list[ModelMessage],
+                             model_settings: ModelSettings | None,
+                             model_request_parameters: ModelRequestParameters,
+                             run_context: RunContext[Any] | None = None,
+                             ) -> AsyncIterator[StreamedResponse]:
+        response = await self.request(messages, model_settings, model_request_parameters)
+        yield CompletedStreamedResponse(response, model_request_parameters=model_request_parameters,
+                                        replay_events=True)
+
+
+@dataclass
+class Durable(AbstractCapability[Any]):
+    """Run a pydantic-ai agent durably in the tether job ``ctx``.
+
+    ``key`` names the run in the job (each run of a job needs its own); ``provider`` and
+    ``model`` are what the price profile prices requests as (default: the serving model's
+    ``system`` and ``model_name``); ``max_output_tokens`` is the output limit set on requests
+    that set none; ``checkpoint_tools``: the names of the tools to checkpoint, or True for all;
+    ``on_change``: the policy for a request a replay finds changed (``job/replay.py``)."""
+
+    ctx: JobContext
+    _: KW_ONLY
+    key: str = "agent"
+    provider: str | None = None
+    model: str | None = None
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    checkpoint_tools: Collection[str] | bool = ()
+    on_change: str | None = None
+    _run: AgentRun = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._run = AgentRun(self.ctx, key=self.key, max_output_tokens=self.max_output_tokens,
+                             checkpoint_tools=self.checkpoint_tools, on_change=self.on_change)
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None
+
+    @property
+    def requests(self) -> int:
+        """The model requests this run has made, replayed ones included."""
+        return self._run.requests
+
+    def get_wrapper_model(self, model: Model) -> Model | None:
+        return JournaledModel(model, self._run, provider=self.provider, model=self.model)
+
+    async def wrap_tool_execute(self, ctx: RunContext[Any], *, call: Any, tool_def: Any,
+                                args: Any, handler: Any) -> Any:
+        if not self._run.checkpoints(call.tool_name):
+            return await handler(args)
+        return await self._run.tool(call.tool_name, call.tool_call_id, lambda: handler(args))
