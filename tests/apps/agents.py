@@ -1,0 +1,96 @@
+"""Agent jobs for the integration tests, loaded in-process and by real worker processes: a
+pydantic-ai agent and an Agents SDK agent, each with one checkpointed tool ``step``, both on
+the provider server at ``TETHER_TEST_PROVIDER_URL`` (read when a
+job runs). ``step`` appends its argument to the file ``TETHER_AGENT_EFFECTS`` (its side effect)
+and, at the call ``TETHER_AGENT_KILL_AT`` names, SIGKILLs its own process once, before the
+effect, leaving ``TETHER_AGENT_KILL_FLAG`` behind. ``INSTRUCTIONS`` is what a deploy would
+change."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from agents import Agent as SdkAgent
+from agents import OpenAIChatCompletionsModel, function_tool
+from openai import AsyncOpenAI
+from pydantic import BaseModel
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from tether import Tether
+from tether.integrations import openai_agents, pydantic_ai
+
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+app = Tether()
+INSTRUCTIONS = "Take the steps, then report."
+MODEL = "gpt-4o-mini"
+
+
+class Report(BaseModel):
+    steps: int
+    summary: str
+
+
+def _url() -> str:
+    return os.environ.get("TETHER_TEST_PROVIDER_URL", "http://127.0.0.1:9") + "/v1"
+
+
+def step(n: int) -> str:
+    """Take step ``n`` (a side effect)."""
+    flag = os.environ.get("TETHER_AGENT_KILL_FLAG")
+    if (flag and os.environ.get("TETHER_AGENT_KILL_AT") == str(n)
+            and not Path(flag).exists()):
+        Path(flag).write_text(str(n))
+        os.kill(os.getpid(), signal.SIGKILL)
+    effects = os.environ.get("TETHER_AGENT_EFFECTS")
+    if effects:
+        with open(effects, "a") as f:
+            f.write(f"{n}\n")
+    return f"step {n} taken"
+
+
+def _pydantic_agent() -> Agent[None, Report]:
+    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=AsyncOpenAI(
+        base_url=_url(), api_key="sk-test", max_retries=0)))
+    agent = Agent(model, instructions=INSTRUCTIONS, output_type=Report, retries=0)
+    agent.tool_plain(step)
+    return agent
+
+
+def _sdk_agent() -> SdkAgent[None]:
+    client = AsyncOpenAI(base_url=_url(), api_key="sk-test", max_retries=0)
+    return SdkAgent(name="stepper", instructions=INSTRUCTIONS, output_type=Report,
+                    tools=[function_tool(step)],
+                    model=OpenAIChatCompletionsModel(MODEL, client))
+
+
+@app.job("pydantic_agent", max_attempts=3)
+async def pydantic_agent(ctx, payload):
+    durable = pydantic_ai.Durable(ctx, key="steps", checkpoint_tools={"step"},
+                                  max_output_tokens=500)
+    agent = _pydantic_agent()
+    if payload.get("stream"):
+        async with agent.run_stream(payload["prompt"], capabilities=[durable]) as run:
+            output = await run.get_output()
+    else:
+        output = (await agent.run(payload["prompt"], capabilities=[durable])).output
+    return {**output.model_dump(), "requests": durable.requests}
+
+
+@app.job("sdk_agent", max_attempts=3)
+async def sdk_agent(ctx, payload):
+    durable = openai_agents.Durable(ctx, key="steps", checkpoint_tools={"step"},
+                                    max_output_tokens=500)
+    if payload.get("stream"):
+        from agents import Runner
+        run = Runner.run_streamed(durable.agent(_sdk_agent()), payload["prompt"],
+                                  run_config=durable.run_config())
+        async for _ in run.stream_events():
+            pass
+        output = run.final_output
+    else:
+        output = (await durable.run(_sdk_agent(), payload["prompt"])).final_output
+    return {**output.model_dump(), "requests": durable.requests}

@@ -1,0 +1,118 @@
+"""pydantic-ai and the OpenAI Agents SDK inside tether jobs, in-process, on both backends: the
+real libraries against the provider server (``AGENT:<n>``: n tool calls, then a structured
+answer). Every model request is one journaled, budgeted call; a budget stop pauses the agent
+and raising the limit continues it without paying twice; a changed prompt on replay follows
+the journal's change policy."""
+
+from decimal import Decimal
+
+import pytest
+
+from tether import Budget, JobState, Tether
+from tether.job import Lease
+from tether.worker.executor import execute
+from tests.apps import agents
+from tests.provider_server import FakeProviderServer
+
+FRAMEWORKS = ["pydantic_agent", "sdk_agent"]
+PER_REQUEST = (200 * Decimal("0.15") + 1000 * Decimal("0.075") + 300 * Decimal("0.60")) / 10**6
+"""gpt-4o-mini, the server's usage: 1,200 input tokens (1,000 cached), 300 output."""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeProviderServer() as s:
+        yield s
+
+
+@pytest.fixture
+def agent_app(database_url, server, clock, monkeypatch, tmp_path):
+    monkeypatch.setenv("TETHER_TEST_PROVIDER_URL", server.url)
+    monkeypatch.setenv("TETHER_AGENT_EFFECTS", str(tmp_path / "effects"))
+    monkeypatch.delenv("TETHER_AGENT_KILL_AT", raising=False)
+    server.requests.clear()
+    app = Tether(database_url, clock=clock)
+    app.registry = agents.app.registry
+    yield app
+    app.close()
+
+
+def run_once(app, job_id):
+    (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
+    assert c.job.id == job_id
+    execute(app, c.job, Lease(c.job.id, c.token))
+    return app.get(job_id)
+
+
+def bill(server):
+    """The agent steps the provider answered, in order (``agent-<tool results sent>``)."""
+    return [mode for _, mode in server.requests if mode.startswith("agent-")]
+
+
+def effects(tmp_path):
+    path = tmp_path / "effects"
+    return path.read_text().split() if path.exists() else []
+
+
+@pytest.mark.parametrize("kind", FRAMEWORKS)
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+def test_each_model_request_is_one_journaled_budgeted_call(agent_app, server, tmp_path, kind,
+                                                           stream):
+    job = agent_app.submit(kind, {"prompt": "Go. AGENT:3", "stream": stream})
+    done = run_once(agent_app, job.id)
+    assert done.state == JobState.SUCCEEDED, done.error_summary
+    assert done.result == {"steps": 3, "summary": "3 steps", "requests": 4}
+    assert bill(server) == ["agent-0", "agent-1", "agent-2", "agent-3"]
+    assert effects(tmp_path) == ["0", "1", "2"]
+    ledger = agent_app.ledger(job.id)
+    assert [r.key for r in ledger] == [f"steps/model/{n}" for n in (1, 2, 3, 4)]
+    assert {(r.input_tokens, r.output_tokens, r.cached_input_tokens, r.reasoning_tokens)
+            for r in ledger} == {(1200, 300, 1000, 100)}
+    assert all(r.cost_usd == PER_REQUEST and r.confirmed for r in ledger)
+    assert done.budget.used.spent_usd == 4 * PER_REQUEST
+    assert done.budget.used.reserved_usd == 0
+    stages = [c.stage for c in agent_app.checkpoints(job.id)]
+    assert stages == [f"steps/tool/{n + 1}/step/call_{n}" for n in range(3)]
+
+
+@pytest.mark.parametrize("kind", FRAMEWORKS)
+def test_a_budget_stop_pauses_the_agent_and_a_raised_limit_continues_it(agent_app, server,
+                                                                        tmp_path, kind):
+    job = agent_app.submit(kind, {"prompt": "Go. AGENT:3"}, budget=Budget(max_calls=2))
+    paused = run_once(agent_app, job.id)
+    assert paused.state == JobState.PAUSED and paused.error_code == "budget_exhausted"
+    assert bill(server) == ["agent-0", "agent-1"], "the third request was never sent"
+    assert paused.budget.used.spent_usd == 2 * PER_REQUEST
+    assert paused.budget.used.reserved_usd == 0
+    agent_app.set_budget(job.id, max_calls=10)
+    done = run_once(agent_app, job.id)
+    assert done.state == JobState.SUCCEEDED, done.error_summary
+    assert done.result["steps"] == 3
+    assert bill(server) == ["agent-0", "agent-1", "agent-2", "agent-3"], "none paid twice"
+    assert effects(tmp_path) == ["0", "1", "2"], "a checkpointed tool ran once"
+    assert done.budget.used.spent_usd == 4 * PER_REQUEST
+    assert len(agent_app.ledger(job.id)) == 4
+
+
+@pytest.mark.parametrize("kind", FRAMEWORKS)
+@pytest.mark.parametrize("decision", ["reuse", "repay"])
+def test_a_changed_prompt_on_replay_follows_the_change_policy(agent_app, server, monkeypatch,
+                                                              kind, decision):
+    job = agent_app.submit(kind, {"prompt": "Go. AGENT:3"}, budget=Budget(max_calls=2))
+    assert run_once(agent_app, job.id).error_code == "budget_exhausted"
+    monkeypatch.setattr(agents, "INSTRUCTIONS", "Take the steps, then report briefly.")
+    agent_app.set_budget(job.id, max_calls=10)
+    changed = run_once(agent_app, job.id)
+    assert changed.state == JobState.PAUSED and changed.error_code == "journal_mismatch"
+    assert "steps/model/1" in changed.error_summary
+    assert bill(server) == ["agent-0", "agent-1"], "nothing paid for a change paused on"
+    agent_app.resume(job.id, on_change=decision)
+    done = run_once(agent_app, job.id)
+    assert done.state == JobState.SUCCEEDED, done.error_summary
+    if decision == "reuse":
+        assert bill(server) == ["agent-0", "agent-1", "agent-2", "agent-3"]
+        assert len(agent_app.ledger(job.id)) == 4
+    else:
+        assert bill(server) == ["agent-0", "agent-1", "agent-0", "agent-1", "agent-2",
+                                "agent-3"], "the two changed requests paid again"
+        assert len(agent_app.ledger(job.id)) == 6
