@@ -4,7 +4,8 @@ the provider server at ``TETHER_TEST_PROVIDER_URL`` (read when a
 job runs). ``step`` appends its argument to the file ``TETHER_AGENT_EFFECTS`` (its side effect)
 and, at the call ``TETHER_AGENT_KILL_AT`` names, SIGKILLs its own process once, before the
 effect, leaving ``TETHER_AGENT_KILL_FLAG`` behind. ``INSTRUCTIONS`` is what a deploy would
-change."""
+change. Each framework is imported by the first job that uses it: a worker process pays
+the import of the one its job needs (seconds each on a busy machine)."""
 
 from __future__ import annotations
 
@@ -12,16 +13,11 @@ import os
 import signal
 from pathlib import Path
 
-from agents import Agent as SdkAgent
-from agents import OpenAIChatCompletionsModel, function_tool
-from openai import AsyncOpenAI
+from typing import Any
+
 from pydantic import BaseModel
-from pydantic_ai import Agent
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from tether import Tether
-from tether.integrations import openai_agents, pydantic_ai
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 app = Tether()
@@ -52,7 +48,11 @@ def step(n: int) -> str:
     return f"step {n} taken"
 
 
-def _pydantic_agent() -> Agent[None, Report]:
+def _pydantic_agent() -> Any:
+    from openai import AsyncOpenAI
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
     model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=AsyncOpenAI(
         base_url=_url(), api_key="sk-test", max_retries=0)))
     agent = Agent(model, instructions=INSTRUCTIONS, output_type=Report, retries=0)
@@ -60,7 +60,10 @@ def _pydantic_agent() -> Agent[None, Report]:
     return agent
 
 
-def _sdk_agent() -> SdkAgent[None]:
+def _sdk_agent() -> Any:
+    from agents import Agent as SdkAgent
+    from agents import OpenAIChatCompletionsModel, function_tool
+    from openai import AsyncOpenAI
     client = AsyncOpenAI(base_url=_url(), api_key="sk-test", max_retries=0)
     return SdkAgent(name="stepper", instructions=INSTRUCTIONS, output_type=Report,
                     tools=[function_tool(step)],
@@ -69,6 +72,7 @@ def _sdk_agent() -> SdkAgent[None]:
 
 @app.job("pydantic_agent", max_attempts=3)
 async def pydantic_agent(ctx, payload):
+    from tether.integrations import pydantic_ai
     durable = pydantic_ai.Durable(ctx, key="steps", checkpoint_tools={"step"},
                                   max_output_tokens=500)
     agent = _pydantic_agent()
@@ -82,10 +86,12 @@ async def pydantic_agent(ctx, payload):
 
 @app.job("sdk_agent", max_attempts=3)
 async def sdk_agent(ctx, payload):
+    from agents import Runner
+
+    from tether.integrations import openai_agents
     durable = openai_agents.Durable(ctx, key="steps", checkpoint_tools={"step"},
                                     max_output_tokens=500)
     if payload.get("stream"):
-        from agents import Runner
         run = Runner.run_streamed(durable.agent(_sdk_agent()), payload["prompt"],
                                   run_config=durable.run_config())
         async for _ in run.stream_events():
