@@ -108,7 +108,10 @@ class AgentRun:
         stage = f"{self.key}/tool/{self._requests}/{name}/{call_id}"
         loop = asyncio.get_running_loop()
 
+        async def running() -> Any:
+            return await run()
+
         def body() -> Any:
-            return asyncio.run_coroutine_threadsafe(run(), loop).result()
+            return asyncio.run_coroutine_threadsafe(running(), loop).result()
 
         return await asyncio.to_thread(self.ctx.stage, stage, body)

@@ -34,15 +34,20 @@ import dataclasses
 from collections.abc import AsyncIterator, Collection
 from typing import Any
 
-import pydantic_core
-from agents import (
-    Agent, FunctionTool, Model, ModelProvider, ModelResponse, ModelSettings, ModelTracing,
-    OpenAIProvider, RunConfig, Runner, RunResult, Usage,
-)
-from agents.items import TResponseOutputItem, TResponseStreamEvent
-from openai.types.responses import Response, ResponseCompletedEvent, ResponseUsage
-from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
-from pydantic import TypeAdapter
+from .. import optional
+
+try:
+    import pydantic_core
+    from agents import (
+        Agent, FunctionTool, Model, ModelProvider, ModelResponse, ModelSettings, ModelTracing,
+        OpenAIProvider, RunConfig, Runner, RunResult, Usage,
+    )
+    from agents.items import TResponseOutputItem, TResponseStreamEvent
+    from openai.types.responses import Response, ResponseCompletedEvent, ResponseUsage
+    from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+    from pydantic import TypeAdapter
+except ModuleNotFoundError as exc:  # the extra is not installed
+    raise optional.requires("openai-agents", "tether.integrations.openai_agents", exc) from exc
 
 from ..core.usage import Usage as TetherUsage
 from ..job.context import JobContext

@@ -32,16 +32,21 @@ from contextlib import asynccontextmanager
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-import pydantic_core
-from pydantic import TypeAdapter
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
-from pydantic_ai.models import (
-    CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse,
-)
-from pydantic_ai.models.wrapper import WrapperModel
-from pydantic_ai.settings import ModelSettings
-from pydantic_ai.tools import RunContext
+from .. import optional
+
+try:
+    import pydantic_core
+    from pydantic import TypeAdapter
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+    from pydantic_ai.models import (
+        CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse,
+    )
+    from pydantic_ai.models.wrapper import WrapperModel
+    from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.tools import RunContext
+except ModuleNotFoundError as exc:  # the extra is not installed
+    raise optional.requires("pydantic-ai", "tether.integrations.pydantic_ai", exc) from exc
 
 from ..core.usage import Usage
 from ..job.context import JobContext
@@ -80,7 +85,7 @@ class JournaledModel(WrapperModel):
                  model: str | None = None) -> None:
         super().__init__(wrapped)
         self._run = run
-        self._provider = provider or wrapped.system
+        self._priced_by = provider or wrapped.system
         self._priced_as = model or wrapped.model_name
 
     def _limited(self, settings: ModelSettings | None) -> tuple[ModelSettings, int]:
@@ -104,7 +109,7 @@ class JournaledModel(WrapperModel):
             response = await self.wrapped.request(messages, settings, model_request_parameters)
             return _dump_response(response), usage_of(response)
 
-        value = await self._run.request(provider=self._provider, model=self._priced_as,
+        value = await self._run.request(provider=self._priced_by, model=self._priced_as,
                                         request=asked, max_output_tokens=limit, send=send)
         return _load_response(value)
 
