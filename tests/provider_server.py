@@ -41,8 +41,8 @@ def _openai_chat(body, refusal=False):
 
 
 def _agent_chat(body: dict, steps: int) -> dict:
-    """The agent's next move: the first function tool while fewer than ``steps`` tool results
-    came back, then the answer: an output tool's call, JSON for a ``json_schema`` response
+    """The agent's next move: a function tool (each in turn) while fewer than ``steps`` tool
+    results came back, then the answer: an output tool's call, JSON for a ``json_schema`` response
     format, or text; arguments filled in from the schema (integers: the steps taken)."""
     done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
     tools = [t["function"] for t in body.get("tools") or [] if t.get("type") == "function"]
@@ -51,7 +51,8 @@ def _agent_chat(body: dict, steps: int) -> dict:
     message: dict = {"role": "assistant", "content": None, "refusal": None}
     fmt = body.get("response_format") or {}
     if done < steps and work:
-        call = (work[0]["name"], {"n": done})
+        tool = work[done % len(work)]
+        call = (tool["name"], _fill(tool.get("parameters") or {}, done))
     elif outputs:
         call = (outputs[0]["name"], _fill(outputs[0].get("parameters") or {}, done))
     else:

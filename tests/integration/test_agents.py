@@ -4,6 +4,9 @@ answer). Every model request is one journaled, budgeted call; a budget stop paus
 and raising the limit continues it without paying twice; a changed prompt on replay follows
 the journal's change policy."""
 
+import os
+import subprocess
+import sys
 from decimal import Decimal
 
 import pytest
@@ -12,6 +15,7 @@ from tether import Budget, JobState, Tether
 from tether.job import Lease
 from tether.worker.executor import execute
 from tests.apps import agents
+from tests.procs import CHILD_PYTHONPATH, ROOT
 from tests.provider_server import FakeProviderServer
 
 FRAMEWORKS = ["pydantic_agent", "sdk_agent"]
@@ -116,3 +120,14 @@ def test_a_changed_prompt_on_replay_follows_the_change_policy(agent_app, server,
         assert bill(server) == ["agent-0", "agent-1", "agent-0", "agent-1", "agent-2",
                                 "agent-3"], "the two changed requests paid again"
         assert len(agent_app.ledger(job.id)) == 6
+
+
+def test_the_example_runs_on_the_provider_server(server, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
+    env.update(PYTHONPATH=CHILD_PYTHONPATH, TETHER_AGENT_BASE_URL=f"{server.url}/v1")
+    server.requests.clear()
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "agent.py")], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "succeeded: 3 model requests, 3 paid" in run.stdout
+    assert bill(server) == ["agent-0", "agent-1", "agent-2"]
