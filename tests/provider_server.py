@@ -273,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw or b"{}")
         mode = _mode(body)
         steps = re.search(r"AGENT:(\d+)", json.dumps(body.get("messages") or ""))
-        if steps and self.path.endswith("/chat/completions"):
+        if steps and mode not in ERRORS and self.path.endswith("/chat/completions"):
             answer = _agent_chat(body, int(steps.group(1)))
             done = sum(1 for m in body["messages"] if m.get("role") == "tool")
             self.server.requests.append((self.path, f"agent-{done}"))

@@ -122,6 +122,17 @@ def test_a_changed_prompt_on_replay_follows_the_change_policy(agent_app, server,
         assert len(agent_app.ledger(job.id)) == 6
 
 
+@pytest.mark.parametrize("kind", FRAMEWORKS)
+@pytest.mark.parametrize("mode,state,code", [
+    ("429", JobState.RETRY_WAIT, "transient"), ("401", JobState.PAUSED, "provider_auth"),
+    ("context", JobState.FAILED, "provider_error")])
+def test_a_provider_error_inside_the_agent_is_classified(agent_app, kind, mode, state, code):
+    job = agent_app.submit(kind, {"prompt": f"Go. AGENT:2 MODE:{mode}"})
+    failed = run_once(agent_app, job.id)
+    assert (failed.state, failed.error_code) == (state, code), failed.error_summary
+    assert failed.budget.used.spent_usd == 0 and failed.budget.used.reserved_usd == 0
+
+
 def test_the_example_runs_on_the_provider_server(server, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
     env.update(PYTHONPATH=CHILD_PYTHONPATH, TETHER_AGENT_BASE_URL=f"{server.url}/v1")
