@@ -4,6 +4,10 @@ The last user message picks the behaviour: ``MODE:ok`` (default), ``MODE:429``, 
 ``MODE:503``, ``MODE:529``, ``MODE:context``, ``MODE:401``, ``MODE:refusal``, ``MODE:quota``.
 Every request is recorded in ``server.requests``.
 
+An agent's chat completion (below) asked with ``stream`` is answered as server-sent events (``_chunks``): the
+message's text a word a chunk, its tool calls, then the usage (when ``stream_options`` asks
+for it) and ``[DONE]``.
+
 Agents: a chat completion whose messages hold ``AGENT:<n>`` plays a model that calls a tool
 ``n`` times, then answers (``_agent_chat``); each such request is recorded as
 ``agent-<k>``, ``k`` the tool results it was sent, so a test reads the bill step by step.
@@ -66,6 +70,26 @@ def _agent_chat(body: dict, steps: int) -> dict:
     answer["choices"][0].update(message=message,
                                 finish_reason="tool_calls" if call else "stop")
     return answer
+
+
+def _chunks(answer: dict, usage: bool) -> bytes:
+    """A chat completion as the server-sent events of its stream."""
+    choice = answer["choices"][0]
+    message = choice["message"]
+    base = {k: answer[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    deltas = [{"role": "assistant"}]
+    words = (message.get("content") or "").split(" ")
+    deltas += [{"content": w if i == 0 else f" {w}"} for i, w in enumerate(words) if w]
+    deltas += [{"tool_calls": [dict(call, index=i)]}
+               for i, call in enumerate(message.get("tool_calls") or [])]
+    events = [dict(base, choices=[{"index": 0, "delta": d, "finish_reason": None}])
+              for d in deltas]
+    events.append(dict(base, choices=[{"index": 0, "delta": {},
+                                       "finish_reason": choice["finish_reason"]}]))
+    if usage:
+        events.append(dict(base, choices=[], usage=answer["usage"]))
+    return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
 
 
 def _fill(schema: dict, done: int) -> dict:
@@ -277,6 +301,10 @@ class _Handler(BaseHTTPRequestHandler):
             answer = _agent_chat(body, int(steps.group(1)))
             done = sum(1 for m in body["messages"] if m.get("role") == "tool")
             self.server.requests.append((self.path, f"agent-{done}"))
+            if body.get("stream"):
+                self.server.streams.append(f"agent-{done}")
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return self._send(200, _chunks(answer, usage), "text/event-stream")
             return self._send(200, answer)
         self.server.requests.append((self.path, mode))
         if mode in ERRORS:
@@ -350,6 +378,7 @@ class FakeProviderServer:
         self.httpd.batches = {}
         self.httpd.files = {}
         self.httpd.uploads = []
+        self.httpd.streams = []
         self.httpd.lock = threading.Lock()
         self.httpd.url = self.url
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -363,6 +392,11 @@ class FakeProviderServer:
     @property
     def requests(self) -> list:
         return self.httpd.requests
+
+    @property
+    def streams(self) -> list:
+        """The agent requests answered as a stream (``agent-<k>``), in order."""
+        return self.httpd.streams
 
     @property
     def uploads(self) -> list:

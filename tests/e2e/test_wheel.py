@@ -76,7 +76,8 @@ def test_the_wheel_ships_typing_marker_and_the_demo_and_lists_extras(wheel):
     assert base == ["click", "croniter", "rich", "typer", "tzdata"]
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines()
               if line.startswith("Provides-Extra:")}
-    assert {"postgres", "server", "mcp", "otel", "all", "test"} <= extras
+    assert {"postgres", "server", "mcp", "otel", "pydantic-ai", "openai-agents", "all",
+            "test"} <= extras
 
 
 def test_base_install_has_no_optional_package_and_runs_the_demo(venv, tmp_path):

@@ -35,6 +35,7 @@ def agent_app(database_url, server, clock, monkeypatch, tmp_path):
     monkeypatch.setenv("TETHER_AGENT_EFFECTS", str(tmp_path / "effects"))
     monkeypatch.delenv("TETHER_AGENT_KILL_AT", raising=False)
     server.requests.clear()
+    server.streams.clear()
     app = Tether(database_url, clock=clock)
     app.registry = agents.app.registry
     yield app
@@ -67,6 +68,7 @@ def test_each_model_request_is_one_journaled_budgeted_call(agent_app, server, tm
     assert done.state == JobState.SUCCEEDED, done.error_summary
     assert done.result == {"steps": 3, "summary": "3 steps", "requests": 4}
     assert bill(server) == ["agent-0", "agent-1", "agent-2", "agent-3"]
+    assert server.streams == (bill(server) if stream else [])
     assert effects(tmp_path) == ["0", "1", "2"]
     ledger = agent_app.ledger(job.id)
     assert [r.key for r in ledger] == [f"steps/model/{n}" for n in (1, 2, 3, 4)]
@@ -80,9 +82,11 @@ def test_each_model_request_is_one_journaled_budgeted_call(agent_app, server, tm
 
 
 @pytest.mark.parametrize("kind", FRAMEWORKS)
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
 def test_a_budget_stop_pauses_the_agent_and_a_raised_limit_continues_it(agent_app, server,
-                                                                        tmp_path, kind):
-    job = agent_app.submit(kind, {"prompt": "Go. AGENT:3"}, budget=Budget(max_calls=2))
+                                                                        tmp_path, kind, stream):
+    job = agent_app.submit(kind, {"prompt": "Go. AGENT:3", "stream": stream},
+                           budget=Budget(max_calls=2))
     paused = run_once(agent_app, job.id)
     assert paused.state == JobState.PAUSED and paused.error_code == "budget_exhausted"
     assert bill(server) == ["agent-0", "agent-1"], "the third request was never sent"

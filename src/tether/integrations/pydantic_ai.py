@@ -16,17 +16,19 @@ crash, a pause or a budget stop runs the agent from the top: recorded responses 
 from the journal at no cost, checkpointed tools return their recorded results, and the run
 continues live from the first request that was never answered.
 
-A streamed request (``agent.run_stream``, ``run_stream_events``) is sent to the provider as
-one request and journaled whole: the complete response (its parts and usage) is what is
-recorded, and it reaches the stream at once as that response's events, on the first run as on
-a replay. Structured output is the response's tool call or text like any other, so it is
-journaled and replayed with it.
+A streamed request (``agent.run_stream``, ``run_stream_events``) streams live from the
+provider on the first run and is journaled once its stream has ended: the complete response
+(its parts and usage) is what is recorded, never the partial chunks, so a request cut off by a
+crash mid-stream is sent again on the replay. A replayed request reaches the stream at once,
+as the recorded response's events. Structured output is the response's tool call or text like
+any other, so it is journaled and replayed with it.
 
 Needs the ``pydantic-ai`` extra (``pip install 'tether[pydantic-ai]'``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import KW_ONLY, dataclass, field
@@ -97,20 +99,24 @@ class JournaledModel(WrapperModel):
         sent: dict[str, Any] = {**(settings or {}), "max_tokens": limit}
         return ModelSettings(**sent), limit  # type: ignore[typeddict-item]
 
+    def _asked(self, messages: list[ModelMessage], settings: ModelSettings,
+               parameters: ModelRequestParameters) -> dict[str, Any]:
+        return {"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+                "parameters": _PARAMETERS.dump_python(parameters, mode="json"),
+                "settings": pydantic_core.to_jsonable_python(settings, fallback=repr)}
+
     async def request(self, messages: list[ModelMessage], model_settings: ModelSettings | None,
                       model_request_parameters: ModelRequestParameters) -> ModelResponse:
         settings, limit = self._limited(model_settings)
-        asked = {
-            "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
-            "parameters": _PARAMETERS.dump_python(model_request_parameters, mode="json"),
-            "settings": pydantic_core.to_jsonable_python(settings, fallback=repr)}
 
         async def send() -> tuple[Any, Usage]:
             response = await self.wrapped.request(messages, settings, model_request_parameters)
             return _dump_response(response), usage_of(response)
 
-        value = await self._run.request(provider=self._priced_by, model=self._priced_as,
-                                        request=asked, max_output_tokens=limit, send=send)
+        value = await self._run.request(
+            provider=self._priced_by, model=self._priced_as,
+            request=self._asked(messages, settings, model_request_parameters),
+            max_output_tokens=limit, send=send)
         return _load_response(value)
 
     @asynccontextmanager
@@ -119,9 +125,41 @@ class JournaledModel(WrapperModel):
                              model_request_parameters: ModelRequestParameters,
                              run_context: RunContext[Any] | None = None,
                              ) -> AsyncIterator[StreamedResponse]:
-        response = await self.request(messages, model_settings, model_request_parameters)
-        yield CompletedStreamedResponse(response, model_request_parameters=model_request_parameters,
-                                        replay_events=True)
+        """The live stream on the first run, journaled once it ends (read to its end if the
+        consumer stopped early, so the whole response and its usage are recorded); the
+        recorded response, replayed as its events, on a replay."""
+        settings, limit = self._limited(model_settings)
+        opened: asyncio.Future[StreamedResponse] = asyncio.get_running_loop().create_future()
+        consumed = asyncio.Event()
+
+        async def send() -> tuple[Any, Usage]:
+            async with self.wrapped.request_stream(messages, settings, model_request_parameters,
+                                                   run_context) as stream:
+                opened.set_result(stream)
+                await consumed.wait()
+                async for _ in stream:
+                    pass
+                response = stream.get()
+            return _dump_response(response), usage_of(response)
+
+        call = asyncio.ensure_future(self._run.request(
+            provider=self._priced_by, model=self._priced_as,
+            request=self._asked(messages, settings, model_request_parameters),
+            max_output_tokens=limit, send=send))
+        try:
+            await asyncio.wait({call, opened}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            call.cancel()
+            raise
+        if not opened.done():  # answered from the journal, or failed before the stream opened
+            yield CompletedStreamedResponse(_load_response(await call), replay_events=True,
+                                            model_request_parameters=model_request_parameters)
+            return
+        try:
+            yield opened.result()
+        finally:
+            consumed.set()
+            await call
 
 
 @dataclass
