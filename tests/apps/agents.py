@@ -70,6 +70,12 @@ def _sdk_agent() -> Any:
                     model=OpenAIChatCompletionsModel(MODEL, client))
 
 
+def _in_flight(ctx) -> int:
+    """1 while a model request is reserved and not yet settled: an event that arrives then
+    came from the live stream, not from the journal."""
+    return int(any(e.status == "reserved" for e in ctx.store.journal(ctx.id)))
+
+
 @app.job("pydantic_agent", max_attempts=3)
 async def pydantic_agent(ctx, payload):
     from tether.integrations import pydantic_ai
@@ -77,10 +83,13 @@ async def pydantic_agent(ctx, payload):
                                   max_output_tokens=500)
     agent = _pydantic_agent()
     if payload.get("stream"):
+        live = 0
         async with agent.run_stream(payload["prompt"], capabilities=[durable]) as run:
+            async for _ in run.stream_output(debounce_by=None):
+                live += _in_flight(ctx)
             output = await run.get_output()
-    else:
-        output = (await agent.run(payload["prompt"], capabilities=[durable])).output
+        return {**output.model_dump(), "requests": durable.requests, "live": live > 0}
+    output = (await agent.run(payload["prompt"], capabilities=[durable])).output
     return {**output.model_dump(), "requests": durable.requests}
 
 
@@ -92,11 +101,12 @@ async def sdk_agent(ctx, payload):
     durable = openai_agents.Durable(ctx, key="steps", checkpoint_tools={"step"},
                                     max_output_tokens=500)
     if payload.get("stream"):
+        live = 0
         run = Runner.run_streamed(durable.agent(_sdk_agent()), payload["prompt"],
                                   run_config=durable.run_config())
-        async for _ in run.stream_events():
-            pass
-        output = run.final_output
-    else:
-        output = (await durable.run(_sdk_agent(), payload["prompt"])).final_output
+        async for event in run.stream_events():
+            live += event.type == "raw_response_event" and _in_flight(ctx)
+        return {**run.final_output.model_dump(), "requests": durable.requests,
+                "live": live > 0}
+    output = (await durable.run(_sdk_agent(), payload["prompt"])).final_output
     return {**output.model_dump(), "requests": durable.requests}

@@ -66,7 +66,8 @@ def test_each_model_request_is_one_journaled_budgeted_call(agent_app, server, tm
     job = agent_app.submit(kind, {"prompt": "Go. AGENT:3", "stream": stream})
     done = run_once(agent_app, job.id)
     assert done.state == JobState.SUCCEEDED, done.error_summary
-    assert done.result == {"steps": 3, "summary": "3 steps", "requests": 4}
+    assert done.result == {"steps": 3, "summary": "3 steps", "requests": 4,
+                           **({"live": True} if stream else {})}, "streamed before settled"
     assert bill(server) == ["agent-0", "agent-1", "agent-2", "agent-3"]
     assert server.streams == (bill(server) if stream else [])
     assert effects(tmp_path) == ["0", "1", "2"]

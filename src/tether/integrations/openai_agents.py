@@ -16,10 +16,13 @@ crash, a pause or a budget stop runs the agent from the top: recorded responses 
 from the journal at no cost, checkpointed tools return their recorded results, and the run
 continues live from the first request that was never answered.
 
-A streamed run (``Runner.run_streamed``) asks the provider for each response as one request
-and journals it whole (its output items and usage); the stream gets each response as one
-``response.completed`` event, on the first run as on a replay, and the SDK's item events
-(tool called, message output) as usual. Structured output (``output_type``) is the response's
+A streamed run (``Runner.run_streamed``) streams each request live from the provider on the
+first run and journals it once its ``response.completed`` event has arrived: the complete
+response (its output items and usage) is what is recorded, never the partial events, so a
+request cut off by a crash mid-stream is sent again on the replay. The ``response.completed``
+event the stream gets is rebuilt from the journal, on the first run as on a replay (where it
+is the only event of the request); the SDK's item events (tool called, message output)
+follow as usual. Structured output (``output_type``) is the response's
 message like any other, so it is journaled and replayed with it.
 
 Only the agent given to ``run`` (or ``agent``) is wrapped: an agent reached by a handoff runs
@@ -30,6 +33,7 @@ Needs the ``openai-agents`` extra (``pip install 'tether[openai-agents]'``).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Collection
 from typing import Any
@@ -50,18 +54,13 @@ except ModuleNotFoundError as exc:  # the extra is not installed
     raise optional.requires("openai-agents", "tether.integrations.openai_agents", exc) from exc
 
 from ..core.usage import Usage as TetherUsage
+from ..errors import ProviderError
 from ..job.context import JobContext
 from .agent_run import DEFAULT_MAX_OUTPUT_TOKENS, AgentRun
 
 __all__ = ["Durable", "JournaledModel", "JournaledProvider"]
 
 _OUTPUT = TypeAdapter(list[TResponseOutputItem])
-
-
-def _usage_json(usage: Usage) -> dict[str, Any]:
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "input_details": usage.input_tokens_details.model_dump(mode="json"),
-            "output_details": usage.output_tokens_details.model_dump(mode="json")}
 
 
 def _tether_usage(u: dict[str, Any]) -> TetherUsage:
@@ -85,6 +84,30 @@ def _response_of(value: dict[str, Any]) -> ModelResponse:
                          response_id=value.get("response_id"))
 
 
+def _journaled(output: list[Any], input_tokens: int, output_tokens: int, input_details: Any,
+               output_details: Any, response_id: str | None) -> tuple[Any, TetherUsage]:
+    """A response as the journal keeps it (its output items, usage and id), and its usage."""
+    usage = {"input_tokens": input_tokens, "output_tokens": output_tokens,
+             "input_details": input_details.model_dump(mode="json"),
+             "output_details": output_details.model_dump(mode="json")}
+    return ({"output": [item.model_dump(mode="json") for item in output], "usage": usage,
+             "response_id": response_id}, _tether_usage(usage))
+
+
+def _completed(response: ModelResponse, model: str) -> ResponseCompletedEvent:
+    """The ``response.completed`` event that carries ``response`` whole."""
+    u = response.usage
+    done = Response(
+        id=response.response_id or "tether", created_at=0, model=model, object="response",
+        output=response.output, parallel_tool_calls=False, tool_choice="auto", tools=[],
+        status="completed",
+        usage=ResponseUsage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                            total_tokens=u.total_tokens,
+                            input_tokens_details=u.input_tokens_details,
+                            output_tokens_details=u.output_tokens_details))
+    return ResponseCompletedEvent(response=done, type="response.completed", sequence_number=0)
+
+
 def _tool_json(tool: Any) -> Any:
     if isinstance(tool, FunctionTool):
         return {"name": tool.name, "description": tool.description,
@@ -101,16 +124,17 @@ class JournaledModel(Model):
     async def close(self) -> None:
         await self.wrapped.close()
 
-    async def get_response(self, system_instructions: str | None, input: Any,
-                           model_settings: ModelSettings, tools: list[Any],
-                           output_schema: Any, handoffs: list[Any], tracing: ModelTracing,
-                           *, previous_response_id: str | None = None,
-                           conversation_id: str | None = None, prompt: Any = None,
-                           ) -> ModelResponse:
+    def _prepared(self, system_instructions: str | None, input: Any,
+                  model_settings: ModelSettings, tools: list[Any], output_schema: Any,
+                  handoffs: list[Any], previous_response_id: str | None,
+                  conversation_id: str | None, prompt: Any,
+                  ) -> tuple[ModelSettings, int, dict[str, Any]]:
+        """The settings to send (an output limit and usage always asked for), that limit, and
+        what the request asks."""
         limit = model_settings.max_tokens
         if not isinstance(limit, int) or limit <= 0:
             limit = self._run.max_output_tokens
-        settings = dataclasses.replace(model_settings, max_tokens=limit)
+        settings = dataclasses.replace(model_settings, max_tokens=limit, include_usage=True)
         asked = {
             "system": system_instructions,
             "input": pydantic_core.to_jsonable_python(input, fallback=repr),
@@ -121,16 +145,26 @@ class JournaledModel(Model):
             "handoffs": [h.tool_name for h in handoffs],
             "previous_response_id": previous_response_id, "conversation_id": conversation_id,
             "prompt": pydantic_core.to_jsonable_python(prompt, fallback=repr)}
+        return settings, limit, asked
+
+    async def get_response(self, system_instructions: str | None, input: Any,
+                           model_settings: ModelSettings, tools: list[Any],
+                           output_schema: Any, handoffs: list[Any], tracing: ModelTracing,
+                           *, previous_response_id: str | None = None,
+                           conversation_id: str | None = None, prompt: Any = None,
+                           ) -> ModelResponse:
+        settings, limit, asked = self._prepared(
+            system_instructions, input, model_settings, tools, output_schema, handoffs,
+            previous_response_id, conversation_id, prompt)
 
         async def send() -> tuple[Any, TetherUsage]:
             response = await self.wrapped.get_response(
                 system_instructions, input, settings, tools, output_schema, handoffs, tracing,
                 previous_response_id=previous_response_id, conversation_id=conversation_id,
                 prompt=prompt)
-            usage = _usage_json(response.usage)
-            value = {"output": [item.model_dump(mode="json") for item in response.output],
-                     "usage": usage, "response_id": response.response_id}
-            return value, _tether_usage(usage)
+            return _journaled(response.output, response.usage.input_tokens,
+                              response.usage.output_tokens, response.usage.input_tokens_details,
+                              response.usage.output_tokens_details, response.response_id)
 
         value = await self._run.request(provider=self._provider, model=self._model,
                                         request=asked, max_output_tokens=limit, send=send)
@@ -142,20 +176,45 @@ class JournaledModel(Model):
                               *, previous_response_id: str | None = None,
                               conversation_id: str | None = None, prompt: Any = None,
                               ) -> AsyncIterator[TResponseStreamEvent]:
-        response = await self.get_response(
+        """The live events on the first run, the response journaled from the stream's
+        ``response.completed`` event; that event itself is given as the journal gives the
+        response back, on the first run as on a replay, so the next request is the same."""
+        settings, limit, asked = self._prepared(
             system_instructions, input, model_settings, tools, output_schema, handoffs,
-            tracing, previous_response_id=previous_response_id,
-            conversation_id=conversation_id, prompt=prompt)
-        u = response.usage
-        done = Response(
-            id=response.response_id or "tether", created_at=0, model=self._model,
-            object="response", output=response.output, parallel_tool_calls=False,
-            tool_choice="auto", tools=[], status="completed",
-            usage=ResponseUsage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                                total_tokens=u.total_tokens,
-                                input_tokens_details=u.input_tokens_details,
-                                output_tokens_details=u.output_tokens_details))
-        yield ResponseCompletedEvent(response=done, type="response.completed", sequence_number=0)
+            previous_response_id, conversation_id, prompt)
+        events: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def send() -> tuple[Any, TetherUsage]:
+            completed: Response | None = None
+            async for event in self.wrapped.stream_response(
+                    system_instructions, input, settings, tools, output_schema, handoffs,
+                    tracing, previous_response_id=previous_response_id,
+                    conversation_id=conversation_id, prompt=prompt):
+                if isinstance(event, ResponseCompletedEvent):
+                    completed = event.response  # given as the journal gives it back, below
+                else:
+                    await events.put(event)
+            if completed is None or completed.usage is None:
+                raise ProviderError("a streamed response ended without its usage")
+            u = completed.usage
+            return _journaled(completed.output, u.input_tokens, u.output_tokens,
+                              u.input_tokens_details, u.output_tokens_details, completed.id)
+
+        call = asyncio.ensure_future(self._run.request(
+            provider=self._provider, model=self._model, request=asked,
+            max_output_tokens=limit, send=send))
+        try:
+            while not (call.done() and events.empty()):
+                taking = asyncio.ensure_future(events.get())
+                await asyncio.wait({taking, call}, return_when=asyncio.FIRST_COMPLETED)
+                if taking.done():
+                    yield taking.result()
+                else:
+                    taking.cancel()
+            value = await call
+        finally:
+            call.cancel()
+        yield _completed(_response_of(value), self._model)
 
 
 class JournaledProvider(ModelProvider):
