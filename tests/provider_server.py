@@ -301,6 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
             answer = _agent_chat(body, int(steps.group(1)))
             done = sum(1 for m in body["messages"] if m.get("role") == "tool")
             self.server.requests.append((self.path, f"agent-{done}"))
+            self.server.asked.append(body)
             if body.get("stream"):
                 self.server.streams.append(f"agent-{done}")
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -379,6 +380,7 @@ class FakeProviderServer:
         self.httpd.files = {}
         self.httpd.uploads = []
         self.httpd.streams = []
+        self.httpd.asked = []
         self.httpd.lock = threading.Lock()
         self.httpd.url = self.url
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -392,6 +394,11 @@ class FakeProviderServer:
     @property
     def requests(self) -> list:
         return self.httpd.requests
+
+    @property
+    def asked(self) -> list:
+        """The bodies of the agent requests, in order."""
+        return self.httpd.asked
 
     @property
     def streams(self) -> list:

@@ -49,25 +49,28 @@ def step(n: int) -> str:
 
 
 def _pydantic_agent() -> Any:
-    from openai import AsyncOpenAI
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
-    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=AsyncOpenAI(
-        base_url=_url(), api_key="sk-test", max_retries=0)))
+    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=_client()))
     agent = Agent(model, instructions=INSTRUCTIONS, output_type=Report, retries=0)
     agent.tool_plain(step)
     return agent
 
 
-def _sdk_agent() -> Any:
+def _client() -> Any:
+    from openai import AsyncOpenAI
+    return AsyncOpenAI(base_url=_url(), api_key="sk-test", max_retries=0)
+
+
+def _sdk_agent(named: bool = False) -> Any:
+    """The Agents SDK agent, its model an SDK ``Model`` or (``named``) a string the run's
+    model provider resolves."""
     from agents import Agent as SdkAgent
     from agents import OpenAIChatCompletionsModel, function_tool
-    from openai import AsyncOpenAI
-    client = AsyncOpenAI(base_url=_url(), api_key="sk-test", max_retries=0)
     return SdkAgent(name="stepper", instructions=INSTRUCTIONS, output_type=Report,
                     tools=[function_tool(step)],
-                    model=OpenAIChatCompletionsModel(MODEL, client))
+                    model=MODEL if named else OpenAIChatCompletionsModel(MODEL, _client()))
 
 
 def _in_flight(ctx) -> int:
@@ -108,5 +111,12 @@ async def sdk_agent(ctx, payload):
             live += event.type == "raw_response_event" and _in_flight(ctx)
         return {**run.final_output.model_dump(), "requests": durable.requests,
                 "live": live > 0}
-    output = (await durable.run(_sdk_agent(), payload["prompt"])).final_output
-    return {**output.model_dump(), "requests": durable.requests}
+    if payload.get("named"):
+        from agents import OpenAIProvider, RunConfig
+        config = RunConfig(model_provider=OpenAIProvider(openai_client=_client(),
+                                                         use_responses=False))
+        result = await durable.run(_sdk_agent(named=True), payload["prompt"],
+                                   run_config=config)
+    else:
+        result = await durable.run(_sdk_agent(), payload["prompt"])
+    return {**result.final_output.model_dump(), "requests": durable.requests}

@@ -36,6 +36,7 @@ def agent_app(database_url, server, clock, monkeypatch, tmp_path):
     monkeypatch.delenv("TETHER_AGENT_KILL_AT", raising=False)
     server.requests.clear()
     server.streams.clear()
+    server.asked.clear()
     app = Tether(database_url, clock=clock)
     app.registry = agents.app.registry
     yield app
@@ -76,6 +77,10 @@ def test_each_model_request_is_one_journaled_budgeted_call(agent_app, server, tm
     assert {(r.input_tokens, r.output_tokens, r.cached_input_tokens, r.reasoning_tokens)
             for r in ledger} == {(1200, 300, 1000, 100)}
     assert all(r.cost_usd == PER_REQUEST and r.confirmed for r in ledger)
+    limits = {b.get("max_completion_tokens") or b.get("max_tokens") for b in server.asked}
+    assert limits == {500}, "every request carries the output limit its reservation assumed"
+    journal = agent_app.journal(job.id)
+    assert all(e.status == "done" and e.reserved_usd >= e.cost_usd for e in journal)
     assert done.budget.used.spent_usd == 4 * PER_REQUEST
     assert done.budget.used.reserved_usd == 0
     stages = [c.stage for c in agent_app.checkpoints(job.id)]
@@ -136,6 +141,15 @@ def test_a_provider_error_inside_the_agent_is_classified(agent_app, kind, mode, 
     failed = run_once(agent_app, job.id)
     assert (failed.state, failed.error_code) == (state, code), failed.error_summary
     assert failed.budget.used.spent_usd == 0 and failed.budget.used.reserved_usd == 0
+
+
+def test_an_sdk_model_named_by_a_string_goes_through_the_journaled_provider(agent_app, server):
+    job = agent_app.submit("sdk_agent", {"prompt": "Go. AGENT:2", "named": True})
+    done = run_once(agent_app, job.id)
+    assert done.state == JobState.SUCCEEDED, done.error_summary
+    assert bill(server) == ["agent-0", "agent-1", "agent-2"]
+    assert [e.key for e in agent_app.journal(job.id)] == [f"steps/model/{n}" for n in (1, 2, 3)]
+    assert {e.model for e in agent_app.journal(job.id)} == {"gpt-4o-mini"}
 
 
 def test_the_example_runs_on_the_provider_server(server, tmp_path):

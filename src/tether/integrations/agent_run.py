@@ -51,7 +51,8 @@ class AgentRun:
     """The keys, estimates and checkpoints of one agent run in the job ``ctx``.
 
     ``key`` names the run within the job: two runs in one job need two keys;
-    ``checkpoint_tools``: the names of the tools to checkpoint, or True for every tool."""
+    ``checkpoint_tools``: the names of the tools to checkpoint (one name alone is one
+    name), or True for every tool."""
 
     def __init__(self, ctx: JobContext, *, key: str,
                  max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
@@ -64,7 +65,10 @@ class AgentRun:
         self.ctx, self.key = ctx, key
         self.max_output_tokens = max_output_tokens
         self.on_change = on_change
-        self._checkpoint = checkpoint_tools
+        self._checkpoint: frozenset[str] | bool = (
+            checkpoint_tools if isinstance(checkpoint_tools, bool)
+            else frozenset([checkpoint_tools]) if isinstance(checkpoint_tools, str)
+            else frozenset(checkpoint_tools))
         self._requests = 0
         self._lock = threading.Lock()
 
@@ -97,8 +101,9 @@ class AgentRun:
 
     def checkpoints(self, tool: str) -> bool:
         """Whether the tool ``tool`` runs checkpointed."""
-        return self._checkpoint is True or (
-            not isinstance(self._checkpoint, bool) and tool in self._checkpoint)
+        if isinstance(self._checkpoint, bool):
+            return self._checkpoint
+        return tool in self._checkpoint
 
     async def tool(self, name: str, call_id: str, run: Callable[[], Awaitable[Any]]) -> Any:
         """``run()`` (the tool's call) as a checkpointed stage; its result must be JSON.
