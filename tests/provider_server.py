@@ -8,9 +8,10 @@ An agent's chat completion (below) asked with ``stream`` is answered as server-s
 message's text a word a chunk, its tool calls, then the usage (when ``stream_options`` asks
 for it) and ``[DONE]``.
 
-Agents: a chat completion whose messages hold ``AGENT:<n>`` plays a model that calls a tool
-``n`` times, then answers (``_agent_chat``); each such request is recorded as
-``agent-<k>``, ``k`` the tool results it was sent, so a test reads the bill step by step.
+Agents: a chat completion (or a Responses API request) whose messages hold ``AGENT:<n>`` plays
+a model that calls a tool ``n`` times, then answers (``_agent_chat``, ``_agent_response``);
+each such request is recorded as ``agent-<k>``, ``k`` the tool results it was sent, so a test
+reads the bill step by step.
 
 Batches: OpenAI's files and ``/v1/batches`` and Anthropic's ``/v1/messages/batches`` endpoints.
 A batch stays in progress until the test calls ``server.finish(batch_id)`` (optionally with
@@ -70,6 +71,26 @@ def _agent_chat(body: dict, steps: int) -> dict:
     answer["choices"][0].update(message=message,
                                 finish_reason="tool_calls" if call else "stop")
     return answer
+
+
+def _agent_response(body: dict, steps: int) -> dict:
+    """``_agent_chat`` for the Responses API: a ``function_call`` item, then the answer."""
+    done = sum(1 for i in body.get("input") or [] if isinstance(i, dict)
+               and i.get("type") == "function_call_output")
+    work = [t for t in body.get("tools") or [] if t.get("type") == "function"]
+    fmt = (body.get("text") or {}).get("format") or {}
+    if done < steps and work:
+        tool = work[done % len(work)]
+        item = {"type": "function_call", "id": f"fc_{done}", "call_id": f"call_{done}",
+                "name": tool["name"], "status": "completed",
+                "arguments": json.dumps(_fill(tool.get("parameters") or {}, done))}
+    else:
+        text = (json.dumps(_fill(fmt["schema"], done)) if fmt.get("type") == "json_schema"
+                else f"done after {done} steps")
+        item = {"type": "message", "id": f"msg_{done}", "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    return dict(_openai_responses(body), id=f"resp_{done}", output=[item])
 
 
 def _chunks(answer: dict, usage: bool) -> bytes:
@@ -296,7 +317,13 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         body = json.loads(raw or b"{}")
         mode = _mode(body)
-        steps = re.search(r"AGENT:(\d+)", json.dumps(body.get("messages") or ""))
+        steps = re.search(r"AGENT:(\d+)", json.dumps(body.get("messages")
+                                                      or body.get("input") or ""))
+        if steps and mode not in ERRORS and self.path.endswith("/responses"):
+            answer = _agent_response(body, int(steps.group(1)))
+            self.server.requests.append((self.path, f"agent-{answer['id'][5:]}"))
+            self.server.asked.append(body)
+            return self._send(200, answer)
         if steps and mode not in ERRORS and self.path.endswith("/chat/completions"):
             answer = _agent_chat(body, int(steps.group(1)))
             done = sum(1 for m in body["messages"] if m.get("role") == "tool")

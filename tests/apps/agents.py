@@ -63,14 +63,15 @@ def _client() -> Any:
     return AsyncOpenAI(base_url=_url(), api_key="sk-test", max_retries=0)
 
 
-def _sdk_agent(named: bool = False) -> Any:
-    """The Agents SDK agent, its model an SDK ``Model`` or (``named``) a string the run's
-    model provider resolves."""
+def _sdk_agent(named: bool = False, responses: bool = False) -> Any:
+    """The Agents SDK agent, its model an SDK ``Model`` (chat completions, or the
+    ``responses`` API) or (``named``) a string the run's model provider resolves."""
     from agents import Agent as SdkAgent
-    from agents import OpenAIChatCompletionsModel, function_tool
+    from agents import OpenAIChatCompletionsModel, OpenAIResponsesModel, function_tool
+    kind = OpenAIResponsesModel if responses else OpenAIChatCompletionsModel
     return SdkAgent(name="stepper", instructions=INSTRUCTIONS, output_type=Report,
                     tools=[function_tool(step)],
-                    model=MODEL if named else OpenAIChatCompletionsModel(MODEL, _client()))
+                    model=MODEL if named else kind(MODEL, _client()))
 
 
 def _in_flight(ctx) -> int:
@@ -118,5 +119,6 @@ async def sdk_agent(ctx, payload):
         result = await durable.run(_sdk_agent(named=True), payload["prompt"],
                                    run_config=config)
     else:
-        result = await durable.run(_sdk_agent(), payload["prompt"])
+        result = await durable.run(_sdk_agent(responses=payload.get("responses", False)),
+                                   payload["prompt"])
     return {**result.final_output.model_dump(), "requests": durable.requests}

@@ -152,6 +152,21 @@ def test_an_sdk_model_named_by_a_string_goes_through_the_journaled_provider(agen
     assert {e.model for e in agent_app.journal(job.id)} == {"gpt-4o-mini"}
 
 
+def test_an_sdk_agent_on_the_responses_api_resumes_from_the_journal(agent_app, server):
+    job = agent_app.submit("sdk_agent", {"prompt": "Go. AGENT:3", "responses": True},
+                           budget=Budget(max_calls=2))
+    assert run_once(agent_app, job.id).error_code == "budget_exhausted"
+    agent_app.set_budget(job.id, max_calls=10)
+    done = run_once(agent_app, job.id)
+    assert done.state == JobState.SUCCEEDED, done.error_summary
+    assert done.result == {"steps": 3, "summary": "3 steps", "requests": 4}
+    assert bill(server) == ["agent-0", "agent-1", "agent-2", "agent-3"]
+    assert {p for p, _ in server.requests} == {"/v1/responses"}
+    ledger = agent_app.ledger(job.id)
+    assert {(r.input_tokens, r.output_tokens, r.cached_input_tokens, r.reasoning_tokens)
+            for r in ledger} == {(500, 80, 200, 30)} and len(ledger) == 4
+
+
 def test_the_example_runs_on_the_provider_server(server, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
     env.update(PYTHONPATH=CHILD_PYTHONPATH, TETHER_AGENT_BASE_URL=f"{server.url}/v1")
