@@ -39,3 +39,19 @@ def test_which_tools_are_checkpointed():
     assert not AgentRun(None, key="k", checkpoint_tools=False).checkpoints("look")
     one = AgentRun(None, key="k", checkpoint_tools="send")
     assert one.checkpoints("send") and not one.checkpoints("s"), "a name, not its letters"
+
+
+def test_pydantic_ai_usage_keeps_cached_reads_and_writes_inside_the_input():
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.usage import RequestUsage
+
+    from tether.core.usage import Usage
+    from tether.integrations.pydantic_ai import usage_of
+    anthropic_like = RequestUsage(input_tokens=2100, output_tokens=25, cache_read_tokens=2000,
+                                  cache_write_tokens=60, cache_write_1h_tokens=15,
+                                  output_reasoning_tokens=5)
+    assert usage_of(ModelResponse(parts=[TextPart("x")], usage=anthropic_like)) == Usage(
+        input_tokens=2100, output_tokens=25, cached_input_tokens=2000, reasoning_tokens=5,
+        cache_write_tokens=60, cache_write_1h_tokens=15)
+    short = RequestUsage(input_tokens=40, output_tokens=1, cache_read_tokens=2000)
+    assert usage_of(ModelResponse(parts=[TextPart("x")], usage=short)).input_tokens == 2000

@@ -60,10 +60,12 @@ _PARAMETERS = TypeAdapter(ModelRequestParameters)
 
 
 def usage_of(response: ModelResponse) -> Usage:
-    """tether's usage of a pydantic-ai response: its input counts cached reads and writes, as
-    tether's does."""
+    """tether's usage of a pydantic-ai response. Both count cached reads and writes in the
+    input (pydantic-ai prices by genai-prices, whose uncached input is the input less both);
+    an input reported below them is taken as at least their sum."""
     u = response.usage
-    return Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+    cached = u.cache_read_tokens + u.cache_write_tokens
+    return Usage(input_tokens=max(u.input_tokens, cached), output_tokens=u.output_tokens,
                  cached_input_tokens=u.cache_read_tokens,
                  reasoning_tokens=min(u.output_reasoning_tokens, u.output_tokens),
                  cache_write_tokens=u.cache_write_tokens,
