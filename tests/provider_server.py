@@ -329,6 +329,9 @@ class _Handler(BaseHTTPRequestHandler):
             done = sum(1 for m in body["messages"] if m.get("role") == "tool")
             self.server.requests.append((self.path, f"agent-{done}"))
             self.server.asked.append(body)
+            gate = self.server.held.pop(f"agent-{done}", None)
+            if gate is not None:  # in flight until the test lets it go (or kills the caller)
+                gate.wait(60)
             if body.get("stream"):
                 self.server.streams.append(f"agent-{done}")
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -408,6 +411,7 @@ class FakeProviderServer:
         self.httpd.uploads = []
         self.httpd.streams = []
         self.httpd.asked = []
+        self.httpd.held = {}
         self.httpd.lock = threading.Lock()
         self.httpd.url = self.url
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -421,6 +425,12 @@ class FakeProviderServer:
     @property
     def requests(self) -> list:
         return self.httpd.requests
+
+    def hold(self, request: str) -> threading.Event:
+        """Keep the next agent request ``request`` (``agent-<k>``) in flight, recorded but
+        unanswered, until the returned event is set."""
+        gate = self.httpd.held[request] = threading.Event()
+        return gate
 
     @property
     def asked(self) -> list:
