@@ -112,10 +112,12 @@ async def sdk_agent(ctx, payload):
             live += event.type == "raw_response_event" and _in_flight(ctx)
         return {**run.final_output.model_dump(), "requests": durable.requests,
                 "live": live > 0}
-    if payload.get("named"):
-        from agents import OpenAIProvider, RunConfig
-        config = RunConfig(model_provider=OpenAIProvider(openai_client=_client(),
-                                                         use_responses=False))
+    if payload.get("named") or payload.get("run_config"):
+        from agents import OpenAIChatCompletionsModel, OpenAIProvider, RunConfig
+        config = (RunConfig(model=OpenAIChatCompletionsModel(MODEL, _client()))
+                  if payload.get("run_config") else
+                  RunConfig(model_provider=OpenAIProvider(openai_client=_client(),
+                                                          use_responses=False)))
         result = await durable.run(_sdk_agent(named=True), payload["prompt"],
                                    run_config=config)
     else:

@@ -143,8 +143,9 @@ def test_a_provider_error_inside_the_agent_is_classified(agent_app, kind, mode, 
     assert failed.budget.used.spent_usd == 0 and failed.budget.used.reserved_usd == 0
 
 
-def test_an_sdk_model_named_by_a_string_goes_through_the_journaled_provider(agent_app, server):
-    job = agent_app.submit("sdk_agent", {"prompt": "Go. AGENT:2", "named": True})
+@pytest.mark.parametrize("how", ["named", "run_config"])
+def test_an_sdk_model_named_by_a_string_or_the_run_config_is_journaled(agent_app, server, how):
+    job = agent_app.submit("sdk_agent", {"prompt": "Go. AGENT:2", how: True})
     done = run_once(agent_app, job.id)
     assert done.state == JobState.SUCCEEDED, done.error_summary
     assert bill(server) == ["agent-0", "agent-1", "agent-2"]

@@ -288,10 +288,13 @@ class Durable:
         return dataclasses.replace(tool, on_invoke_tool=checkpointed)
 
     def run_config(self, config: RunConfig | None = None) -> RunConfig:
-        """``config`` (default: a new one) with its model provider journaled."""
+        """``config`` (default: a new one) with its model provider journaled, and its model
+        too when it is a ``Model`` (which overrides every agent's)."""
         config = config or RunConfig()
-        return dataclasses.replace(config, model_provider=self.model_provider(
-            config.model_provider))
+        changes: dict[str, Any] = {"model_provider": self.model_provider(config.model_provider)}
+        if isinstance(config.model, Model):
+            changes["model"] = self.model(config.model)
+        return dataclasses.replace(config, **changes)
 
     async def run(self, agent: Agent[Any], input: Any, *, run_config: RunConfig | None = None,
                   **kwargs: Any) -> RunResult:
