@@ -97,6 +97,16 @@ async def pydantic_agent(ctx, payload):
     return {**output.model_dump(), "requests": durable.requests}
 
 
+@app.job("pydantic_agent_sync", max_attempts=3)
+def pydantic_agent_sync(ctx, payload):
+    """The same agent from a plain ``def`` job, through ``run_sync``."""
+    from tether.integrations import pydantic_ai
+    durable = pydantic_ai.Durable(ctx, key="steps", checkpoint_tools={"step"},
+                                  max_output_tokens=500)
+    output = _pydantic_agent().run_sync(payload["prompt"], capabilities=[durable]).output
+    return {**output.model_dump(), "requests": durable.requests}
+
+
 @app.job("sdk_agent", max_attempts=3)
 async def sdk_agent(ctx, payload):
     from agents import Runner

@@ -153,6 +153,18 @@ def test_an_sdk_model_named_by_a_string_or_the_run_config_is_journaled(agent_app
     assert {e.model for e in agent_app.journal(job.id)} == {"gpt-4o-mini"}
 
 
+def test_a_def_job_runs_the_agent_through_run_sync(agent_app, server, tmp_path):
+    job = agent_app.submit("pydantic_agent_sync", {"prompt": "Go. AGENT:3"},
+                           budget=Budget(max_calls=2))
+    assert run_once(agent_app, job.id).error_code == "budget_exhausted"
+    agent_app.set_budget(job.id, max_calls=10)
+    done = run_once(agent_app, job.id)
+    assert done.state == JobState.SUCCEEDED, done.error_summary
+    assert done.result == {"steps": 3, "summary": "3 steps", "requests": 4}
+    assert bill(server) == ["agent-0", "agent-1", "agent-2", "agent-3"]
+    assert effects(tmp_path) == ["0", "1", "2"]
+
+
 def test_an_sdk_agent_on_the_responses_api_resumes_from_the_journal(agent_app, server):
     job = agent_app.submit("sdk_agent", {"prompt": "Go. AGENT:3", "responses": True},
                            budget=Budget(max_calls=2))
