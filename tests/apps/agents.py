@@ -48,11 +48,15 @@ def step(n: int) -> str:
     return f"step {n} taken"
 
 
-def _pydantic_agent() -> Any:
+def _pydantic_agent(window: int | None = None) -> Any:
+    """The pydantic-ai agent; ``window``: the context window its model's profile states."""
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
     model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=_client()))
+    if window is not None:
+        model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=_client()),
+                                profile={**model.profile, "context_window": window})
     agent = Agent(model, instructions=INSTRUCTIONS, output_type=Report, retries=0)
     agent.tool_plain(step)
     return agent
@@ -85,7 +89,7 @@ async def pydantic_agent(ctx, payload):
     from tether.integrations import pydantic_ai
     durable = pydantic_ai.Durable(ctx, key="steps", checkpoint_tools={"step"},
                                   max_output_tokens=500)
-    agent = _pydantic_agent()
+    agent = _pydantic_agent(payload.get("window"))
     if payload.get("stream"):
         live = 0
         async with agent.run_stream(payload["prompt"], capabilities=[durable]) as run:

@@ -153,6 +153,20 @@ def test_an_sdk_model_named_by_a_string_or_the_run_config_is_journaled(agent_app
     assert {e.model for e in agent_app.journal(job.id)} == {"gpt-4o-mini"}
 
 
+def test_a_known_context_window_bounds_the_input_reserved(agent_app, server):
+    job = agent_app.submit("pydantic_agent", {"prompt": "Go. AGENT:1"})
+    done = run_once(agent_app, job.id)
+    unbounded = [e.reserved_usd for e in agent_app.journal(job.id)]
+    job = agent_app.submit("pydantic_agent", {"prompt": "Go. AGENT:1", "window": 700})
+    done = run_once(agent_app, job.id)
+    assert done.state == JobState.SUCCEEDED, done.error_summary
+    # gpt-4o-mini, worst case: 700 input tokens at $0.15/M, 500 output at $0.60/M
+    bounded = [e.reserved_usd for e in agent_app.journal(job.id)]
+    assert bounded == [(700 * Decimal("0.15") + 500 * Decimal("0.60")) / 10**6] * 2
+    assert all(u > b for u, b in zip(unbounded, bounded, strict=True)), \
+        "without the window, the request's length (over 700 bytes) is the bound"
+
+
 def test_a_def_job_runs_the_agent_through_run_sync(agent_app, server, tmp_path):
     job = agent_app.submit("pydantic_agent_sync", {"prompt": "Go. AGENT:3"},
                            budget=Budget(max_calls=2))

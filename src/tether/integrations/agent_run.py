@@ -10,8 +10,8 @@ tether job each model request becomes one ``ctx.acall``:
   timestamps, run and conversation ids — left out) is its ``request``: its fingerprint, so a
   replay that finds it changed follows the journal's change policy (``job/replay.py``).
 * its worst case is reserved before it is sent: the UTF-8 length of that request as JSON (never
-  fewer bytes than the prompt has tokens) and the request's own output limit, which the
-  integrations always set.
+  fewer bytes than the prompt has tokens; at most the model's context window, where the
+  framework knows it) and the request's own output limit, which the integrations always set.
 * the usage the response reports is what is settled.
 
 A tool named for checkpointing runs as a tether stage ``{key}/tool/{n}/{name}/{call id}``
@@ -83,11 +83,18 @@ class AgentRun:
             return f"{self.key}/model/{self._requests}"
 
     async def request(self, *, provider: str, model: str, request: Any, max_output_tokens: int,
-                      send: Callable[[], Awaitable[tuple[Any, Usage]]]) -> Any:
+                      send: Callable[[], Awaitable[tuple[Any, Usage]]],
+                      context_window: int | None = None) -> Any:
         """One model request as a journaled, budgeted call, priced as ``provider``'s ``model``:
         ``send()`` makes it and returns (its response as JSON, its usage); the response as JSON
-        is returned, recorded or new."""
+        is returned, recorded or new. Its input is bounded by the request's length and, when
+        the model's ``context_window`` is known, by that: a prompt longer than its window is
+        refused by the provider, not billed."""
         asked = stable(request)
+        text = dumps(asked, what="agent request")
+        bound = len(text.encode("utf-8"))
+        if isinstance(context_window, int) and context_window > 0:
+            bound = min(bound, context_window)
 
         async def call() -> Metered:
             value, usage = await send()
@@ -95,8 +102,7 @@ class AgentRun:
 
         return await self.ctx.acall(
             key=self._next_key(), provider=provider, model=model,
-            estimate=Estimate(input_text=dumps(asked, what="agent request"),
-                              max_output_tokens=max_output_tokens),
+            estimate=Estimate(input_tokens=bound, max_output_tokens=max_output_tokens),
             request=asked, fn=call, on_change=self.on_change)
 
     def checkpoints(self, tool: str) -> bool:

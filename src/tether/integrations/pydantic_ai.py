@@ -118,7 +118,7 @@ class JournaledModel(WrapperModel):
         value = await self._run.request(
             provider=self._priced_by, model=self._priced_as,
             request=self._asked(messages, settings, model_request_parameters),
-            max_output_tokens=limit, send=send)
+            max_output_tokens=limit, send=send, context_window=self.wrapped.context_window)
         return _load_response(value)
 
     @asynccontextmanager
@@ -147,7 +147,7 @@ class JournaledModel(WrapperModel):
         call = asyncio.ensure_future(self._run.request(
             provider=self._priced_by, model=self._priced_as,
             request=self._asked(messages, settings, model_request_parameters),
-            max_output_tokens=limit, send=send))
+            max_output_tokens=limit, send=send, context_window=self.wrapped.context_window))
         try:
             await asyncio.wait({call, opened}, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
