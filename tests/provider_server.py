@@ -4,14 +4,11 @@ The last user message picks the behaviour: ``MODE:ok`` (default), ``MODE:429``, 
 ``MODE:503``, ``MODE:529``, ``MODE:context``, ``MODE:401``, ``MODE:refusal``, ``MODE:quota``.
 Every request is recorded in ``server.requests``.
 
-An agent's chat completion (below) asked with ``stream`` is answered as server-sent events (``_chunks``): the
-message's text a word a chunk, its tool calls, then the usage (when ``stream_options`` asks
-for it) and ``[DONE]``.
-
 Agents: a chat completion (or a Responses API request) whose messages hold ``AGENT:<n>`` plays
-a model that calls a tool ``n`` times, then answers (``_agent_chat``, ``_agent_response``);
-each such request is recorded as ``agent-<k>``, ``k`` the tool results it was sent, so a test
-reads the bill step by step.
+a model that calls a tool ``n`` times, then answers (``tests/agent_replies.py``); each such
+request is recorded as ``agent-<k>``, ``k`` the tool results it was sent, so a test reads the
+bill step by step, and its body in ``server.asked``. Such a chat completion asked with
+``stream`` is answered as server-sent events; ``server.hold`` keeps one in flight.
 
 Batches: OpenAI's files and ``/v1/batches`` and Anthropic's ``/v1/messages/batches`` endpoints.
 A batch stays in progress until the test calls ``server.finish(batch_id)`` (optionally with
@@ -26,6 +23,8 @@ import re
 import threading
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.agent_replies import agent_chat, agent_response, chunks
 
 
 def _mode(body: dict) -> str:
@@ -43,80 +42,6 @@ def _openai_chat(body, refusal=False):
             "usage": {"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500,
                       "prompt_tokens_details": {"cached_tokens": 1000},
                       "completion_tokens_details": {"reasoning_tokens": 100}}}
-
-
-def _agent_chat(body: dict, steps: int) -> dict:
-    """The agent's next move: a function tool (each in turn) while fewer than ``steps`` tool
-    results came back, then the answer: an output tool's call, JSON for a ``json_schema`` response
-    format, or text; arguments filled in from the schema (integers: the steps taken)."""
-    done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
-    tools = [t["function"] for t in body.get("tools") or [] if t.get("type") == "function"]
-    work = [t for t in tools if not t["name"].startswith("final_result")]
-    outputs = [t for t in tools if t["name"].startswith("final_result")]
-    message: dict = {"role": "assistant", "content": None, "refusal": None}
-    fmt = body.get("response_format") or {}
-    if done < steps and work:
-        tool = work[done % len(work)]
-        call = (tool["name"], _fill(tool.get("parameters") or {}, done))
-    elif outputs:
-        call = (outputs[0]["name"], _fill(outputs[0].get("parameters") or {}, done))
-    else:
-        call = None
-        message["content"] = (json.dumps(_fill(fmt["json_schema"]["schema"], done))
-                              if fmt.get("type") == "json_schema" else f"done after {done} steps")
-    if call:
-        message["tool_calls"] = [{"id": f"call_{done}", "type": "function", "function": {
-            "name": call[0], "arguments": json.dumps(call[1])}}]
-    answer = _openai_chat(body)
-    answer["choices"][0].update(message=message,
-                                finish_reason="tool_calls" if call else "stop")
-    return answer
-
-
-def _agent_response(body: dict, steps: int) -> dict:
-    """``_agent_chat`` for the Responses API: a ``function_call`` item, then the answer."""
-    done = sum(1 for i in body.get("input") or [] if isinstance(i, dict)
-               and i.get("type") == "function_call_output")
-    work = [t for t in body.get("tools") or [] if t.get("type") == "function"]
-    fmt = (body.get("text") or {}).get("format") or {}
-    if done < steps and work:
-        tool = work[done % len(work)]
-        item = {"type": "function_call", "id": f"fc_{done}", "call_id": f"call_{done}",
-                "name": tool["name"], "status": "completed",
-                "arguments": json.dumps(_fill(tool.get("parameters") or {}, done))}
-    else:
-        text = (json.dumps(_fill(fmt["schema"], done)) if fmt.get("type") == "json_schema"
-                else f"done after {done} steps")
-        item = {"type": "message", "id": f"msg_{done}", "status": "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": text, "annotations": []}]}
-    return dict(_openai_responses(body), id=f"resp_{done}", output=[item])
-
-
-def _chunks(answer: dict, usage: bool) -> bytes:
-    """A chat completion as the server-sent events of its stream."""
-    choice = answer["choices"][0]
-    message = choice["message"]
-    base = {k: answer[k] for k in ("id", "created", "model")}
-    base["object"] = "chat.completion.chunk"
-    deltas = [{"role": "assistant"}]
-    words = (message.get("content") or "").split(" ")
-    deltas += [{"content": w if i == 0 else f" {w}"} for i, w in enumerate(words) if w]
-    deltas += [{"tool_calls": [dict(call, index=i)]}
-               for i, call in enumerate(message.get("tool_calls") or [])]
-    events = [dict(base, choices=[{"index": 0, "delta": d, "finish_reason": None}])
-              for d in deltas]
-    events.append(dict(base, choices=[{"index": 0, "delta": {},
-                                       "finish_reason": choice["finish_reason"]}]))
-    if usage:
-        events.append(dict(base, choices=[], usage=answer["usage"]))
-    return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
-
-
-def _fill(schema: dict, done: int) -> dict:
-    kinds = {"integer": done, "number": done, "boolean": True, "string": f"{done} steps"}
-    return {name: kinds.get(prop.get("type"), None)
-            for name, prop in (schema.get("properties") or {}).items()}
 
 
 def _openai_responses(body):
@@ -320,12 +245,12 @@ class _Handler(BaseHTTPRequestHandler):
         steps = re.search(r"AGENT:(\d+)", json.dumps(body.get("messages")
                                                       or body.get("input") or ""))
         if steps and mode not in ERRORS and self.path.endswith("/responses"):
-            answer = _agent_response(body, int(steps.group(1)))
+            answer = agent_response(body, int(steps.group(1)), _openai_responses(body))
             self.server.requests.append((self.path, f"agent-{answer['id'][5:]}"))
             self.server.asked.append(body)
             return self._send(200, answer)
         if steps and mode not in ERRORS and self.path.endswith("/chat/completions"):
-            answer = _agent_chat(body, int(steps.group(1)))
+            answer = agent_chat(body, int(steps.group(1)), _openai_chat(body))
             done = sum(1 for m in body["messages"] if m.get("role") == "tool")
             self.server.requests.append((self.path, f"agent-{done}"))
             self.server.asked.append(body)
@@ -335,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
             if body.get("stream"):
                 self.server.streams.append(f"agent-{done}")
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                return self._send(200, _chunks(answer, usage), "text/event-stream")
+                return self._send(200, chunks(answer, usage), "text/event-stream")
             return self._send(200, answer)
         self.server.requests.append((self.path, mode))
         if mode in ERRORS:
