@@ -19,7 +19,6 @@ from pydantic import BaseModel
 
 from tether import Tether
 
-os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 app = Tether()
 INSTRUCTIONS = "Take the steps, then report."
 MODEL = "gpt-4o-mini"
@@ -113,9 +112,10 @@ def pydantic_agent_sync(ctx, payload):
 
 @app.job("sdk_agent", max_attempts=3)
 async def sdk_agent(ctx, payload):
-    from agents import Runner
+    from agents import Runner, set_tracing_disabled
 
     from tether.integrations import openai_agents
+    set_tracing_disabled(True)  # its exporter would post traces to the real API
     durable = openai_agents.Durable(ctx, key="steps", checkpoint_tools={"step"},
                                     max_output_tokens=500)
     if payload.get("stream"):
