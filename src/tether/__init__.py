@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .app import Tether
     from .clock import Clock, FakeClock
     from .core.budget import Budget
+    from .core.callbacks import Callback
     from .core.estimate import CallEstimate, CostEstimate
     from .core.states import JobState
     from .core.usage import Estimate, Metered, Usage
@@ -34,6 +35,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ".app": ("Tether",),
     ".clock": ("Clock", "FakeClock"),
     ".core.budget": ("Budget",),
+    ".core.callbacks": ("Callback",),
     ".core.estimate": ("CallEstimate", "CostEstimate"),
     ".core.states": ("JobState",),
     ".core.usage": ("Estimate", "Metered", "Usage"),
@@ -50,7 +52,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
 _HOMES = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
-    "Attempt", "Budget", "BudgetExhausted", "CallEstimate", "Checkpoint", "ChildFailure",
+    "Attempt", "Budget", "BudgetExhausted", "CallEstimate", "Callback", "Checkpoint",
+    "ChildFailure",
     "ChildJobFailed", "Clock", "ControlSignal", "CostEstimate", "Estimate", "Event", "FakeClock",
     "IdempotencyConflict", "InvalidPayload", "Job", "JobCancelled", "JobContext", "JobNotFound",
     "JobPaused", "JobState", "JobStateError", "JobWaiting", "JournalEntry", "LeaseLost",

@@ -21,6 +21,7 @@ from .core.serialize import loads
 from .core.states import TERMINAL, JobState
 from .errors import ConfigurationError, JobNotFound
 from .facade.budgets import Budgets
+from .facade.callbacks import CallbackFacade
 from .facade.batches import BatchProviders
 from .facade.forks import ForkMixin
 from .facade.queues import QueueControl
@@ -44,22 +45,25 @@ if TYPE_CHECKING:
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, QueueControl,
-             WorkerViews, BatchProviders, Budgets):
+class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports, EventStreams,
+             QueueControl, WorkerViews, BatchProviders, Budgets):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
     is opened (and migrated) on first use, so importing an app module costs nothing. With
     ``create_database=False`` (what the read-only interfaces set) first use opens an existing
     tether database only and raises ``NoDatabase`` instead of creating or migrating one.
-    ``fork`` and ``retry`` come from ``facade/forks.py``.
+    ``fork`` and ``retry`` come from ``facade/forks.py``. ``public_url`` (default
+    ``TETHER_PUBLIC_URL``): the address the API is reached at from outside, under which
+    callback URLs are made (``facade/callbacks.py``).
     """
 
     def __init__(self, database_url: str | None = None, *, store: Store | None = None,
                  clock: Clock | None = None, price_profile: str | None = None,
                  strict_types: bool | None = None, blob_dir: str | None = None,
                  rate_limits: Mapping[str, Mapping[str, int]] | None = None,
-                 create_database: bool = True, **store_options: Any) -> None:
+                 create_database: bool = True, public_url: str | None = None,
+                 **store_options: Any) -> None:
         self.database_url = (database_url or os.environ.get("TETHER_DATABASE_URL")
                              or DEFAULT_URL)
         self.clock = clock or SYSTEM_CLOCK
@@ -68,6 +72,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
         self.price_profile_path = price_profile or os.environ.get("TETHER_PRICE_PROFILE")
         self.strict_types = strict_types
         self.blob_dir = blob_dir or os.environ.get("TETHER_BLOB_DIR")
+        self.public_url = public_url or os.environ.get("TETHER_PUBLIC_URL") or None
         self.create_database = create_database
         self._store = store
         self._store_options = store_options
@@ -90,7 +95,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                     opts = dict(self._store_options)
                     # Only a test's FakeClock stands in for the database clock. Any other
                     # clock is this process's own (a worker's), and a worker's clock must
-                    # never decide lease expiry or backoff.
+                    # never decide lease expiry or backoff (docs/design.md, "Leases").
                     if self.clock.fake:
                         opts.setdefault("clock", self.clock)
                     self._store = open_store(self.database_url, create=self.create_database,

@@ -96,6 +96,38 @@ class JobStateError(TetherError):
     code = "invalid_transition"
 
 
+class CallbackRefused(TetherError):
+    """A callback URL was refused; the signal was not delivered and the token not spent."""
+
+    code = "callback_refused"
+
+
+class CallbackNotFound(CallbackRefused):
+    """No callback with this token for this job and signal (malformed, unknown, or another
+    job's or signal's token)."""
+
+    code = "callback_not_found"
+
+
+class CallbackUsed(CallbackRefused):
+    """The callback was used already: each callback URL answers once."""
+
+    code = "callback_used"
+
+
+class CallbackExpired(CallbackRefused):
+    """The callback's expiry has passed."""
+
+    code = "callback_expired"
+
+
+class CallbackClosed(CallbackRefused):
+    """The wait the callback answers is over (answered another way, timed out, or the job
+    finished)."""
+
+    code = "callback_closed"
+
+
 class IdempotencyConflict(TetherError):
     """The idempotency key was already used for a job with a different configuration."""
 
@@ -281,7 +313,8 @@ ERROR_CODES: dict[str, type[BaseException]] = {
         JobNotFound, JobStateError, IdempotencyConflict, StoreError, StoreCorrupt, StorageFull,
         UnpricedModel, JobError, TransientError, ProviderError, ProviderAuthError, PolicyBlock,
         JobCancelled, JobPaused, BudgetExhausted, JournalMismatch, LeaseLost, WorkerShutdown,
-        MissingExtra, SignalTimeout, ChildJobFailed, JobWaiting,
+        MissingExtra, SignalTimeout, ChildJobFailed, JobWaiting, CallbackRefused,
+        CallbackNotFound, CallbackUsed, CallbackExpired, CallbackClosed,
     )
 }
 """Every stable code and the class that carries it."""

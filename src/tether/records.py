@@ -356,3 +356,30 @@ class ProviderBatch:
                 "polls": self.polls, "error": self.error,
                 "created_at": self.created_at.isoformat(),
                 "settled_at": self.settled_at.isoformat() if self.settled_at else None}
+
+
+@dataclass(frozen=True)
+class BudgetCrossing:
+    """A budget threshold crossed (``store/thresholds.py``): of the ``scope`` budget named
+    ``budget`` (a job id, or the project), its ``limit_name`` limit (``metric`` cost, calls or
+    tokens) of value ``limit``, by the settled use ``used`` (decimal text), recorded once, in
+    the period starting ``period_start`` for a periodic budget; ``job_id``: the job whose call
+    crossed it (its ``budget_threshold`` event)."""
+
+    scope: str
+    budget: str
+    project: str
+    metric: str
+    limit_name: str
+    threshold: float
+    limit: str
+    used: str
+    period: str | None
+    period_start: float | None
+    job_id: int
+    crossed_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["crossed_at"] = self.crossed_at.isoformat()
+        return out

@@ -56,6 +56,10 @@ EXPECTED = {
                          "standard_usd", "items_total", "items_done", "items_failed", "results",
                          "polls", "next_poll_at", "error", "created_at", "updated_at",
                          "settled_at"},
+    "wait_callbacks": {"id", "job_id", "wait_key", "signal", "token_hash", "issued_by",
+                       "created_at", "expires_at", "handed_at", "used_at"},
+    "budget_crossings": {"scope", "key", "limit_name", "threshold", "limit_value", "period",
+                         "project", "metric", "used", "period_start", "job_id", "crossed_at"},
 }
 
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
@@ -98,7 +102,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 25
+    assert store.schema_version() == 27
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -177,7 +181,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 25
+        assert new.store.schema_version() == 27
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         assert new.get(job.id).version == ""  # 0024: a job from before is unversioned

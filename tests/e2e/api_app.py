@@ -74,6 +74,18 @@ def ask(ctx, payload):
     return {"answer": answer}
 
 
+@app.job("ask_by_link")
+def ask_by_link(ctx, payload):
+    """Waits for the signal named ``signal`` (default "approve") and "mails" its callback URL:
+    one line appended to the file ``outbox`` (what a mail server would deliver)."""
+    def mail(callback):
+        with open(payload["outbox"], "a") as fh:
+            fh.write(callback.url + "\n")
+    answer = ctx.wait_for_signal(payload.get("signal", "approve"), timeout=3600,
+                                 prompt=payload.get("prompt", "Approve?"), callback=mail)
+    return {"answer": answer}
+
+
 @app.job("fan_in")
 def fan_in(ctx, payload):
     """Gathers children of type "ask": it waits until each child has its answer."""

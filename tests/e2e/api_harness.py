@@ -58,14 +58,15 @@ class Server:
 def run_server(database_url: str, log_dir: Path, *, app_spec: str | None = None,
                run_worker: bool = False, insecure: bool = False,
                max_body_bytes: int | None = None, env: dict[str, str] | None = None,
-               migrate: bool = True) -> Iterator[Server]:
+               migrate: bool = True, port: int | None = None,
+               log_level: str = "warning") -> Iterator[Server]:
     """``tether serve`` on ``database_url``, migrated first (as ``tether db migrate`` would:
     the server itself never creates a database) unless ``migrate`` is False."""
     if migrate:
         migrate_database(database_url)
-    port = free_port()
+    port = port or free_port()
     args = [sys.executable, "-m", "tether.api", "--port", str(port), "--database-url",
-            database_url, "--log-level", "warning"]
+            database_url, "--log-level", log_level]
     if app_spec:
         args += ["--app", app_spec]
     if insecure:

@@ -36,7 +36,8 @@ def test_a_periodic_budget_reads_as_the_facade_says(period_site):
     assert body["limits"] == {"max_cost_usd": "0.00004", "max_calls": None,
                               "max_input_tokens": None, "max_output_tokens": None,
                               "max_duration_s": None, "max_examples": None, "period": "day",
-                              "timezone": "Europe/Berlin", "period_resume": True}
+                              "timezone": "Europe/Berlin", "period_resume": True,
+                              "thresholds": None, "soft": None}
     checked = in_period(want.used, want.period_used)
     assert Decimal(body["period_used"]["spent_usd"]) == checked.spent_usd > 0
     assert body["period_used"]["calls"] == want.period_used.calls < CALLS["daily"]

@@ -15,9 +15,10 @@ TOOLS = {
     "tether_get_attempts", "tether_get_ledger", "tether_get_checkpoints",
     "tether_cancel_job", "tether_pause_job", "tether_resume_job", "tether_retry_job",
     "tether_requeue_job", "tether_set_job_budget", "tether_fork_job", "tether_signal_job",
-    "tether_get_waits", "tether_get_batches",
+    "tether_get_waits", "tether_get_batches", "tether_make_callback", "tether_list_callbacks",
     "tether_list_queues", "tether_pause_queue", "tether_resume_queue", "tether_list_workers",
     "tether_spend", "tether_get_project_budget", "tether_set_project_budget",
+    "tether_budget_crossings",
     "tether_create_schedule", "tether_list_schedules", "tether_get_schedule",
     "tether_pause_schedule", "tether_resume_schedule", "tether_delete_schedule",
 }

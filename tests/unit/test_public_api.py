@@ -10,6 +10,8 @@ PUBLIC = {
     "Usage", "WorkerShutdown", "stage",
     # workflows (issue 22): gather's failure value, its errors, the wait record
     "ChildFailure", "ChildJobFailed", "JobWaiting", "SignalTimeout", "Wait",
+    # a wait's callback URL, as ctx.wait_for_signal(callback=) hands it to job code
+    "Callback",
 }
 
 

@@ -27,7 +27,8 @@ When the facade offers them (the budgets/ledger work adds these):
                         tether_spend_usd_total, tether_provider_unconfirmed_calls_total
                         (by provider, model)
   app.engine_stats() -> tether_claims_total, tether_claim_latency_seconds (histogram),
-                        tether_lease_expiries_total, tether_budget_pauses_total
+                        tether_lease_expiries_total, tether_budget_pauses_total,
+                        tether_budget_thresholds_total
 """
 
 from __future__ import annotations
@@ -185,6 +186,8 @@ class TetherCollector(Collector):
             ("claims_total", "tether_claims", "Jobs claimed by workers (attempts started)"),
             ("lease_expiries_total", "tether_lease_expiries", "Leases that expired"),
             ("budget_pauses_total", "tether_budget_pauses", "Jobs paused by a budget limit"),
+            ("budget_thresholds_total", "tether_budget_thresholds",
+             "Budget thresholds crossed (each once per budget and period)"),
         ):
             if key in stats:
                 metric = CounterMetricFamily(name, doc)

@@ -14,6 +14,7 @@ from ..wire.problems import MEDIA_TYPE, TITLES
 from ..wire.models import ProblemOut
 
 PROBLEM_REF = {"$ref": "#/components/schemas/ProblemOut"}
+HTML = {"schema": {"type": "string"}}
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -46,6 +47,8 @@ def finish(schema: dict[str, Any], *, auth: bool) -> dict[str, Any]:
             for status, response in list(responses.items()):
                 if status[0] in "45":
                     response["content"] = {MEDIA_TYPE: {"schema": PROBLEM_REF}}
+                    if path.startswith("/callbacks/") and status != "422":
+                        response["content"]["text/html"] = HTML  # a person's page
     if auth:
         schema["components"].setdefault("securitySchemes", {})["bearer"] = {
             "type": "http", "scheme": "bearer",

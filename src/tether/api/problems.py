@@ -17,6 +17,7 @@ from starlette.routing import Match
 
 from ..errors import TetherError
 from ..wire.problems import (HTTP_CODES, MEDIA_TYPE, STATUS_BY_CODE, TITLES, Problem, problem_body)
+from .redact import redact
 
 log = logging.getLogger("tether.api")
 
@@ -74,13 +75,13 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Problem)
     async def _problem(request: Request, exc: Problem) -> JSONResponse:
         return problem_response(exc.status, exc.code, exc.detail, title=exc.title,
-                                instance=request.url.path, headers=exc.headers, **exc.extra)
+                                instance=redact(request.url.path), headers=exc.headers, **exc.extra)
 
     @app.exception_handler(TetherError)
     async def _tether(request: Request, exc: TetherError) -> JSONResponse:
         status = STATUS_BY_CODE.get(exc.code, 500)
         if status >= 500:
-            log.error("%s %s: %s", request.method, request.url.path, exc)
+            log.error("%s %s: %s", request.method, redact(request.url.path), exc)
         extra: dict[str, Any] = {}
         job_id = exc.details.get("job_id") if exc.details else None
         if isinstance(job_id, int) and exc.code != "job_not_found":
@@ -89,38 +90,38 @@ def install(app: FastAPI) -> None:
             extra["argument"] = exc.details["argument"]
         title = (type(exc).__doc__ or "").strip().splitlines()[0] if type(exc).__doc__ else None
         return problem_response(status, exc.code, exc.message, title=title,
-                                instance=request.url.path, **extra)
+                                instance=redact(request.url.path), **extra)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return validation_problem(list(exc.errors()), instance=request.url.path)
+        return validation_problem(list(exc.errors()), instance=redact(request.url.path))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
             # FastAPI's "error parsing the body" when the JSON nests deeper than Python parses
             return problem_response(422, "invalid_payload", "the request body is nested too "
-                                    "deeply", instance=request.url.path)
+                                    "deeply", instance=redact(request.url.path))
         if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
             # FastAPI's "error parsing the body": a body that is not UTF-8 is invalid JSON too
             return validation_problem([{"type": "json_invalid", "loc": ("body",)}],
-                                      instance=request.url.path)
+                                      instance=redact(request.url.path))
         code = HTTP_CODES.get(exc.status_code,
                               "bad_request" if exc.status_code < 500 else "internal_error")
         detail = exc.detail if isinstance(exc.detail, str) else TITLES.get(exc.status_code, "")
         headers = getattr(exc, "headers", None)
         if exc.status_code == 405:
             headers = {**(headers or {}), "Allow": allowed_methods(request)}
-        return problem_response(exc.status_code, code, detail, instance=request.url.path,
+        return problem_response(exc.status_code, code, detail, instance=redact(request.url.path),
                                 headers=headers)
 
     @app.exception_handler(UnicodeError)
     async def _unicode(request: Request, exc: UnicodeError) -> JSONResponse:
         return problem_response(422, "invalid_payload", "text is not valid Unicode (lone "
-                                "surrogates cannot be stored)", instance=request.url.path)
+                                "surrogates cannot be stored)", instance=redact(request.url.path))
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("%s %s failed", request.method, request.url.path)
+        log.exception("%s %s failed", request.method, redact(request.url.path))
         return problem_response(500, "internal_error", "the server failed to handle this request",
-                                instance=request.url.path)
+                                instance=redact(request.url.path))

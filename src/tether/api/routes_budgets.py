@@ -9,13 +9,15 @@ the project's limits keep bounding.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Query
 
 from ..app import Tether
+from ..wire.numbers import INT63
 from ..wire.budgets import ProjectBudgetIn, ProjectBudgetOut
 from ..wire.problems import Problem
+from ..wire.thresholds import CrossingOut, CrossingsOut
 from .auth import Principal, admin, principal
 from .openapi import problem_responses
 from .routes_jobs import tether
@@ -49,3 +51,21 @@ def put_budget(project: ProjectName, body: ProjectBudgetIn, _: Principal = Depen
                app: Tether = Depends(tether)) -> ProjectBudgetOut:
     status = app.set_project_budget(project, body.to_facade(), resume=body.resume, replace=True)
     return ProjectBudgetOut.of(project, status)
+
+
+@router.get("/{project}/budget/crossings", response_model=CrossingsOut,
+            responses=problem_responses(404), summary="Budget thresholds crossed",
+            description="The thresholds crossed in the project, newest first: its own "
+                        "budget's and its jobs' (each also a `budget_threshold` event of the "
+                        "job whose call crossed it). See docs/alerts.md.")
+def get_crossings(
+    project: ProjectName, who: Principal = Depends(principal), app: Tether = Depends(tether),
+    scope: Annotated[Literal["job", "project"] | None, Query(
+        description="only the project's budget, or only jobs' budgets")] = None,
+    job_id: Annotated[int | None, Query(ge=1, le=INT63,
+                                        description="only this job's budget")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="most to return")] = 100,
+) -> CrossingsOut:
+    found = app.budget_crossings(readable(project, who), job_id=job_id, scope=scope,
+                                 limit=limit)
+    return CrossingsOut(crossings=[CrossingOut.of(c) for c in found])

@@ -1,9 +1,11 @@
 """The REST API application and ``tether serve``.
 
 ``create_app(tether_app)`` builds the FastAPI app: every route of the REST API (docs/api.md)
-under ``/api/v1``, OpenAPI at ``/openapi.json``, ``/healthz`` and ``/metrics`` at the root as
-well, problem+json errors, a request body limit, ``Cache-Control: no-store``, and bearer-token
-auth. Nothing is loaded from another site: there is no Swagger UI page.
+under ``/api/v1``, the public callback URLs under ``/callbacks`` (``routes_callbacks.py``: the
+token in the URL is the credential), OpenAPI at ``/openapi.json``, ``/healthz`` and
+``/metrics`` at the root as well, problem+json errors, a request body limit,
+``Cache-Control: no-store``, and bearer-token auth. Nothing is loaded from another site:
+there is no Swagger UI page.
 
 Extension point: routers passed as ``extra_routers`` are mounted after the API's own routes;
 ``dashboard=True`` (the default) also mounts ``tether.dashboard.create_router(tether_app)`` when
@@ -30,8 +32,8 @@ from ..tracing import TraceContextMiddleware
 from ..wire.streams import StreamHub
 from ..wire.waits import WaitHub
 from . import (
-    background, openapi, problems, routes_budgets, routes_jobs, routes_queues, routes_schedules,
-    routes_signals, routes_spend, routes_streams, routes_system,
+    background, openapi, problems, redact, routes_budgets, routes_callbacks, routes_jobs,
+    routes_queues, routes_schedules, routes_signals, routes_spend, routes_streams, routes_system,
 )
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
@@ -83,6 +85,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        redact.install()  # after the server set its loggers up: no callback token is logged
         runner = None
         if run_worker:
             runner = background.BackgroundWorker(tether_app, **worker_options)
@@ -121,12 +124,14 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     api.include_router(routes_streams.router)
     api.include_router(routes_jobs.router)
     api.include_router(routes_signals.router)
+    api.include_router(routes_callbacks.router)
     api.include_router(routes_queues.router)
     api.include_router(routes_schedules.router)
     api.include_router(routes_spend.router)
     api.include_router(routes_budgets.router)
     app.include_router(api)
     app.include_router(routes_system.router)
+    app.include_router(routes_callbacks.public)
     app.include_router(routes_system.router, prefix=API_PREFIX, include_in_schema=False)
     for router in extra_routers:
         app.include_router(router)

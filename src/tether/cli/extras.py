@@ -151,6 +151,8 @@ def status_extras(app: Tether, job: Job) -> dict[str, Any]:
     if waiting is not None:
         out["waiting"] = waiting
     out["batches"] = app.batches(job_id)
+    if job.budget.limits.thresholds:
+        out["crossings"] = app.budget_crossings(job.project, job_id=job_id)
     return out
 
 
@@ -164,7 +166,8 @@ def forked_from(app: Tether, job_id: int) -> dict[str, Any] | None:
 def status_json(app: Tether, job_id: int) -> dict[str, Any]:
     """The ``job status --json`` object: the job's ``to_dict()`` plus ``attempts``,
     ``waiting_for`` (a waiting job's open wait, else null), ``unserved`` (queued, and no live
-    worker serves its type on its queue), ``batches`` (the job's provider batches) and, when
+    worker serves its type on its queue), ``batches`` (the job's provider batches),
+    ``crossings`` (the thresholds its own budget crossed, newest first) and, when
     the facade has them,
     ``checkpoints`` (records) and ``calls`` (a ``CallSummary``)."""
     job = app.get(job_id)
@@ -180,4 +183,5 @@ def status_json(app: Tether, job_id: int) -> dict[str, Any]:
         data["forked_from"] = extras["forked_from"]
     data["waiting_for"] = extras["waiting"].to_dict() if "waiting" in extras else None
     data["batches"] = [b.to_dict() for b in extras["batches"]]
+    data["crossings"] = [c.to_dict() for c in extras.get("crossings", [])]
     return data

@@ -18,7 +18,7 @@ from ..core.waits import KINDS
 from . import extras, views
 from .options import (
     DatabaseUrl, JobId, Json, MaxCalls, MaxCost, MaxDuration, MaxExamples, MaxInputTokens,
-    MaxOutputTokens, Payload, PayloadFile, open_app, show_help_if_bare,
+    MaxOutputTokens, Payload, PayloadFile, Soft, Thresholds, open_app, show_help_if_bare,
 )
 from .output import CliError, emit_json, emit_json_line, out, show, state_text, usd
 from .parse import budget_limits, parse_json, read_payload
@@ -290,6 +290,31 @@ def signal(
     out().print(f"job {job.id}: signal {escape(name)!r} sent; {moved}{state_text(job.state)}")
 
 
+@job_app.command("callback")
+def callback(
+    job_id: JobId,
+    expires_in: Annotated[float | None, typer.Option(
+        "--expires-in", metavar="SECONDS", min=1,
+        help="Seconds until the URL expires [default: seven days].")] = None,
+    as_json: Json = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Make a callback URL for a job waiting for a signal: one POST of a value to it answers
+    the job, no API token needed (or open it in a browser for Approve and Reject).
+
+    The URL is printed once (only its token's hash is stored) under TETHER_PUBLIC_URL, the
+    address the API is reached at. `job status` lists a job's callbacks and their state.
+    """
+    app = open_app(database_url)
+    made = app.issue_callback(job_id, expires_in=expires_in, issued_by="cli")
+    if as_json:
+        emit_json(made.to_dict())
+        return
+    out().print(f"job {job_id}: callback {made.id} for signal {escape(made.signal)!r}, "
+                f"single use, expires {made.expires_at.isoformat()}")
+    out().print(escape(str(made.url)), soft_wrap=True)
+
+
 @job_app.command("budget")
 def budget(
     job_id: JobId,
@@ -299,6 +324,8 @@ def budget(
     max_output_tokens: MaxOutputTokens = None,
     max_duration: MaxDuration = None,
     max_examples: MaxExamples = None,
+    thresholds: Thresholds = None,
+    soft: Soft = None,
     resume: Annotated[bool, typer.Option(
         "--resume/--no-resume",
         help="Let a job paused by budget_exhausted continue under the new limits.")] = True,
@@ -313,7 +340,8 @@ def budget(
     """
     limits = budget_limits(max_cost=max_cost, max_calls=max_calls,
                            max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
-                           max_duration=max_duration, max_examples=max_examples)
+                           max_duration=max_duration, max_examples=max_examples,
+                           thresholds=thresholds, soft=soft)
     if not limits:
         raise CliError("name at least one limit, e.g. --max-cost 5 or --max-calls 1000")
     app = open_app(database_url)

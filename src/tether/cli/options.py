@@ -69,6 +69,14 @@ MaxDuration = Annotated[str | None, typer.Option(
     "--max-duration", metavar="DURATION", help="Longest the job may run (e.g. 2h, 45m).")]
 MaxExamples = Annotated[int | None, typer.Option(
     "--max-examples", min=0, help="Most examples the job may produce.")]
+Thresholds = Annotated[str | None, typer.Option(
+    "--thresholds", metavar="FRACTIONS", show_default=False,
+    help="Alert once when settled use reaches each fraction of every cost, calls and tokens "
+         "limit (e.g. 0.5,0.8,1); 'none' clears them.")]
+Soft = Annotated[bool | None, typer.Option(
+    "--soft/--hard", show_default=False,
+    help="A soft budget only alerts (its thresholds fire); a hard one stops calls at its "
+         "limits.")]
 
 
 @dataclass

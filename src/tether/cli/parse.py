@@ -105,8 +105,8 @@ def parse_usd(text: str) -> Decimal:
 
 def budget_limits(*, max_cost: Decimal | None = None, max_calls: int | None = None,
                   max_input_tokens: int | None = None, max_output_tokens: int | None = None,
-                  max_duration: str | None = None,
-                  max_examples: int | None = None) -> dict[str, Any]:
+                  max_duration: str | None = None, max_examples: int | None = None,
+                  thresholds: str | None = None, soft: bool | None = None) -> dict[str, Any]:
     """The budget limits named on the command line, keyed as ``Budget`` fields."""
     limits: dict[str, Any] = {
         "max_cost_usd": max_cost,
@@ -116,5 +116,24 @@ def budget_limits(*, max_cost: Decimal | None = None, max_calls: int | None = No
         "max_duration_s": (parse_duration(max_duration, flag="--max-duration")
                            if max_duration is not None else None),
         "max_examples": max_examples,
+        "thresholds": parse_thresholds(thresholds) if thresholds is not None else None,
+        "soft": soft,
     }
     return {k: v for k, v in limits.items() if v is not None}
+
+
+def parse_thresholds(text: str) -> list[str]:
+    """``0.5,0.8,1`` (or ``50%,80%``) as the fractions a budget alerts at; ``none``: none.
+    Checked by ``Budget`` (each above 0, at most 10), which names the field."""
+    if text.strip().lower() in ("", "none"):
+        return []
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if part.endswith("%"):
+            try:
+                part = str(Decimal(part[:-1]) / 100)
+            except InvalidOperation:
+                raise CliError(f"--thresholds: {part!r} is not a percentage") from None
+        out.append(part)
+    return out

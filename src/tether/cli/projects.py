@@ -11,9 +11,10 @@ from rich.markup import escape
 
 from .options import (
     DatabaseUrl, Json, MaxCalls, MaxCost, MaxDuration, MaxExamples, MaxInputTokens,
-    MaxOutputTokens, open_app, show_help_if_bare,
+    MaxOutputTokens, Soft, Thresholds, open_app, show_help_if_bare,
 )
 from .output import emit_json, out
+from . import views
 from .parse import budget_limits
 
 project_app = typer.Typer(help="Projects: budgets shared by all of a project's jobs.")
@@ -34,6 +35,8 @@ def budget(
     max_output_tokens: MaxOutputTokens = None,
     max_duration: MaxDuration = None,
     max_examples: MaxExamples = None,
+    thresholds: Thresholds = None,
+    soft: Soft = None,
     period: Annotated[str | None, typer.Option(
         "--period", help="Count the limits per calendar day, week or month.",
         show_default=False)] = None,
@@ -56,7 +59,8 @@ def budget(
     """
     limits = budget_limits(max_cost=max_cost, max_calls=max_calls,
                            max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
-                           max_duration=max_duration, max_examples=max_examples)
+                           max_duration=max_duration, max_examples=max_examples,
+                           thresholds=thresholds, soft=soft)
     limits.update({k: v for k, v in (("period", period), ("timezone", timezone),
                                      ("period_resume", period_resume)) if v is not None})
     app = open_app(database_url)
@@ -76,3 +80,37 @@ def budget(
         out().print(f"this {status.limits.period} ({status.limits.timezone or 'UTC'}, until "
                     f"{ends:%Y-%m-%d %H:%M} UTC): spent ${used.spent_usd:.6f}; "
                     f"{used.calls} calls")
+    if status.limits.thresholds or status.limits.soft:
+        out().print(f"alerts: {views.alerts(status.limits)}")
+
+
+@project_app.command("crossings")
+def crossings(
+    project: Annotated[str, typer.Argument(help="The project.", metavar="PROJECT",
+                                           show_default=False)],
+    job_id: Annotated[int | None, typer.Option(
+        "--job", metavar="ID", min=1, help="Only this job's budget.")] = None,
+    scope: Annotated[str | None, typer.Option(
+        "--scope", metavar="SCOPE", help="Only 'project' (its own budget) or 'job' budgets.",
+        show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Most to show.")] = 50,
+    as_json: Json = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """The budget thresholds crossed in a project, newest first (docs/alerts.md).
+
+    Example: tether project crossings research --scope project
+    """
+    found = open_app(database_url).budget_crossings(project, job_id=job_id, scope=scope,
+                                                    limit=limit)
+    if as_json:
+        emit_json([c.to_dict() for c in found])
+        return
+    if not found:
+        out().print(f"project {escape(project)}: no threshold crossed")
+    for c in found:
+        budget = "project" if c.scope == "project" else f"job {c.budget}"
+        period = f" in {c.period}" if c.period else ""
+        out().print(f"{c.crossed_at:%Y-%m-%d %H:%M:%S} {budget}: {c.threshold:.0%} of "
+                    f"{c.limit_name} {c.limit} reached{period} (used {c.used}) by job "
+                    f"{c.job_id}")

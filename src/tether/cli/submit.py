@@ -19,7 +19,7 @@ from rich.markup import escape
 from .options import (
     AppSpec, DatabaseUrl, IdempotencyKey, Json, MaxAttempts, MaxCalls, MaxCost, MaxDuration,
     MaxExamples, MaxInputTokens, MaxOutputTokens, Payload, PayloadFile, Priority, Project, Queue,
-    RunAfter, open_app,
+    RunAfter, Soft, Thresholds, open_app,
 )
 from .output import CliError, emit_json, note, out, state_text
 from .parse import budget_limits, parse_when, read_payload
@@ -63,7 +63,8 @@ def build_spec(job_type: str, *, payload: str | None, payload_file: Path | None,
                run_after: str | None, max_attempts: int | None, max_cost: Decimal | None,
                max_calls: int | None, max_input_tokens: int | None,
                max_output_tokens: int | None, max_duration: str | None,
-               max_examples: int | None) -> SubmitSpec:
+               max_examples: int | None, thresholds: str | None = None,
+               soft: bool | None = None) -> SubmitSpec:
     return SubmitSpec(
         type=job_type, payload=read_payload(payload, payload_file), project=project,
         idempotency_key=idempotency_key, queue=queue, priority=priority,
@@ -72,7 +73,7 @@ def build_spec(job_type: str, *, payload: str | None, payload_file: Path | None,
         budget=budget_limits(max_cost=max_cost, max_calls=max_calls,
                              max_input_tokens=max_input_tokens,
                              max_output_tokens=max_output_tokens, max_duration=max_duration,
-                             max_examples=max_examples))
+                             max_examples=max_examples, thresholds=thresholds, soft=soft))
 
 
 def announce(job: Job, created: bool) -> None:
@@ -108,6 +109,8 @@ def submit(
     max_output_tokens: MaxOutputTokens = None,
     max_duration: MaxDuration = None,
     max_examples: MaxExamples = None,
+    thresholds: Thresholds = None,
+    soft: Soft = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Estimate the cost against the budget; enqueue nothing.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the job id.")] = False,
@@ -124,7 +127,7 @@ def submit(
                       run_after=run_after, max_attempts=max_attempts, max_cost=max_cost,
                       max_calls=max_calls, max_input_tokens=max_input_tokens,
                       max_output_tokens=max_output_tokens, max_duration=max_duration,
-                      max_examples=max_examples)
+                      max_examples=max_examples, thresholds=thresholds, soft=soft)
     app = open_app(database_url, app_spec, create=not dry_run)
     if dry_run:
         raise typer.Exit(_dry_run(app, spec, as_json))

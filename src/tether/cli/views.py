@@ -7,6 +7,7 @@ renderable. ``--json`` output never passes through this module.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Sequence
@@ -19,6 +20,7 @@ from rich.table import Table
 from .output import size, state_text, usd, when, when_short
 
 if TYPE_CHECKING:
+    from ..core.budget import Budget
     from ..records import Attempt, Event, Job, ProviderBatch, QueueInfo, WorkerInfo
 
 
@@ -140,6 +142,10 @@ def waiting_rows(job: Job, waiting: Any) -> list[tuple[str, str]]:
                      if waiting.wake_at else "none"))
         rows.append(("answer", escape(f"tether job signal {job.id} {waiting.signal} "
                                       "--value JSON")))
+        for c in waiting.callbacks:  # the URL itself is shown only when it is made
+            expires = when(datetime.fromisoformat(c["expires_at"]))
+            rows.append(("callback URL", escape(f"{c['id']} {c['state']}, expires {expires} "
+                                                f"(made by {c['issued_by']})")))
         return rows
     if waiting.kind == "timer":
         return [("waits for", f"timer, wakes at {when(waiting.wake_at)}")]
@@ -155,7 +161,8 @@ def waiting_rows(job: Job, waiting: Any) -> list[tuple[str, str]]:
 
 def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
                 calls: Any = None, forked_from: dict[str, Any] | None = None,
-                waiting: Any = None, unserved: bool = False) -> Table:
+                waiting: Any = None, unserved: bool = False,
+                crossings: list[Any] | None = None) -> Table:
     """The ``job status`` block: identity, state, stage, what a waiting job waits for,
     checkpoints, spend vs budget, error. ``calls`` is an ``extras.CallSummary`` when the
     facade has a ledger or journal; ``forked_from`` the data of the job's ``forked_from``
@@ -191,6 +198,11 @@ def job_summary(job: Job, *, checkpoints: list[Any] | None = None,
     if calls is not None and (calls.billed is not None or calls.journal or calls.reused_from):
         grid.add_row("ledger", call_details(calls))
     extra = job.budget.limits.to_dict()
+    if "thresholds" in extra or "soft" in extra:
+        grid.add_row("alerts", alerts(job.budget.limits))
+    if crossings:
+        grid.add_row("crossed", ", ".join(f"{c.threshold:.0%} of {c.limit_name} ({c.used} of "
+                                          f"{c.limit})" for c in reversed(crossings)))
     for key in ("max_duration_s", "max_examples"):
         if key in extra:
             label = "max duration" if key == "max_duration_s" else "examples"
@@ -368,3 +380,9 @@ WORKER_COLUMNS = (
 
 def worker_table(workers: Iterable[WorkerInfo], width: int = 160) -> Table:
     return _build(WORKER_COLUMNS, workers, width)
+
+
+def alerts(limits: Budget) -> str:
+    """A budget's thresholds and whether it is soft: ``at 50%, 80% (soft: never pauses)``."""
+    at = ", ".join(f"{t:.0%}" for t in limits.thresholds or ()) or "no thresholds"
+    return f"at {at}" + (" (soft: never pauses)" if limits.soft else "")

@@ -1,4 +1,5 @@
-"""Budgets: limits, accumulators and the pure check that a reservation fits.
+"""Budgets: limits, accumulators and the pure check that a reservation fits (docs/design.md,
+"Budgets, prices, the ledger").
 
 Money is ``Decimal`` USD everywhere; limits also accept ``str``, ``int`` or ``float`` and are
 converted through ``str`` so ``0.1`` stays ``Decimal("0.1")``.
@@ -16,6 +17,9 @@ LIMIT_FIELDS = ("max_cost_usd", "max_calls", "max_input_tokens", "max_output_tok
                 "max_duration_s", "max_examples")
 PERIOD_FIELDS = ("period", "timezone", "period_resume")
 """A project budget's limits may count per calendar period (``core/periods.py``)."""
+ALERT_FIELDS = ("thresholds", "soft")
+"""What a budget tells before it stops anything, and whether it stops: ``core/thresholds.py``."""
+MAX_THRESHOLDS = 10
 COUNTER_FIELDS = ("spent_usd", "reserved_usd", "calls", "reserved_calls", "input_tokens",
                   "output_tokens", "reserved_input_tokens", "reserved_output_tokens", "examples")
 
@@ -63,6 +67,13 @@ class Budget:
     timezone: str | None = None
     period_resume: bool | None = None
     """A job paused by a period limit resumes when the period rolls over (default true)."""
+    thresholds: tuple[float, ...] | None = None
+    """Fractions of each cost, calls and tokens limit (``0.8``: 80 %) whose crossing by the
+    settled use is recorded once, as a ``budget_threshold`` event (``core/thresholds.py``).
+    An empty tuple clears them when merged."""
+    soft: bool | None = None
+    """A soft budget only alerts: its limits never refuse a call or pause a job; its
+    thresholds still fire. Default false: the limits are hard."""
 
     def __post_init__(self) -> None:
         if self.max_cost_usd is not None:
@@ -91,11 +102,16 @@ class Budget:
         if self.period_resume is not None and not isinstance(self.period_resume, bool):
             raise InvalidPayload(f"period_resume must be true or false, "
                                  f"got {self.period_resume!r}")
+        if self.soft is not None and not isinstance(self.soft, bool):
+            raise InvalidPayload(f"soft must be true or false, got {self.soft!r}",
+                                 argument="soft")
+        if self.thresholds is not None:
+            object.__setattr__(self, "thresholds", _thresholds(self.thresholds))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Budget:
         data = dict(data or {})
-        unknown = set(data) - set(LIMIT_FIELDS) - set(PERIOD_FIELDS)
+        unknown = set(data) - set(LIMIT_FIELDS) - set(PERIOD_FIELDS) - set(ALERT_FIELDS)
         if unknown:
             raise InvalidPayload(f"unknown budget field(s): {', '.join(sorted(unknown))}")
         return cls(**data)
@@ -104,8 +120,11 @@ class Budget:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is not None:
-                out[f.name] = str(value) if isinstance(value, Decimal) else value
+            if value is None or (f.name in ALERT_FIELDS and not value):
+                continue  # no thresholds and a hard budget are what an absent field means
+            if isinstance(value, Decimal):
+                value = str(value)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
     def merged(self, changes: Budget | dict[str, Any]) -> Budget:
@@ -187,14 +206,43 @@ class Reservation:
     calls: int = 1
 
 
+def _thresholds(value: Any) -> tuple[float, ...]:
+    """Distinct fractions, ascending: each above 0 and at most 10 (a soft budget may alert
+    past its limit, 1.5 being 150 %)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise InvalidPayload(f"thresholds must be a list of fractions, got {value!r:.80}",
+                             argument="thresholds")
+    out: set[float] = set()
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (int, float, str, Decimal)):
+            raise InvalidPayload(f"thresholds: {item!r:.40} is not a number",
+                                 argument="thresholds")
+        try:
+            number = float(Decimal(str(item)))
+        except Exception:  # noqa: BLE001 - whatever fails to parse is the caller's error
+            raise InvalidPayload(f"thresholds: {item!r:.40} is not a number",
+                                 argument="thresholds") from None
+        if not 0 < number <= 10:
+            raise InvalidPayload(f"thresholds: each must be above 0 and at most 10 (a "
+                                 f"fraction of the limit), got {item!r:.40}",
+                                 argument="thresholds")
+        out.add(number)
+    if len(out) > MAX_THRESHOLDS:
+        raise InvalidPayload(f"thresholds: at most {MAX_THRESHOLDS}", argument="thresholds")
+    return tuple(sorted(out))
+
+
 def exceeded_limit(limits: Budget, used: Counters, want: Reservation) -> str | None:
-    """The first limit that ``want`` would cross, counting spent plus reserved, else ``None``.
+    """The first limit that ``want`` would cross, counting spent plus reserved, else ``None``
+    (always ``None`` for a soft budget: it alerts, never refuses).
 
     ``max_examples`` is checked here too, before any money is spent: a call reserves room for
     one example, as it reserves its worst-case cost, and so does every call still in flight
     (``reserved_calls``); a call is refused once the examples counted plus those in flight
     leave no room for its own. A job that has produced all the examples it may makes no more
     paid calls, and ``add_examples`` still refuses a count past the limit."""
+    if limits.soft:
+        return None
     checks = (
         ("max_cost_usd", used.spent_usd + used.reserved_usd + want.cost_usd),
         ("max_calls", used.calls + used.reserved_calls + want.calls),

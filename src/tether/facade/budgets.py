@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from ..core import validate
 from ..core.budget import Budget, BudgetStatus
 from ..core.states import JobState
-from ..errors import JobStateError
-from ..records import Job
+from ..errors import InvalidArgument, JobStateError
+from ..records import BudgetCrossing, Job
 from ..store.base import Store
 from ..submission import as_budget, checked_name, job_limits
 
@@ -46,6 +46,21 @@ class Budgets:
         if resume and job.state == JobState.PAUSED and job.error_code == "budget_exhausted":
             job = self.resume(job.id, projects=projects)
         return job
+
+    def budget_crossings(self, project: str, *, job_id: int | None = None,
+                         scope: str | None = None, key: str | None = None,
+                         limit: int = 100) -> builtins.list[BudgetCrossing]:
+        """The thresholds crossed in ``project``, newest first (``core/thresholds.py``): its
+        own budget's (``scope="project"``) and its jobs' (``scope="job"``; ``job_id``: that
+        job's budget alone). Each is also the ``budget_threshold`` event of the job whose
+        call crossed it."""
+        if job_id is not None:
+            scope, key = "job", str(validate.job_id(job_id))
+        if scope not in (None, "job", "project"):
+            raise InvalidArgument(f"scope must be job or project, got {scope!r:.40}",
+                                  argument="scope")
+        return self.store.budget_crossings(checked_name(project, "project"), scope=scope,
+                                           key=key, limit=validate.count(limit, "limit"))
 
     def project_budget(self, project: str) -> BudgetStatus:
         return self.store.project_budget(checked_name(project, "project"))

@@ -36,6 +36,9 @@ class WaitingFor:
     batch: dict[str, Any] | None = None
     """A provider batch's (``ProviderBatch.to_dict``): provider id, items done, failed and
     in all, reserved money (settled and standard-price money once settled)."""
+    callbacks: tuple[dict[str, Any], ...] = ()
+    """A signal wait's callback URLs (``Callback.to_dict``, never the URL itself: only its
+    token's hash is kept): id, who made it, expiry, state."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "key": self.key, "signal": self.signal,
@@ -43,7 +46,7 @@ class WaitingFor:
                 "wake_at": self.wake_at.isoformat() if self.wake_at else None,
                 "children": self.children, "children_done": self.children_done,
                 "since": self.since.isoformat() if self.since else None,
-                "batch": self.batch}
+                "batch": self.batch, "callbacks": list(self.callbacks)}
 
 
 class Workflows:
@@ -85,7 +88,10 @@ class Workflows:
             return None
         children = done = None
         batch = None
-        if wait.kind == "children":
+        made: tuple[dict[str, Any], ...] = ()
+        if wait.kind == "signal":
+            made = tuple(c.to_dict() for c in self.store.callbacks(wait.job_id, key=wait.key))
+        elif wait.kind == "children":
             children = len(wait.children)
             done = len(self.store.finished_among(list(wait.children)))
         elif wait.kind == "provider_batch":
@@ -93,7 +99,8 @@ class Workflows:
             batch = record.to_dict() if record is not None else None
         return WaitingFor(kind=wait.kind, key=wait.key, signal=wait.signal, prompt=wait.prompt,
                           schema=wait.schema, wake_at=wait.wake_at, children=children,
-                          children_done=done, since=wait.created_at, batch=batch)
+                          children_done=done, since=wait.created_at, batch=batch,
+                          callbacks=made)
 
     def list_waiting(self, kind: str = "signal", *, project: str | None = None,
                      projects: Iterable[str] | None = None, type: str | None = None,

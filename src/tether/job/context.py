@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
+from ..core.callbacks import Callback
 from ..core.states import JobState
 from ..core.waits import WaitCounters
 from ..errors import (
@@ -271,11 +272,15 @@ class JobContext:
 
     def wait_for_signal(self, name: str, *, timeout: float | timedelta | None = None,
                         prompt: str | None = None, schema: Mapping[str, Any] | None = None,
-                        key: str | None = None) -> Any:
+                        key: str | None = None,
+                        callback: Callable[[Callback], Any] | None = None,
+                        callback_expires: float | timedelta | None = None) -> Any:
         """The value of the next signal ``name`` (``app.signal``); a human approval is one.
-        ``SignalTimeout`` if ``timeout`` passes first (``job/waits.py: wait_for_signal``)."""
+        ``SignalTimeout`` if ``timeout`` passes first. ``callback`` receives a callback URL
+        that answers the wait without an API token (``job/waits.py: wait_for_signal``)."""
         return _waits.wait_for_signal(self, name, timeout=timeout, prompt=prompt,
-                                      schema=schema, key=key)
+                                      schema=schema, key=key, callback=callback,
+                                      callback_expires=callback_expires)
 
     def map(self, fn: Callable[[T], R], items: Iterable[T], *, concurrency: int = 8) -> list[R]:
         """``fn`` over ``items`` on up to ``concurrency`` threads, results in order. Each

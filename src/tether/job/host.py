@@ -26,6 +26,8 @@ from .store import JobStore
 
 class JobHost(Protocol):
     clock: Clock
+    public_url: str | None
+    """The address the API is reached at from outside (callback URLs are made under it)."""
 
     @property
     def store(self) -> JobStore: ...

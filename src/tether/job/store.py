@@ -10,8 +10,9 @@ changes nothing. Both backends implement it; so does the worker's group-committi
 from __future__ import annotations
 
 from typing import Any, Protocol
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from ..core.callbacks import Callback
 from ..core.pricing import ModelPrice
 from ..core.states import JobState
 from ..core.usage import Usage
@@ -52,6 +53,11 @@ class JobStore(Protocol):
                    now: float | None = None) -> Wait: ...
     def wait_results(self, job_id: int, key: str, *, after: int = 0,
                      limit: int = 1000) -> list[dict[str, Any]]: ...
+    def issue_callback(self, job_id: int, *, id: str, token_hash: str, expires_in: float,
+                       issued_by: str, key: str | None = None, token: int | None = None,
+                       projects: Iterable[str] | None = None,
+                       now: float | None = None) -> Callback | None: ...
+    def callback_handed(self, job_id: int, id: str, *, now: float | None = None) -> None: ...
 
     # provider batches (``job/batches.py``)
     def get_batch(self, job_id: int, key: str) -> ProviderBatch | None: ...

@@ -13,11 +13,14 @@ and call keys.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ..clock import to_ts
+from ..core import callbacks as cb
 from ..core import validate
 from ..core.waits import ChildFailure, WaitSpec, gather_key
 from ..errors import ChildJobFailed, InvalidArgument, JobWaiting, SignalTimeout
@@ -25,14 +28,18 @@ from ..records import Job, Wait
 from .host import RunningJob
 
 
-def wait(ctx: RunningJob, spec: WaitSpec) -> Wait:
+def wait(ctx: RunningJob, spec: WaitSpec,
+         opened: Callable[[Wait], None] | None = None) -> Wait:
     """The satisfied wait ``spec`` (recorded before, or satisfied now); otherwise the attempt
-    ends here as ``waiting`` (``JobWaiting`` cannot be swallowed by job code)."""
+    ends here as ``waiting`` (``JobWaiting`` cannot be swallowed by job code), after
+    ``opened`` was called with the open wait."""
     ctx.check()
     done = ctx.store.get_wait(ctx.id, spec.key)
     if done is None or not done.done:
         done = ctx.store.begin_wait(ctx.id, ctx.attempt, spec)
     if not done.done:
+        if opened is not None:
+            opened(done)
         ctx.lease.raise_signal(JobWaiting(f"job {ctx.id} waits ({spec.key})", key=spec.key))
     ctx.stats["waits_done"] += 1
     return done
@@ -113,21 +120,47 @@ def sleep_until(ctx: RunningJob, when: datetime | float, *, key: str | None = No
 
 
 def wait_for_signal(ctx: RunningJob, name: str, *, timeout: float | timedelta | None = None,
-                    prompt: str | None = None, schema: Any = None,
-                    key: str | None = None) -> Any:
+                    prompt: str | None = None, schema: Any = None, key: str | None = None,
+                    callback: Callable[[cb.Callback], Any] | None = None,
+                    callback_expires: float | timedelta | None = None) -> Any:
     """The value of the next signal ``name`` sent to this job (``app.signal``). A signal sent
     before the job got here is waiting in the mailbox and is taken at once; each signal is
     consumed by exactly one wait. ``timeout``: raise ``SignalTimeout`` if none came in time.
-    ``prompt`` and ``schema`` are shown to whoever answers (status, REST, MCP, dashboard)."""
+    ``prompt`` and ``schema`` are shown to whoever answers (status, REST, MCP, dashboard).
+
+    ``callback``: called, before the job parks, with a ``Callback`` whose ``url`` answers
+    this wait without an API token (a plain POST of the value; ``core/callbacks.py``): email
+    it, post it to a third party. It expires after ``callback_expires`` (default: the
+    ``timeout``, else seven days). Once ``callback`` has returned, a replay of this wait hands
+    out no other; if the attempt ends before it returns, the next attempt makes a new one."""
     validate.signal_name(name)
     delay = None
     if timeout is not None:
         delay = _seconds(timeout, "timeout must be")
+    opened = None
+    if callback is not None:
+        opened = partial(_hand_out, ctx, notify=callback,
+                         expires_in=cb.expiry_seconds(callback_expires, default=delay))
     done = wait(ctx, WaitSpec(key=key or ctx.waits.next_signal(name), kind="signal",
-                              signal=name, delay_s=delay, prompt=prompt, schema=schema))
+                              signal=name, delay_s=delay, prompt=prompt, schema=schema),
+                opened)
     if done.outcome == "timeout":
         raise SignalTimeout(f"no signal {name!r} within {delay:g}s", signal=name)
     return done.value
+
+
+def _hand_out(ctx: RunningJob, wait: Wait, *, notify: Callable[[cb.Callback], Any],
+              expires_in: float) -> None:
+    """Make the wait's callback and hand it to ``notify``, unless one was handed out."""
+    made = cb.new_token()
+    url = cb.url(ctx.app.public_url, ctx.id, str(wait.signal), made.raw)
+    issued = ctx.store.issue_callback(ctx.id, id=made.id, token_hash=made.digest,
+                                      expires_in=expires_in, issued_by="job", key=wait.key,
+                                      token=ctx.attempt)
+    if issued is None:
+        return
+    notify(replace(issued, url=url))
+    ctx.store.callback_handed(ctx.id, issued.id)
 
 
 def _seconds(value: Any, what: str) -> float:

@@ -6,7 +6,7 @@ Reading is scoped like jobs (another project is ``not_found``); setting needs an
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
@@ -15,7 +15,8 @@ from pydantic import Field
 from ..app import Tether
 from ..wire.budgets import ProjectBudgetOut
 from ..wire.problems import Problem
-from .arguments import Flag, Name, PrincipalFor, ProjectLimits
+from ..wire.thresholds import CrossingOut, CrossingsOut
+from .arguments import Flag, JobId, Name, PrincipalFor, ProjectLimits
 from .strict import strict_tool
 
 Project = Annotated[Name, Field(description="the project")]
@@ -44,7 +45,23 @@ def budget_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
                                         replace=True)
         return ProjectBudgetOut.of(project, status)
 
+    def budget_crossings(
+        ctx: Context, project: Project,
+        scope: Annotated[Literal["job", "project"] | None, Field(description=(
+            "only the project's own budget, or only its jobs' budgets"))] = None,
+        job_id: Annotated[JobId | None, Field(description="only this job's budget")] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="most to return")] = 100,
+    ) -> CrossingsOut:
+        if not principal_for(ctx).allows(project):
+            raise Problem(404, "not_found", f"project {project!r} not found")
+        found = app.budget_crossings(project, job_id=job_id, scope=scope, limit=limit)
+        return CrossingsOut(crossings=[CrossingOut.of(c) for c in found])
+
     return [
+        strict_tool(budget_crossings, "tether_budget_crossings", (
+            "Budget thresholds crossed in a project, newest first: its own budget's and its "
+            "jobs'. A threshold (a fraction of a cost, calls or tokens limit) fires once per "
+            "budget and period, when settled use reaches it."), read_only=True),
         strict_tool(get_project_budget, "tether_get_project_budget", (
             "A project's budget: limits, use to date, calls in flight; for a periodic budget "
             "(per day, week or month) also this period's use, start and end (when it resets "

@@ -4,7 +4,9 @@ The REST API's ``POST /jobs/{id}/<action>``, ``PATCH /jobs/{id}/budget`` and
 ``POST /jobs/{id}/fork``, with the same
 scoping (another project's job is ``job_not_found``) and the same ``invalid_transition`` when
 the job's state does not allow the action. Each answers the job as it is afterwards.
-``tether_signal_job`` is ``POST /jobs/{id}/signals/{name}``.
+``tether_signal_job`` is ``POST /jobs/{id}/signals/{name}``; ``tether_make_callback`` and
+``tether_list_callbacks`` are ``POST`` and ``GET /jobs/{id}/callbacks`` (the URL is made under
+``TETHER_PUBLIC_URL``, which the MCP server needs for it: it has no request address).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pydantic import Field
 from ..app import Tether
 from ..records import Job
 from ..wire import idempotency
+from ..wire.callbacks import CallbackList, CallbackOut
 from ..wire.models import ON_CHANGE_HELP, JobOut, OnChange, job_detail
 from .arguments import Flag, JobId, Limits, Name, PrincipalFor
 from .strict import strict_tool
@@ -95,6 +98,21 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
         who = principal_for(ctx)
         return job_detail(app, app.signal(job_id, name, value, projects=who.scope), who.scope)
 
+    def make_callback(
+        ctx: Context, job_id: JobId,
+        expires_in_s: Annotated[float | None, Field(gt=0, le=10 * 365 * 24 * 3600, description=(
+            "seconds until the URL expires (default seven days)"))] = None,
+    ) -> CallbackOut:
+        who = principal_for(ctx)
+        return CallbackOut.of(app.issue_callback(job_id, expires_in=expires_in_s,
+                                                 issued_by=f"token:{who.id}",
+                                                 projects=who.scope))
+
+    def list_callbacks(ctx: Context, job_id: JobId) -> CallbackList:
+        scope = principal_for(ctx).scope
+        return CallbackList(items=[CallbackOut.of(c)
+                                   for c in app.callbacks(job_id, projects=scope)])
+
     def action(name: str) -> Callable[[Context, int], JobOut]:
         def control(ctx: Context, job_id: JobId) -> JobOut:
             method: Callable[..., Job] = getattr(app, name)
@@ -127,6 +145,15 @@ def control_tools(app: Tether, principal_for: PrincipalFor) -> list[Tool]:
             "waiting, waiting_for.kind signal; its prompt and schema say what it asks) runs on "
             "with the value. A signal sent before the job waits is kept and consumed once. "
             "A finished job answers invalid_transition.")),
+        strict_tool(make_callback, "tether_make_callback", (
+            "Make a callback URL for a job waiting for a signal: a single-use link that "
+            "answers the wait without an API token (a plain POST of the value, or a page with "
+            "Approve and Reject), for a person's email or a third-party service. The url is "
+            "in this answer only. invalid_transition unless the job waits for a signal.")),
+        strict_tool(list_callbacks, "tether_list_callbacks", (
+            "A job's callback URLs: who made each, expiry, state (unused, used, expired); "
+            "never the URL itself, which only tether_make_callback's answer holds."),
+            read_only=True),
         strict_tool(set_job_budget, "tether_set_job_budget", (
             "Change a job's budget limits (raise them to clear a budget_exhausted pause). A "
             "job paused because its budget ran out is resumed unless resume is false."),

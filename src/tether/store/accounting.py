@@ -21,12 +21,13 @@ from typing import Any
 from collections.abc import Sequence
 
 from ..core.budget import COUNTER_FIELDS, Budget, BudgetStatus, Counters
+from ..core.thresholds import SETTLED
 from ..core.periods import Window, window
 from ..core.pricing import ModelPrice
 from ..core.usage import Usage
 from ..errors import BudgetExhausted
-from .profiles import Profiles
 from .rows import as_decimal, counters_of, limits_of
+from .thresholds import Thresholds, watches
 from .totals import count_spend
 from .tx import Row, Tx, present
 
@@ -36,7 +37,7 @@ PERIOD_SCOPE = "project_period"
 """Accumulators of a periodic project budget, one per period (key ``project@day:2026-12-03``)."""
 
 
-class Accounting(Profiles):
+class Accounting(Thresholds):
     """Accumulators, open calls of ended attempts, ledger rows; examples and project budgets."""
 
     _budget_deltas = False
@@ -79,18 +80,43 @@ class Accounting(Profiles):
         w = window(now, limits.period, limits.timezone)
         return self._budget(tx, PERIOD_SCOPE, period_key(project["key"], w), now), w
 
-    def _adjust(self, tx: Tx, job: Row, now: float,
-                rows: list[Row] | None = None, **delta: Any) -> None:
+    def _adjust(self, tx: Tx, job: Row, now: float, rows: list[Row] | None = None,
+                attempt: int | None = None, **delta: Any) -> None:
         """Add ``delta`` to every accumulator the job's spend counts in (``_budget_rows``).
         ``rows``: those rows already read and locked in this transaction (and not written
-        since), so they are not read again."""
+        since), so they are not read again. Use settled by attempt ``attempt`` crosses the
+        thresholds of the job's and the project's budget (``store/thresholds.py``)."""
         if rows is None:
             rows = self._budget_rows(tx, job, now)
-        counters = [{name: (as_decimal(row[name]) if name.endswith("_usd") else int(row[name]))
-                     + (0 if row["scope"] == PERIOD_SCOPE and name.startswith("reserved_")
-                        else delta.get(name, 0))
-                     for name in COUNTER_FIELDS} for row in rows]
+        before = [{name: (as_decimal(row[name]) if name.endswith("_usd") else int(row[name]))
+                   for name in COUNTER_FIELDS} for row in rows]
+        counters = [{name: value + (0 if row["scope"] == PERIOD_SCOPE
+                                    and name.startswith("reserved_") else delta.get(name, 0))
+                     for name, value in was.items()} for row, was in zip(rows, before, strict=True)]
         self._write_budget_rows(tx, [(row["scope"], row["key"]) for row in rows], counters, now)
+        if any(delta.get(name) for name in SETTLED):
+            found = [f for watch, was, now_ in zip(self._watches(tx, job, rows, now), before,
+                                                   counters, strict=True)
+                     if watch is not None for f in watch.found(was, now_, job["id"], attempt)]
+            if found:
+                self._record_crossings(tx, found, now)
+
+    def _watches(self, tx: Tx, job: Row, rows: list[Row], now: float) -> list[Any]:
+        """The thresholds to watch on ``rows`` (as ``_budget_rows`` reads them): the job's
+        limits, its ancestors' (read here: a child's rows carry only its own) and its
+        project's, for a periodic budget on the current period's row."""
+        project = next((limits_of(r["limits"]) for r in rows if r["scope"] == "project"),
+                       _NO_LIMITS)
+        w = window(now, project.period, project.timezone) if project.period else None
+        own = str(job["id"])
+        limits = {own: limits_of(job["budget"])}
+        ancestors = [int(r["key"]) for r in rows if r["scope"] == "job" and r["key"] != own]
+        if ancestors:
+            for row in tx.all("ancestor_limits", ids=self._array_param(ancestors)):
+                limits[row["key"]] = limits_of(row["budget"])
+        keyed = [(r["scope"], r["key"], limits.get(r["key"], _NO_LIMITS)
+                  if r["scope"] == "job" else project) for r in rows]
+        return watches(job["project"], keyed, w)
 
     def _write_budget_rows(self, tx: Tx, keys: Sequence[tuple[str, str]],
                            counters: Sequence[dict[str, Any]], now: float) -> None:
@@ -155,7 +181,7 @@ class Accounting(Profiles):
                        error: tuple[str, str] | None = None) -> None:
         """A reservation whose outcome is unknown is spent in full, marked unconfirmed."""
         delta, finish, ledger = self._orphan_rows(tx, job, entry, now, error)
-        self._adjust(tx, job, now, **delta)
+        self._adjust(tx, job, now, attempt=entry["attempt"], **delta)
         tx.run("journal_finish", **finish)
         tx.run("insert_ledger", **ledger)
         count_spend(tx, [ledger])
@@ -219,7 +245,8 @@ class Accounting(Profiles):
             for scope, row, limits in (("job", own, limits_of(job["budget"])),
                                        ("project", project, limits_of(project["limits"]))):
                 have = int(row["examples"])
-                if limits.max_examples is not None and have + n > limits.max_examples:
+                cap = None if limits.soft else limits.max_examples
+                if cap is not None and have + n > cap:
                     raise BudgetExhausted(f"{scope} limit max_examples ({limits.max_examples}) "
                                           f"would be crossed", limit="max_examples", scope=scope)
             self._adjust(tx, job, now, rows, examples=n)

@@ -155,5 +155,6 @@ class Admin(Transitions):
         return {"claims_total": int(counts["claims"]),
                 "lease_expiries_total": int(counts["lease_expiries"]),
                 "budget_pauses_total": int(counts["budget_pauses"]),
+                "budget_thresholds_total": int(counts["budget_thresholds"]),
                 "claim_latency_seconds": {"count": len(latencies), "sum": sum(latencies),
                                           "buckets": buckets}}

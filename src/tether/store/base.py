@@ -29,9 +29,10 @@ from ..core.usage import Usage
 from ..core.waits import WaitSpec
 from ..errors import LeaseLost
 from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
-from ..records import ProviderBatch, Schedule, Wait, WorkerInfo
+from ..records import BudgetCrossing, ProviderBatch, Schedule, Wait, WorkerInfo
 from ..tokens import TokenInfo
 from ..wakeup import Wakeup
+from .callback_rows import CallbackRows
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ class EngineStats(TypedDict):
     claims_total: int
     lease_expiries_total: int
     budget_pauses_total: int
+    budget_thresholds_total: int
     claim_latency_seconds: dict[str, Any]
 
 
@@ -201,7 +203,7 @@ class FinishSignal(Protocol):
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(CallbackRows, Protocol):
     url: str
     group_commit: bool
     """True where a worker's writes should share commits (one writer at a time: SQLite)."""
@@ -285,6 +287,8 @@ class Store(Protocol):
     def project_budget(self, project: str, *, now: float | None = None) -> BudgetStatus: ...
     def set_project_budget(self, project: str, changes: Budget, *,
                            replace: bool = False) -> BudgetStatus: ...
+    def budget_crossings(self, project: str, *, scope: str | None = None,
+                         key: str | None = None, limit: int = 100) -> list[BudgetCrossing]: ...
     def save_profile(self, profile: PriceProfile) -> str: ...
     def get_profile(self, profile_id: str) -> PriceProfile | None: ...
 

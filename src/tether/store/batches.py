@@ -216,7 +216,8 @@ class Batches(Waits, Calls):
             ledger.append(self._ledger_params(
                 job, entry, usage, batch_price, row["price_profile"], cost,
                 confirmed=status is not None, overrun=overrun, now=now))
-        self._adjust(tx, job, now, reserved_usd=-as_decimal(row["reserved_usd"]),
+        self._adjust(tx, job, now, attempt=row["attempt"],
+                     reserved_usd=-as_decimal(row["reserved_usd"]),
                      reserved_calls=-len(items),
                      reserved_input_tokens=-int(row["reserved_input_tokens"]),
                      reserved_output_tokens=-int(row["reserved_output_tokens"]),

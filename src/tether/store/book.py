@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..core.budget import COUNTER_FIELDS, Budget, Counters, Reservation, exceeded_limit
+from ..core.thresholds import SETTLED
 from ..core.periods import local_time
 from ..core.states import JobState
 from ..errors import BudgetExhausted, JobCancelled, JobPaused, LeaseLost, TetherError
@@ -21,6 +22,7 @@ from ..records import JournalEntry
 from .accounting import PERIOD_SCOPE, Accounting, in_period
 from .base import AccountResult, CallReserve, CallSettle
 from .rows import as_decimal, as_seconds, limits_of, to_journal
+from .thresholds import Found, Watch, watches
 from .tx import Row, Tx, present
 
 _NO_LIMITS = Budget()
@@ -39,6 +41,8 @@ class Book:
                  journal: dict[str, Row], now: float, shared: Shared | None = None) -> None:
         self.store, self.tx, self.job_id, self.now = store, tx, job_id, now
         self.job: Row | None = None
+        self.watch: list[tuple[int, Watch]] = []
+        """The accumulators whose thresholds a settlement may cross, by place in ``keys``."""
         if len(rows) >= 2:
             own_key = str(job_id)
             own = next(r for r in rows if r["scope"] == "job" and r["key"] == own_key)
@@ -65,6 +69,11 @@ class Book:
                     shared[key] = (_accumulator(row), _zero())
             self.acc = [shared[key][0] for key in self.keys]
             self.deltas = [shared[key][1] for key in self.keys]
+            each = [*self.limits, self.limits[-1]][:len(self.keys)]  # a period: the project's
+            self.watch = [(i, w) for i, w in enumerate(watches(
+                own["job_project"], [(scope, key, limits) for (scope, key), limits
+                                     in zip(self.keys, each, strict=True)],
+                self.window)) if w is not None]
         self.journal = journal
         self.changed = False
         self.journal_writes: list[tuple[list[Row], list[Row]]] = []
@@ -73,9 +82,12 @@ class Book:
         self._rounds: dict[str, int] = {}
         self.ledger: list[Row] = []
         self.events: list[dict[str, Any]] = []
+        self.crossings: list[Found] = []
         self._first_start: Any = ()
+        self._token: int | None = None
 
     def apply(self, op: CallReserve | CallSettle, token: int) -> AccountResult:
+        self._token = token
         try:
             if isinstance(op, CallReserve):
                 return self._reserve(op, token), None
@@ -147,7 +159,7 @@ class Book:
         hit = (exceeded_limit(job_limits, _counters(self.acc[0]), want)
                if job_limits != _NO_LIMITS else None)
         scope = "job"
-        if hit is None and job_limits.max_duration_s is not None:
+        if hit is None and job_limits.max_duration_s is not None and not job_limits.soft:
             started = self._started()
             if started is not None and self.now - started > job_limits.max_duration_s:
                 hit = "max_duration_s"
@@ -245,12 +257,18 @@ class Book:
         self.journal_writes[n][kind].append(params)
 
     def _add(self, **delta: Any) -> None:
+        watch: list[tuple[Watch, dict[str, Any], dict[str, Any]]] = []
+        if self.watch and any(delta.get(name) for name in SETTLED):
+            watch = [(w, {n: self.acc[i][n] for n in SETTLED}, self.acc[i])
+                     for i, w in self.watch]
         for (scope, _), acc, diff in zip(self.keys, self.acc, self.deltas, strict=True):
             for name, value in delta.items():
                 if scope != PERIOD_SCOPE or not name.startswith("reserved_"):
                     acc[name] += value
                     diff[name] += value
         self.changed = True
+        for w, before, after in watch:
+            self.crossings.extend(w.found(before, after, self.job_id, self._token))
 
 
 def _accumulator(row: Row) -> Row:

@@ -224,12 +224,13 @@ class Calls(Accounting):
         follows in this transaction, so the batch may carry its COMMIT. Accumulators are
         written once each, in (scope, key) order, the lock order of every path."""
         events = [(book.job_id, data) for book in books for data in book.events]
+        crossings = [found for book in books for found in book.crossings]
         rounds = max((len(book.journal_writes) for book in books), default=0)
         changed: Shared = {}
         for book in books:
             if book.changed:
                 changed.update(zip(book.keys, zip(book.acc, book.deltas, strict=True), strict=True))
-        with tx.batch(commit=last and not events):
+        with tx.batch(commit=last and not events and not crossings):
             for n in range(rounds):
                 writes = [book.journal_writes[n] for book in books
                           if n < len(book.journal_writes)]
@@ -249,3 +250,5 @@ class Calls(Accounting):
             count_spend(tx, ledger)
         for job_id, data in events:  # rare (usage above the estimate); each reads its seq
             self._note(tx, job_id, "estimate_overrun", now, data["attempt"], data["event"])
+        if crossings:  # rare too: once per threshold of a budget
+            self._record_crossings(tx, crossings, now)

@@ -8,6 +8,7 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 * ``leases.py``: claim, start, heartbeat (lease renewal), lease expiry
 * ``outcomes.py``: the end of an attempt (``finish``, ``finish_many``)
 * ``waits.py``: waiting for children, timers and signals; waking
+* ``callbacks.py``: callback URLs, made for a signal wait and used once to answer it
 * ``batches.py``: provider batches reserved before the upload, settled after
 * ``calls.py``: a call reserved before it is made, settled after (``account``)
 * ``accounting.py``: accumulators, calls left open, examples, project budgets
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from .admin import Admin
 from .batches import Batches
+from .callbacks import Callbacks
 from .calls import Calls
 from .checkpoints import Checkpoints
 from .control import Control
@@ -41,7 +43,7 @@ from .schedules import Schedules
 from .spend import Spend
 
 
-class SQLStore(Forks, Schedules, Jobs, Leases, Outcomes, Batches, Calls, Journal, Spend,
-               Checkpoints, Control, RateLimits, Admin, Feed, Replays):
+class SQLStore(Forks, Schedules, Jobs, Leases, Outcomes, Batches, Callbacks, Calls, Journal,
+               Spend, Checkpoints, Control, RateLimits, Admin, Feed, Replays):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

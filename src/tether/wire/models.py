@@ -20,11 +20,12 @@ from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
 from .numbers import (COUNT_MAX, INT32, USD_LIMIT, USD_MAX, JsonNumber, MaybeMoney, Money,
                       UnixSeconds, money_text)
 from .signals import WaitingForOut
+from .thresholds import AlertsIn, AlertsOut
 
 
 # --- requests -------------------------------------------------------------------------------------
 
-class BudgetLimits(BaseModel):
+class BudgetLimits(AlertsIn):
     """Budget limits; each is optional (absent means unlimited, or unchanged on PATCH)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -110,7 +111,7 @@ class BudgetUsed(BaseModel):
     examples: int = 0
 
 
-class BudgetLimitsOut(BaseModel):
+class BudgetLimitsOut(AlertsOut):
     max_cost_usd: MaybeMoney = None
     max_calls: int | None = None
     max_input_tokens: int | None = None

@@ -22,6 +22,11 @@ STATUS_BY_CODE: dict[str, int] = {
     "queue_not_found": 404,
     "schedule_not_found": 404,
     "invalid_transition": 409,
+    "callback_refused": 403,
+    "callback_not_found": 404,
+    "callback_used": 410,
+    "callback_expired": 410,
+    "callback_closed": 409,
     "idempotency_conflict": 422,
     "invalid_argument": 422,
     "invalid_call": 422,
@@ -55,7 +60,7 @@ A ``TetherError`` whose code is missing here answers 500."""
 
 TITLES: dict[int, str] = {
     400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found",
-    405: "Method not allowed", 409: "Conflict", 413: "Payload too large",
+    405: "Method not allowed", 409: "Conflict", 410: "Gone", 413: "Payload too large",
     415: "Unsupported media type", 422: "Unprocessable content", 429: "Too many requests",
     500: "Internal server error",
     503: "Service unavailable", 507: "Insufficient storage",

@@ -55,12 +55,18 @@ class WaitingForOut(BaseModel):
         "items_done, items_failed, reserved_usd, settled_usd, standard_usd (the same usage at "
         "the standard price)"))
 
+    callbacks: list[dict[str, Any]] = Field(default_factory=list, description=(
+        "a signal wait's callback URLs (docs/alerts.md, Callback URLs): id, issued_by, "
+        "created_at, expires_at, used_at, state (unused, used, expired); never the URL, "
+        "which only the answer that made it holds"))
+
     @classmethod
     def of(cls, waiting: WaitingFor) -> WaitingForOut:
         return cls(kind=waiting.kind, key=waiting.key, signal=waiting.signal,
                    prompt=waiting.prompt, schema_=waiting.schema, wake_at=waiting.wake_at,
                    children=waiting.children, children_done=waiting.children_done,
-                   since=waiting.since, batch=waiting.batch)
+                   since=waiting.since, batch=waiting.batch,
+                   callbacks=list(waiting.callbacks))
 
 
 class WaitOut(BaseModel):

@@ -17,8 +17,9 @@ import logging
 import threading
 import time
 from typing import Any, Protocol
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from ..core.callbacks import Callback
 from ..core.combining import Combiner
 from ..core.pricing import ModelPrice
 from ..core.states import JobState
@@ -285,6 +286,17 @@ class CommittingStore(WorkerStore):
 
     def get_wait(self, job_id: int, key: str) -> Wait | None:
         return self._store.get_wait(job_id, key)
+
+    def issue_callback(self, job_id: int, *, id: str, token_hash: str, expires_in: float,
+                       issued_by: str, key: str | None = None, token: int | None = None,
+                       projects: Iterable[str] | None = None,
+                       now: float | None = None) -> Callback | None:
+        return self._store.issue_callback(job_id, id=id, token_hash=token_hash,
+                                          expires_in=expires_in, issued_by=issued_by, key=key,
+                                          token=token, projects=projects, now=now)
+
+    def callback_handed(self, job_id: int, id: str, *, now: float | None = None) -> None:
+        self._store.callback_handed(job_id, id, now=now)
 
     def wait_results(self, job_id: int, key: str, *, after: int = 0,
                      limit: int = 1000) -> list[dict[str, Any]]:

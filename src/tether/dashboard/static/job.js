@@ -120,10 +120,29 @@
     if (limits.max_examples) {
       rows.push(T.el("p", { class: "muted small" }, "Examples: " + T.fmt.int((job.budget.used || {}).examples) + " of " + T.fmt.int(limits.max_examples)));
     }
+    if ((limits.thresholds && limits.thresholds.length) || limits.soft) {
+      rows.push(T.el("p", { class: "muted small", id: "job-alerts" }, "Alerts at " +
+        ((limits.thresholds || []).map(percent).join(", ") || "no thresholds") + " of each limit" +
+        (limits.soft ? " · soft: its limits never pause the job" : "")));
+    }
+    const crossed = view.events.filter((ev) => ev.kind === "budget_threshold" && ev.data);
+    if (crossed.length) {
+      rows.push(T.el("ul", { class: "small", id: "job-crossings" }, crossed.map((ev) => {
+        const d = ev.data;
+        const whose = d.scope === "project" ? "project " + d.project : (String(d.budget) === String(job.id) ? "this job" : "job #" + d.budget);
+        return T.el("li", { class: "crossing", dataset: { threshold: String(d.threshold), scope: d.scope } },
+          percent(d.threshold) + " of " + whose + "'s " + d.metric + " limit reached: " + d.used + " of " + d.limit +
+          (d.period_start ? " this period" : "") + " · " + T.fmt.time(ev.at));
+      })));
+    }
     if (rows.length) rows.push(T.el("div", { class: "legend small muted" },
       T.el("span", { class: "swatch swatch-spent" }), "spent ",
       T.el("span", { class: "swatch swatch-reserved" }), "reserved for calls in flight"));
     T.fill($("job-budget"), rows.length ? rows : T.el("p", { class: "muted" }, "No budget limits and nothing spent."));
+  }
+
+  function percent(fraction) {
+    return Math.round(Number(fraction) * 1000) / 10 + "%";
   }
 
   /* ---- stages and checkpoints -------------------------------------------------------- */
@@ -332,9 +351,16 @@
       return T.el("label", { class: "field" }, T.el("span", { class: "field-label" }, label), inputs[key],
         T.el("span", { class: "field-hint" }, "used " + m.fmt(m.spent + m.reserved)));
     });
+    const alertsBefore = (limits.thresholds || []).map((t) => Math.round(t * 1000) / 10).join(", ");
+    const thresholds = T.el("input", { class: "input", type: "text", id: "budget-thresholds", value: alertsBefore, placeholder: "e.g. 50, 80, 100" });
+    const soft = T.el("input", { type: "checkbox", id: "budget-soft" });
+    soft.checked = Boolean(limits.soft);
+    fields.push(T.el("label", { class: "field" }, T.el("span", { class: "field-label" }, "Alert at (% of each limit)"), thresholds,
+      T.el("span", { class: "field-hint" }, "each fires once, when settled use reaches it")));
     const budgetPaused = job.state === "paused" && job.error_code === "budget_exhausted";
     const resume = T.el("input", { type: "checkbox", id: "budget-resume" });
-    const extra = [T.el("div", { class: "form-grid" }, fields)];
+    const extra = [T.el("div", { class: "form-grid" }, fields),
+      T.el("label", { class: "check" }, soft, T.el("span", {}, "Soft budget: alert only, never pause the job"))];
     if (job.state === "paused" && !budgetPaused) {
       extra.push(T.el("label", { class: "check" }, resume, T.el("span", {}, "Also resume the job after saving")));
     }
@@ -354,6 +380,13 @@
           if (!(Number(raw) >= 0)) throw new Error("Limits must be non-negative numbers.");
           changes[key] = key === "max_cost_usd" ? raw : parseInt(raw, 10);
         }
+        const alerts = thresholds.value.trim();
+        if (alerts !== alertsBefore) {
+          const parts = alerts ? alerts.split(",").map((x) => Number(x.trim().replace(/%$/, ""))) : [];
+          if (parts.some((x) => !(x > 0 && x <= 1000))) throw new Error("Alert thresholds are percentages above 0, e.g. 50, 80, 100.");
+          changes.thresholds = parts.map((x) => x / 100);
+        }
+        if (soft.checked !== Boolean(limits.soft)) changes.soft = soft.checked;
         if (!Object.keys(changes).length) throw new Error("Nothing changed.");
         const saved = await T.api("PATCH", base + "/budget", { body: changes });
         if (resume.checked && saved && saved.state === "paused") await T.api("POST", base + "/resume");

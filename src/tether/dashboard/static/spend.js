@@ -199,6 +199,28 @@
       T.el("td", { class: "num" }, leftText(left)));
   }
 
+  /** Each project whose budget has thresholds: the thresholds its own budget crossed. */
+  async function drawAlerts(budgets) {
+    const watched = budgets.filter((b) => b.limits.thresholds && b.limits.thresholds.length);
+    $("alerts-card").hidden = !watched.length;
+    const rows = [];
+    for (const b of watched) {
+      const at = b.limits.thresholds.map((t) => Math.round(t * 1000) / 10 + "%").join(", ") + (b.limits.soft ? " (soft)" : "");
+      const found = await T.api("GET", "/projects/" + encodeURIComponent(b.project) + "/budget/crossings", { query: { scope: "project", limit: 20 } });
+      if (!found.crossings.length) rows.push(T.el("tr", { dataset: { project: b.project } }, T.el("td", { class: "mono" }, b.project), T.el("td", {}, at), T.el("td", { class: "muted", colspan: "6" }, "none crossed yet")));
+      for (const c of found.crossings) {
+        rows.push(T.el("tr", { class: "crossing", dataset: { project: b.project, threshold: String(c.threshold) } },
+          T.el("td", { class: "mono" }, b.project), T.el("td", {}, at),
+          T.el("td", {}, Math.round(c.threshold * 1000) / 10 + "% of " + c.metric),
+          T.el("td", { class: "num" }, c.metric === "cost" ? T.fmt.usd(c.used) : T.fmt.int(c.used)),
+          T.el("td", { class: "num" }, c.metric === "cost" ? T.fmt.usd(c.limit) : T.fmt.int(c.limit)),
+          T.el("td", {}, c.period || "all time"), T.el("td", {}, T.fmt.time(c.crossed_at)),
+          T.el("td", {}, T.el("a", { href: "/jobs/" + c.job_id }, "#" + c.job_id))));
+      }
+    }
+    T.fill($("alerts-body"), rows);
+  }
+
   function spendRow(r) {
     return T.el("tr", {},
       T.el("td", { class: "mono" }, r.project), T.el("td", { class: "mono" }, r.model),
@@ -235,6 +257,7 @@
     $("burn-table").hidden = !burn.length;
     T.fill($("burn-body"), burn.map(budgetRow));
     await drawPeriods(report.budgets, n);
+    await drawAlerts(report.budgets);
     T.fill($("spend-body"), report.rows.length ? report.rows.map(spendRow)
       : T.emptyRow(7, "No calls in this window."));
   }

@@ -43,11 +43,39 @@
     $("waiting-schema").hidden = !hasSchema;
     $("waiting-schema").textContent = hasSchema ? "Expected value: " + JSON.stringify(w.schema, null, 2) : "";
     $("answer-form").hidden = w.kind !== "signal";
+    renderCallbacks(w);
     const key = job.id + "|" + w.key;
     if (waitKey !== key) {
       waitKey = key;
       $("answer-value").value = "";
+      $("callback-made").hidden = true;
+      $("callback-url").value = "";
     }
+  }
+
+  /** A signal wait's callback links: each one's state and expiry, never its URL (only the
+   *  answer that makes one holds it; it is shown once below the list). */
+  function renderCallbacks(w) {
+    $("callbacks").hidden = w.kind !== "signal";
+    const list = w.kind === "signal" ? (w.callbacks || []) : [];
+    $("callbacks-none").hidden = list.length > 0;
+    T.fill($("callback-list"), list.map((c) => T.el("li", { "data-callback-id": c.id, "data-state": c.state },
+      T.el("span", { class: "mono" }, c.id), " " + c.state + ", expires " + T.fmt.time(c.expires_at) +
+      (c.used_at ? ", used " + T.fmt.time(c.used_at) : "") + ", made by " + c.issued_by)));
+  }
+
+  async function makeCallback() {
+    const page = T.jobPage;
+    try {
+      const made = await T.api("POST", base + "/callbacks", { body: {} });
+      $("callback-url").value = made.url;
+      $("callback-made").hidden = false;
+      $("callback-url").select();
+      T.flash("Made callback link " + made.id + ": copy it now, it is shown once.");
+    } catch (err) {
+      T.flash("Could not make a callback link: " + err.message, "error");
+    }
+    if (page) page.refresh();
   }
 
   /** The value field: empty is null, JSON is parsed, anything else is sent as text. */
@@ -82,6 +110,7 @@
   $("answer-approve").addEventListener("click", () => answer(true));
   $("answer-reject").addEventListener("click", () => answer(false));
   $("answer-form").addEventListener("submit", (ev) => ev.preventDefault());
+  $("callback-make").addEventListener("click", makeCallback);
 
   T.renderWaiting = renderWaiting;
 })();

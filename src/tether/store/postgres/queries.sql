@@ -723,9 +723,6 @@ ON CONFLICT (id) DO NOTHING;
 -- name: get_profile
 SELECT * FROM price_profiles WHERE id = %(id)s;
 
--- name: ledger_row
-SELECT * FROM cost_ledger WHERE id = %(id)s;
-
 -- ---- shared rate limits ----------------------------------------------------------------------
 
 -- name: rate_lock
@@ -766,7 +763,8 @@ ON CONFLICT (job_id, key) DO NOTHING;
 -- name: engine_counts
 SELECT coalesce(sum(n) FILTER (WHERE name = 'claims'), 0) AS claims,
        coalesce(sum(n) FILTER (WHERE name = 'lease_expiries'), 0) AS lease_expiries,
-       coalesce(sum(n) FILTER (WHERE name = 'budget_pauses'), 0) AS budget_pauses
+       coalesce(sum(n) FILTER (WHERE name = 'budget_pauses'), 0) AS budget_pauses,
+       coalesce(sum(n) FILTER (WHERE name = 'budget_thresholds'), 0) AS budget_thresholds
 FROM engine_counters;
 
 -- Prune's last step forgets the workers gone before the cutoff: stopped then, or silent since
@@ -982,6 +980,39 @@ FOR UPDATE;
 
 -- name: signal_consume
 UPDATE job_signals SET consumed_at = %(now)s, consumed_by = %(key)s WHERE id = %(id)s;
+
+-- --- callback URLs (store/callbacks.py) -----------------------------------------------------
+
+-- name: callback_insert
+INSERT INTO wait_callbacks (id, job_id, wait_key, signal, token_hash, issued_by, created_at,
+                            expires_at)
+VALUES (%(id)s, %(job_id)s, %(key)s, %(signal)s, %(token_hash)s, %(issued_by)s, %(now)s,
+        %(expires_at)s);
+
+-- name: callback_get
+SELECT * FROM wait_callbacks WHERE id = %(id)s;
+
+-- name: callbacks_of
+SELECT * FROM wait_callbacks WHERE job_id = %(job_id)s ORDER BY created_at, id;
+
+-- name: callbacks_of_wait
+SELECT * FROM wait_callbacks WHERE job_id = %(job_id)s AND wait_key = %(key)s
+ORDER BY created_at, id;
+
+-- name: callback_handed_exists
+SELECT 1 AS handed FROM wait_callbacks
+WHERE job_id = %(job_id)s AND wait_key = %(key)s AND issued_by = 'job' AND handed_at IS NOT NULL
+LIMIT 1;
+
+-- name: callback_handed
+UPDATE wait_callbacks SET handed_at = %(now)s WHERE id = %(id)s AND job_id = %(job_id)s;
+
+-- name: callback_answered
+SELECT 1 AS answered FROM wait_callbacks
+WHERE job_id = %(job_id)s AND wait_key = %(key)s AND used_at IS NOT NULL LIMIT 1;
+
+-- name: callback_use
+UPDATE wait_callbacks SET used_at = %(now)s WHERE id = %(id)s AND used_at IS NULL;
 
 -- name: live_children
 SELECT * FROM jobs
@@ -1230,3 +1261,25 @@ SELECT EXISTS (SELECT 1 FROM call_journal WHERE job_id = %(job_id)s
                AND (attempt < %(attempt)s OR reused_from IS NOT NULL))
     OR EXISTS (SELECT 1 FROM job_waits WHERE job_id = %(job_id)s AND attempt < %(attempt)s)
     AS progressed;
+
+-- ---- budget thresholds (store/thresholds.py) ---------------------------------------------
+-- A crossing, once: a row only when no other transaction recorded this threshold of this
+-- budget, limit value and period (the primary key), and then it is returned.
+-- name: insert_crossing
+INSERT INTO budget_crossings (scope, key, limit_name, threshold, limit_value, period, project,
+                              metric, used, period_start, job_id, crossed_at)
+VALUES (%(scope)s, %(key)s, %(limit_name)s, %(threshold)s, %(limit_value)s, %(period)s, %(project)s, %(metric)s, %(used)s, %(period_start)s, %(job_id)s, %(now)s)
+ON CONFLICT DO NOTHING
+RETURNING scope;
+
+-- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
+-- The limits of a child's ancestors, whose thresholds an orphan's settlement may cross.
+-- name: ancestor_limits
+SELECT id::text AS key, budget FROM jobs WHERE id = ANY(%(ids)s);
+
+-- name: budget_crossings
+SELECT * FROM budget_crossings
+WHERE project = %(project)s AND (%(scope)s::text IS NULL OR scope = %(scope)s::text)
+  AND (%(key)s::text IS NULL OR key = %(key)s::text)
+ORDER BY crossed_at DESC, key, limit_name, threshold
+LIMIT %(limit)s;

@@ -590,9 +590,6 @@ ON CONFLICT (id) DO NOTHING;
 -- name: get_profile
 SELECT * FROM price_profiles WHERE id = :id;
 
--- name: ledger_row
-SELECT * FROM cost_ledger WHERE id = :id;
-
 -- ---- shared rate limits ----------------------------------------------------------------------
 
 -- name: rate_lock
@@ -632,7 +629,8 @@ ON CONFLICT (job_id, key) DO NOTHING;
 -- name: engine_counts
 SELECT coalesce(sum(CASE WHEN name = 'claims' THEN n END), 0) AS claims,
        coalesce(sum(CASE WHEN name = 'lease_expiries' THEN n END), 0) AS lease_expiries,
-       coalesce(sum(CASE WHEN name = 'budget_pauses' THEN n END), 0) AS budget_pauses
+       coalesce(sum(CASE WHEN name = 'budget_pauses' THEN n END), 0) AS budget_pauses,
+       coalesce(sum(CASE WHEN name = 'budget_thresholds' THEN n END), 0) AS budget_thresholds
 FROM engine_counters;
 
 -- Prune's last step forgets the workers gone before the cutoff: stopped then, or silent since
@@ -814,6 +812,38 @@ WHERE job_id = :job_id AND name = :name AND consumed_at IS NULL ORDER BY id LIMI
 
 -- name: signal_consume
 UPDATE job_signals SET consumed_at = :now, consumed_by = :key WHERE id = :id;
+
+-- --- callback URLs (store/callbacks.py) -----------------------------------------------------
+
+-- name: callback_insert
+INSERT INTO wait_callbacks (id, job_id, wait_key, signal, token_hash, issued_by, created_at,
+                            expires_at)
+VALUES (:id, :job_id, :key, :signal, :token_hash, :issued_by, :now, :expires_at);
+
+-- name: callback_get
+SELECT * FROM wait_callbacks WHERE id = :id;
+
+-- name: callbacks_of
+SELECT * FROM wait_callbacks WHERE job_id = :job_id ORDER BY created_at, id;
+
+-- name: callbacks_of_wait
+SELECT * FROM wait_callbacks WHERE job_id = :job_id AND wait_key = :key
+ORDER BY created_at, id;
+
+-- name: callback_handed_exists
+SELECT 1 AS handed FROM wait_callbacks
+WHERE job_id = :job_id AND wait_key = :key AND issued_by = 'job' AND handed_at IS NOT NULL
+LIMIT 1;
+
+-- name: callback_handed
+UPDATE wait_callbacks SET handed_at = :now WHERE id = :id AND job_id = :job_id;
+
+-- name: callback_answered
+SELECT 1 AS answered FROM wait_callbacks
+WHERE job_id = :job_id AND wait_key = :key AND used_at IS NOT NULL LIMIT 1;
+
+-- name: callback_use
+UPDATE wait_callbacks SET used_at = :now WHERE id = :id AND used_at IS NULL;
 
 -- name: live_children
 SELECT * FROM jobs
@@ -1048,3 +1078,25 @@ SELECT EXISTS (SELECT 1 FROM call_journal WHERE job_id = :job_id
                AND (attempt < :attempt OR reused_from IS NOT NULL))
     OR EXISTS (SELECT 1 FROM job_waits WHERE job_id = :job_id AND attempt < :attempt)
     AS progressed;
+
+-- ---- budget thresholds (store/thresholds.py) ---------------------------------------------
+-- A crossing, once: a row only when no other transaction recorded this threshold of this
+-- budget, limit value and period (the primary key), and then it is returned.
+-- name: insert_crossing
+INSERT INTO budget_crossings (scope, key, limit_name, threshold, limit_value, period, project,
+                              metric, used, period_start, job_id, crossed_at)
+VALUES (:scope, :key, :limit_name, :threshold, :limit_value, :period, :project, :metric, :used, :period_start, :job_id, :now)
+ON CONFLICT DO NOTHING
+RETURNING scope;
+
+-- A project's crossings, newest first: its own budget's and its jobs' (scope, key narrow it).
+-- The limits of a child's ancestors, whose thresholds an orphan's settlement may cross.
+-- name: ancestor_limits
+SELECT CAST(id AS TEXT) AS key, budget FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: budget_crossings
+SELECT * FROM budget_crossings
+WHERE project = :project AND (:scope IS NULL OR scope = :scope) AND (:key IS NULL OR key = :key)
+ORDER BY crossed_at DESC, key, limit_name, threshold
+LIMIT :limit;
