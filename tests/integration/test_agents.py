@@ -81,6 +81,8 @@ def test_each_model_request_is_one_journaled_budgeted_call(agent_app, server, tm
     assert limits == {500}, "every request carries the output limit its reservation assumed"
     journal = agent_app.journal(job.id)
     assert all(e.status == "done" and e.reserved_usd >= e.cost_usd for e in journal)
+    assert {e.stage for e in journal} == {None}, "recorded in the job's stage, not a tool's"
+    assert done.stage is None
     assert done.budget.used.spent_usd == 4 * PER_REQUEST
     assert done.budget.used.reserved_usd == 0
     stages = [c.stage for c in agent_app.checkpoints(job.id)]

@@ -115,9 +115,12 @@ class AgentRun:
         """``run()`` (the tool's call) as a checkpointed stage; its result must be JSON.
 
         The stage is the job's (``ctx.stage``, synchronous: it runs on a thread while the
-        tool's coroutine runs on this loop)."""
+        tool's coroutine runs on this loop). A stage that ran names itself the job's current
+        stage; the stage the job was in is set back after it, so the model requests that
+        follow are recorded in that stage, not in the tool's."""
         stage = f"{self.key}/tool/{self._requests}/{name}/{call_id}"
         loop = asyncio.get_running_loop()
+        before = self.ctx.job_stage
 
         async def running() -> Any:
             return await run()
@@ -125,4 +128,7 @@ class AgentRun:
         def body() -> Any:
             return asyncio.run_coroutine_threadsafe(running(), loop).result()
 
-        return await asyncio.to_thread(self.ctx.stage, stage, body)
+        result = await asyncio.to_thread(self.ctx.stage, stage, body)
+        if self.ctx.job_stage != before:
+            await asyncio.to_thread(self.ctx.set_stage, before)
+        return result
