@@ -11,6 +11,11 @@ durations such as ``1.25s``) on its endpoints, Anthropic's ``anthropic-ratelimit
 RFC 3339 times) on ``/v1/messages``. A call over the limit is refused 429 with those headers and
 ``Retry-After``; ``server.admitted`` holds the times of the calls let through, ``server.refused``
 counts the refusals.
+Agents: a chat completion (or a Responses API request) whose messages hold ``AGENT:<n>`` plays
+a model that calls a tool ``n`` times, then answers (``tests/agent_replies.py``); each such
+request is recorded as ``agent-<k>``, ``k`` the tool results it was sent, so a test reads the
+bill step by step, and its body in ``server.asked``. Such a chat completion asked with
+``stream`` is answered as server-sent events; ``server.hold`` keeps one in flight.
 
 Batches: OpenAI's files and ``/v1/batches`` and Anthropic's ``/v1/messages/batches`` endpoints.
 A batch stays in progress until the test calls ``server.finish(batch_id)`` (optionally with
@@ -28,6 +33,8 @@ import time
 from datetime import UTC, datetime
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.agent_replies import agent_chat, agent_response, chunks
 
 
 def _mode(body: dict) -> str:
@@ -299,6 +306,26 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         body = json.loads(raw or b"{}")
         mode = _mode(body)
+        steps = re.search(r"AGENT:(\d+)", json.dumps(body.get("messages")
+                                                      or body.get("input") or ""))
+        if steps and mode not in ERRORS and self.path.endswith("/responses"):
+            answer = agent_response(body, int(steps.group(1)), _openai_responses(body))
+            self.server.requests.append((self.path, f"agent-{answer['id'][5:]}"))
+            self.server.asked.append(body)
+            return self._send(200, answer)
+        if steps and mode not in ERRORS and self.path.endswith("/chat/completions"):
+            answer = agent_chat(body, int(steps.group(1)), _openai_chat(body))
+            done = sum(1 for m in body["messages"] if m.get("role") == "tool")
+            self.server.requests.append((self.path, f"agent-{done}"))
+            self.server.asked.append(body)
+            gate = self.server.held.pop(f"agent-{done}", None)
+            if gate is not None:  # in flight until the test lets it go (or kills the caller)
+                gate.wait(60)
+            if body.get("stream"):
+                self.server.streams.append(f"agent-{done}")
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return self._send(200, chunks(answer, usage), "text/event-stream")
+            return self._send(200, answer)
         self.server.requests.append((self.path, mode))
         if mode in ERRORS:
             status, headers, payload = ERRORS[mode]
@@ -384,6 +411,9 @@ class FakeProviderServer:
         self.httpd.batches = {}
         self.httpd.files = {}
         self.httpd.uploads = []
+        self.httpd.streams = []
+        self.httpd.asked = []
+        self.httpd.held = {}
         self.httpd.lock = threading.Lock()
         self.httpd.url = self.url
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -397,6 +427,22 @@ class FakeProviderServer:
     @property
     def requests(self) -> list:
         return self.httpd.requests
+
+    def hold(self, request: str) -> threading.Event:
+        """Keep the next agent request ``request`` (``agent-<k>``) in flight, recorded but
+        unanswered, until the returned event is set."""
+        gate = self.httpd.held[request] = threading.Event()
+        return gate
+
+    @property
+    def asked(self) -> list:
+        """The bodies of the agent requests, in order."""
+        return self.httpd.asked
+
+    @property
+    def streams(self) -> list:
+        """The agent requests answered as a stream (``agent-<k>``), in order."""
+        return self.httpd.streams
 
     @property
     def admitted(self) -> list[float]:
