@@ -11,11 +11,14 @@
    every item at the batch price and wakes the job in one transaction.
 4. The replay returns the recorded answers; a recorded batch is never uploaded again.
 
-Crash windows: after the reservation, before the id was committed, the replay asks the
-provider for a batch carrying the batch's ``tether_key`` (``adapter.find``) and reattaches to
-it; found nothing, it uploads (the provider never had it). A provider that cannot be asked
-(``adapter.reattach`` false) gets no second upload: the reservation is spent, unconfirmed,
-and every item comes back a ``BatchFailure`` with code ``unconfirmed``.
+Crash windows: the batch is marked ``uploading`` (committed) just before its upload. A
+replay that finds it unmarked uploads it (it was never sent). Marked, the id not committed,
+the replay asks the provider for a batch carrying the batch's ``tether_key``
+(``adapter.find``) and reattaches to it; found nothing, it uploads (the provider never had
+it). A provider that cannot be asked (``adapter.reattach`` false) gets no second upload: the
+reservation is spent, unconfirmed, and every item comes back a ``BatchFailure`` with code
+``unconfirmed``. A job cancelled with an unmarked batch gets its reservation back in the
+cancel; a marked one whose job ended is settled by the sweep (``worker/batch_poller.py``).
 """
 
 from __future__ import annotations
@@ -158,7 +161,7 @@ def _upload(ctx: RunningJob, record: ProviderBatch,
     it committed the provider's id."""
     adapter = ctx.app.batch_adapter(adapter_name(record.provider, record.key))
     remote = None
-    if record.attempt != ctx.attempt:  # an earlier attempt reserved it and may have sent it
+    if record.remote_status is not None:  # an earlier attempt began its upload
         if not adapter.reattach:
             return ctx.store.batch_unconfirmed(
                 ctx.id, ctx.attempt, record.key,
@@ -167,6 +170,8 @@ def _upload(ctx: RunningJob, record: ProviderBatch,
         remote = adapter.find(record.tether_key)
     if remote is None:
         ctx.check()
+        if record.remote_status is None:
+            ctx.store.batch_uploading(ctx.id, ctx.attempt, record.key)
         try:
             remote = adapter.submit(tether_key=record.tether_key, model=record.model,
                                     requests={i["key"]: requests[i["key"]]

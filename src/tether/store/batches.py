@@ -5,6 +5,9 @@
   reservations and records the batch (items, request hashes, the batch price) as
   ``submitting``. A batch that would cross a limit raises ``BudgetExhausted`` and nothing is
   recorded: nothing may be uploaded.
+* ``batch_uploading``: the mark, committed just before the upload, that the batch may be at
+  the provider; an unmarked batch of a cancelled job is released in the cancel
+  (``_job_cancelled``), a marked one of an ended job by the sweep (``orphaned_batches``).
 * ``batch_submitted``: the provider's batch id, committed as soon as it is known.
 * ``claim_due_batches`` / ``batch_polled``: the sweep's polls, with backoff.
 * ``settle_batch``: one transaction writes a ledger row per billed item at the batch price,
@@ -23,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from ..core.batches import CLAIM_S, ItemResult, RemoteStatus, next_poll
 from ..core.budget import Reservation
 from ..core.pricing import ModelPrice, PriceProfile
-from ..core.states import JobState
+from ..core.states import TERMINAL, JobState
 from ..core.usage import Usage
 from ..records import ProviderBatch
 from .calls import Calls
@@ -36,8 +39,9 @@ _D0 = Decimal(0)
 
 
 class Batches(Waits, Calls):
-    """``reserve_batch``, ``batch_submitted``, ``batch_unconfirmed``, ``get_batch``,
-    ``batches``, ``claim_due_batches``, ``batch_polled``, ``settle_batch``."""
+    """``reserve_batch``, ``batch_uploading``, ``batch_submitted``, ``batch_refused``,
+    ``batch_unconfirmed``, ``orphaned_batches``, ``get_batch``, ``batches``,
+    ``claim_due_batches``, ``batch_polled``, ``settle_batch``."""
 
     def get_batch(self, job_id: int, key: str) -> ProviderBatch | None:
         with self._read() as tx:
@@ -91,14 +95,16 @@ class Batches(Waits, Calls):
             self._write_book(tx, book, at)
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
-    def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
+    def batch_submitted(self, job_id: int, token: int | None, key: str, remote_id: str, *,
                         first_poll_s: float | None = None,
                         now: float | None = None) -> ProviderBatch:
         """Commit the provider's id of an uploaded batch; its polls start, the first after
-        ``first_poll_s`` (default ``core.batches.POLL_FIRST_S``)."""
+        ``first_poll_s`` (default ``core.batches.POLL_FIRST_S``). ``token`` None: the sweep
+        found the upload of an ended job's batch (``_owner``)."""
         with self._write() as tx:
             at = self._now(tx, now)
-            self._held(tx, job_id, token)
+            if self._owner(tx, job_id, token) is None:
+                return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
             tx.run("batch_submitted", job_id=job_id, key=key, remote_id=remote_id,
                    wake_at=at + first_poll_s if first_poll_s is not None
                    else next_poll(0, at), now=at)
@@ -106,33 +112,70 @@ class Batches(Waits, Calls):
                        {"key": key, "remote_id": remote_id})
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
-    def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
-                      now: float | None = None) -> None:
-        """Forget a batch the provider provably refused to take (its upload failed with an
-        answer): its reservation is released and nothing of it stays, so the job's retry
-        reserves and uploads it anew."""
-        with self._write() as tx:
-            at = self._now(tx, now)
-            job = self._held(tx, job_id, token)
-            row = tx.one("batch_get", job_id=job_id, key=key)
-            if row is None or row["status"] != "submitting":
-                return
-            self._adjust(tx, job, at, reserved_usd=-as_decimal(row["reserved_usd"]),
-                         reserved_calls=-int(row["items_total"]),
-                         reserved_input_tokens=-int(row["reserved_input_tokens"]),
-                         reserved_output_tokens=-int(row["reserved_output_tokens"]))
-            tx.run("batch_delete_unsent", job_id=job_id, key=key)
-            self._note(tx, job_id, "batch_refused", at, token,
-                       {"key": key, "error_code": error_code})
-
-    def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
-                          now: float | None = None) -> ProviderBatch:
-        """Spend a batch's whole reservation, unconfirmed: its upload may have reached a
-        provider that offers no way to find it again."""
+    def batch_uploading(self, job_id: int, token: int, key: str, *,
+                        now: float | None = None) -> None:
+        """Mark a reserved batch as on its way to the provider, just before its upload: until
+        then it provably was never sent, so a cancel releases its reservation at once and a
+        replay uploads it without asking the provider."""
         with self._write() as tx:
             at = self._now(tx, now)
             self._held(tx, job_id, token)
-            self._settle(tx, job_id, key, None, {}, at, error=reason)
+            tx.run("batch_uploading", job_id=job_id, key=key, now=at)
+
+    def batch_refused(self, job_id: int, token: int | None, key: str, error_code: str, *,
+                      now: float | None = None) -> bool:
+        """Forget a batch the provider provably does not have (its upload failed with an
+        answer, or it was never sent): its reservation is released and nothing of it stays,
+        so a replay reserves and uploads it anew. ``token`` None: the sweep, for a job that
+        ended (``orphaned_batches``). False: nothing was released."""
+        with self._write() as tx:
+            at = self._now(tx, now)
+            job = self._owner(tx, job_id, token)
+            row = tx.one("batch_get", job_id=job_id, key=key)
+            if job is None or row is None or row["status"] != "submitting":
+                return False
+            self._release(tx, job, row, at, error_code)
+            return True
+
+    def orphaned_batches(self, *, limit: int = 20) -> list[ProviderBatch]:
+        """Batches reserved and not known to be at the provider whose jobs ended (a crash
+        or a failed upload before the job failed or was cancelled): no replay will come to
+        settle them, so the sweep does (``worker/batch_poller.py``)."""
+        with self._read() as tx:
+            return [to_batch(r) for r in tx.all("batches_orphaned", limit=limit)]
+
+    def _owner(self, tx: Tx, job_id: int, token: int | None) -> Row | None:
+        """The job, locked: under the lease ``token``, or (``token`` None: the sweep) only
+        while it is ended, so no attempt of it can be at the batch."""
+        if token is not None:
+            return self._held(tx, job_id, token)
+        job = tx.one("lock_job", id=job_id)
+        return job if job is not None and JobState(job["state"]) in TERMINAL else None
+
+    def _release(self, tx: Tx, job: Row, row: Row, at: float, reason: str) -> None:
+        self._adjust(tx, job, at, reserved_usd=-as_decimal(row["reserved_usd"]),
+                     reserved_calls=-int(row["items_total"]),
+                     reserved_input_tokens=-int(row["reserved_input_tokens"]),
+                     reserved_output_tokens=-int(row["reserved_output_tokens"]))
+        tx.run("batch_delete_unsent", job_id=job["id"], key=row["key"])
+        self._note(tx, job["id"], "batch_released", at, None,
+                   {"key": row["key"], "reason": reason,
+                    "released_usd": str(as_decimal(row["reserved_usd"]))})
+
+    def _job_cancelled(self, tx: Tx, job: Row, now: float) -> None:
+        """A cancelled job's batches that were never sent give their reservations back in
+        the cancel's transaction (one that may have been sent waits for the sweep)."""
+        for row in tx.all("batches_unsent", job_id=job["id"]):
+            self._release(tx, job, row, now, "cancelled")
+
+    def batch_unconfirmed(self, job_id: int, token: int | None, key: str, reason: str, *,
+                          now: float | None = None) -> ProviderBatch:
+        """Spend a batch's whole reservation, unconfirmed: its upload may have reached a
+        provider that offers no way to find it again (``token`` None: as ``batch_submitted``)."""
+        with self._write() as tx:
+            at = self._now(tx, now)
+            if self._owner(tx, job_id, token) is not None:
+                self._settle(tx, job_id, key, None, {}, at, error=reason)
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
     def claim_due_batches(self, *, now: float | None = None,

@@ -1209,6 +1209,22 @@ UPDATE provider_batches SET status = %(status)s, remote_status = %(remote_status
     next_poll_at = NULL, settled_at = %(now)s, updated_at = %(now)s
 WHERE job_id = %(job_id)s AND key = %(key)s AND status IN ('submitting', 'submitted');
 
+-- name: batch_uploading
+UPDATE provider_batches SET remote_status = 'uploading', updated_at = %(now)s
+WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitting';
+
+-- name: batches_unsent
+-- A job's batches reserved and never sent (unmarked: store/batches.py ``batch_uploading``).
+SELECT * FROM provider_batches
+WHERE job_id = %(job_id)s AND status = 'submitting' AND remote_status IS NULL;
+
+-- name: batches_orphaned
+-- Batches reserved, not known to be at the provider, whose jobs ended: no replay will settle
+-- them (the sweep does, worker/batch_poller.py).
+SELECT b.* FROM provider_batches b JOIN jobs j ON j.id = b.job_id
+WHERE b.status = 'submitting' AND j.state IN ('succeeded', 'failed', 'cancelled')
+ORDER BY b.created_at LIMIT %(limit)s;
+
 -- name: batch_delete_unsent
 DELETE FROM provider_batches
 WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitting';

@@ -1027,6 +1027,22 @@ UPDATE provider_batches SET status = :status, remote_status = :remote_status,
     next_poll_at = NULL, settled_at = :now, updated_at = :now
 WHERE job_id = :job_id AND key = :key AND status IN ('submitting', 'submitted');
 
+-- name: batch_uploading
+UPDATE provider_batches SET remote_status = 'uploading', updated_at = :now
+WHERE job_id = :job_id AND key = :key AND status = 'submitting';
+
+-- name: batches_unsent
+-- A job's batches reserved and never sent (unmarked: store/batches.py ``batch_uploading``).
+SELECT * FROM provider_batches
+WHERE job_id = :job_id AND status = 'submitting' AND remote_status IS NULL;
+
+-- name: batches_orphaned
+-- Batches reserved, not known to be at the provider, whose jobs ended: no replay will settle
+-- them (the sweep does, worker/batch_poller.py).
+SELECT b.* FROM provider_batches b JOIN jobs j ON j.id = b.job_id
+WHERE b.status = 'submitting' AND j.state IN ('succeeded', 'failed', 'cancelled')
+ORDER BY b.created_at LIMIT :limit;
+
 -- name: batch_delete_unsent
 DELETE FROM provider_batches
 WHERE job_id = :job_id AND key = :key AND status = 'submitting';
