@@ -74,16 +74,22 @@ class SimulatedBatches:
     """The simulated provider's batch mode: a batch is a JSON file in ``directory``; it ends
     ``complete_after_s`` after its upload (by ``now``), or when ``finish(id)`` is called.
     Requests are ``{"prompt": ..., "max_tokens": ...}``; answers as ``SimulatedProvider``
-    gives them, ``{"text": ..., "model": ...}``. Finds uploads by key (``reattach``)."""
+    gives them, ``{"text": ..., "model": ...}``. Finds uploads by key (``reattach``).
+
+    Like a real provider it bills a batch once, when it is first seen ended (a poll or its
+    results), whatever process sees it and however often its results are fetched: one line
+    per answered item on the simulated bill (``bill``, default ``bill.jsonl`` in
+    ``directory``) at the profile's batch price, keyed ``<batch key>/<item key>`` as tether's
+    ledger keys it. A cancelled batch bills nothing."""
 
     name = "simulated"
     reattach = True
 
     def __init__(self, directory: str | Path, *, seed: int = 0, complete_after_s: float = 0.0,
-                 now: Callable[[], float] = time.time) -> None:
+                 now: Callable[[], float] = time.time, bill: str | Path | None = None) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.sim = SimulatedProvider(self.dir / "bill.jsonl", seed=seed)
+        self.sim = SimulatedProvider(bill or self.dir / "bill.jsonl", seed=seed)
         self.complete_after_s = complete_after_s
         self.first_poll_s = complete_after_s
         self.now = now
@@ -128,12 +134,19 @@ class SimulatedBatches:
         if state == "in_progress" and self.now() >= body["submitted_at"] + self.complete_after_s:
             state = "ended"
         ended = state != "in_progress"
+        if state == "ended":
+            self._answers(remote_id, body)
         return RemoteStatus(state, ended, done=n if state == "ended" else 0, total=n)
 
     def results(self, remote_id: str) -> dict[str, ItemResult]:
         body = self._read(remote_id)
         if body["state"] == "cancelled":
             return {}
+        return self._answers(remote_id, body)
+
+    def _answers(self, remote_id: str, body: dict[str, Any]) -> dict[str, ItemResult]:
+        """The ended batch's answers (they depend only on the requests), billed by the first
+        caller to create ``<id>.billed``."""
         out = {}
         for key, request in body["requests"].items():
             prompt = str(request.get("prompt", ""))
@@ -142,4 +155,16 @@ class SimulatedBatches:
             out[key] = ItemResult(ok=True, value={"text": text, "model": body["model"]},
                                   usage=Usage(input_tokens=count_tokens(prompt),
                                               output_tokens=n_out))
+        try:
+            os.close(os.open(self.dir / f"{remote_id}.billed",
+                             os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            return out
+        parts = str(body["tether_key"]).split(":")
+        job_id = int(parts[1]) if len(parts) >= 4 and parts[1].isdigit() else None
+        batch_key = ":".join(parts[2:-1]) if len(parts) >= 4 else str(body["tether_key"])
+        for key, item in out.items():
+            assert item.usage is not None
+            self.sim.bill(f"{batch_key}/{key}", job_id, body["model"], item.usage, "ok",
+                          batch=True)
         return out
