@@ -80,6 +80,36 @@ class BatchFailure:
 
 
 @dataclass(frozen=True)
+class Resend:
+    """Which failed items of a batch ``ctx.batch`` sends again, and how often.
+
+    Each round is a new provider batch of the items that failed the round before and that the
+    policy allows (key ``<key>#resend<n>``): reserved at the batch price, journaled, waited on
+    and settled as the first, so a replay returns every round's recorded answers and never
+    sends a round twice. ``codes`` None allows the failures classified retryable (rate limits,
+    overloads and server errors, items a batch left unprocessed when it expired or was
+    cancelled); a set allows exactly those error codes. A failure the provider billed stays
+    spent; its resend is paid again."""
+
+    rounds: int = 1
+    codes: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 0:
+            raise ValueError(f"Resend rounds must be a whole number >= 0, not {self.rounds!r}")
+        if self.codes is not None:
+            object.__setattr__(self, "codes", frozenset(self.codes))
+
+    def allows(self, failure: BatchFailure) -> bool:
+        return failure.retryable if self.codes is None else failure.error_code in self.codes
+
+
+def resend_key(key: str, round_: int) -> str:
+    """The key of a batch's ``round_``-th resend."""
+    return f"{key}#resend{round_}"
+
+
+@dataclass(frozen=True)
 class BatchItem:
     """One request of a batch as job code gave it, with its hash and worst case."""
 

@@ -27,7 +27,7 @@ import asyncio
 from typing import Any
 from collections.abc import Mapping
 
-from ..core.batches import BatchFailure, tether_key
+from ..core.batches import BatchFailure, Resend, resend_key, tether_key
 from ..core.usage import Estimate
 from ..core.waits import WaitSpec
 from ..errors import ControlSignal, InvalidCall, ProviderError
@@ -41,15 +41,33 @@ from .waits import wait
 
 def batch(ctx: RunningJob, *, key: str, provider: str, model: str,
           requests: Mapping[str, Any], estimate: Estimate | Mapping[str, Estimate],
-          mode: str = "batch") -> dict[str, Any]:
+          mode: str = "batch", resend: Resend | int | None = None) -> dict[str, Any]:
     """Each request's answer by its key; an item that got no answer comes back as a
-    ``BatchFailure`` in its place (classified like a call's failure). ``mode``
-    ``background``: one request made in the provider's background mode, at the standard
-    price (``background``)."""
+    ``BatchFailure`` in its place (classified like a call's failure). ``resend``: the items
+    whose failures the policy allows are sent again, each round a new batch
+    (``core.batches.Resend``; an int is that many rounds). ``mode`` ``background``: one
+    request made in the provider's background mode, at the standard price (``background``)."""
     if not isinstance(key, str) or not key:
         raise InvalidCall("ctx.batch needs a non-empty string key")
     if not requests or not all(isinstance(k, str) and k for k in requests):
         raise InvalidCall("ctx.batch needs requests: a non-empty mapping of string keys")
+    try:
+        policy = resend if isinstance(resend, Resend) else Resend(rounds=resend or 0)
+    except ValueError as exc:
+        raise InvalidCall(str(exc)) from None
+    got = _round(ctx, key, provider, model, requests, estimate, mode)
+    for n in range(1, policy.rounds + 1):
+        again = {k: requests[k] for k, v in got.items()
+                 if isinstance(v, BatchFailure) and policy.allows(v)}
+        if not again:
+            break
+        got.update(_round(ctx, resend_key(key, n), provider, model, again, estimate, mode))
+    return got
+
+
+def _round(ctx: RunningJob, key: str, provider: str, model: str, requests: Mapping[str, Any],
+           estimate: Estimate | Mapping[str, Estimate], mode: str) -> dict[str, Any]:
+    """One provider batch, from its reservation to its recorded answers."""
     wkey = f"{mode}:{key}"
     ctx.check()
     # one span per attempt that reaches the batch (``tracing.py``): reserved, or a journal hit
