@@ -44,8 +44,8 @@ class Crashing:
         _die_once("after_upload")
         return remote
 
-    def find(self, tether_key):
-        return self.inner.find(tether_key)
+    def find(self, tether_key, *, since=None):
+        return self.inner.find(tether_key, since=since)
 
     def poll(self, remote_id):
         _die_once("poll")

@@ -232,3 +232,31 @@ def test_an_upload_the_provider_refused_is_released_and_sent_again_on_retry(
     run_next(app)
     assert_parked(app, job.id)
     assert len(server.uploads) == 1 and app.batches(job.id)[0].status == "submitted"
+
+
+def test_openai_find_stops_listing_at_batches_older_than_the_reservation(server):
+    """The Batch API lists the account's batches newest first and cannot filter them by
+    metadata: ``find`` pages only back to the reservation (less the clock skew allowed)."""
+    from tether.providers.batch_openai import FIND_SKEW_S
+    adapter = OpenAIBatches(openai.OpenAI(base_url=f"{server.url}/v1", api_key="sk-test",
+                                          max_retries=0))
+    import time
+    now = int(time.time())
+    server.other_batches(600, created_at=now - 86_400)  # last week's, someone else's
+    mine = adapter.submit(tether_key="tether:7:batch:gen:abc", model="gpt-4o-mini",
+                          requests={"q0": {"messages": []}})
+    server.other_batches(250, created_at=now + 5)  # made since, by other jobs
+
+    def listed():
+        return sum(1 for path, method in server.requests
+                   if method == "GET" and path.split("?")[0] == "/v1/batches")
+    before = listed()
+    assert adapter.find("tether:7:batch:gen:abc", since=now - 60) == mine
+    assert listed() - before == 3, "250 newer batches: mine is on the third page of 100"
+    before = listed()
+    assert adapter.find("tether:8:batch:gen:abc", since=now - 60) is None
+    assert listed() - before == 3, "stops at the first batch made before the reservation"
+    assert now - 86_400 < now - 60 - FIND_SKEW_S
+    before = listed()
+    assert adapter.find("tether:8:batch:gen:abc") is None
+    assert listed() - before == 9, "no reservation time given: every page (851 batches)"

@@ -185,7 +185,7 @@ def _upload(ctx: RunningJob, record: ProviderBatch,
                 ctx.id, ctx.attempt, record.key,
                 f"{record.provider} offers no way to find a batch whose id was not recorded; "
                 "it was not uploaded again")
-        remote = adapter.find(record.tether_key)
+        remote = adapter.find(record.tether_key, since=record.created_at.timestamp())
     if remote is None:
         ctx.check()
         if record.remote_status is None:

@@ -36,7 +36,7 @@ class OpenAIBackground:
                                                 metadata={"tether_key": tether_key})
         return f"{key}|{response.id}"
 
-    def find(self, tether_key: str) -> str | None:
+    def find(self, tether_key: str, *, since: float | None = None) -> str | None:
         return None
 
     def poll(self, remote_id: str) -> RemoteStatus:

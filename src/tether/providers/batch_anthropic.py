@@ -30,7 +30,7 @@ class AnthropicBatches:
             for key, request in requests.items()])
         return str(batch.id)
 
-    def find(self, tether_key: str) -> str | None:
+    def find(self, tether_key: str, *, since: float | None = None) -> str | None:
         return None
 
     def poll(self, remote_id: str) -> RemoteStatus:

@@ -37,8 +37,10 @@ class BatchAdapter(Protocol):
         """Upload ``requests`` (item key -> request body) as one batch; its provider id."""
         ...
 
-    def find(self, tether_key: str) -> str | None:
-        """The id of a batch uploaded earlier with ``tether_key``, if the provider has one."""
+    def find(self, tether_key: str, *, since: float | None = None) -> str | None:
+        """The id of a batch uploaded earlier with ``tether_key``, if the provider has one;
+        ``since``: when the batch was reserved (unix seconds; the upload came later), so a
+        provider that can only list batches stops listing there."""
         ...
 
     def poll(self, remote_id: str) -> RemoteStatus: ...
@@ -109,7 +111,7 @@ class SimulatedBatches:
         tmp.rename(self._path(remote_id))
         return remote_id
 
-    def find(self, tether_key: str) -> str | None:
+    def find(self, tether_key: str, *, since: float | None = None) -> str | None:
         for path in sorted(self.dir.glob("simbatch_*.json")):
             if json.loads(path.read_text()).get("tether_key") == tether_key:
                 return path.stem

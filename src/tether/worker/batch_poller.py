@@ -92,7 +92,8 @@ class BatchPoller:
                             "not recorded; its job ended", now=now)
                         done += 1
                         continue
-                    remote = adapter.find(batch.tether_key)
+                    remote = adapter.find(batch.tether_key,
+                                          since=batch.created_at.timestamp())
                 if remote is not None:
                     self.store.batch_submitted(batch.job_id, None, batch.key, remote,
                                                first_poll_s=0, now=now)
