@@ -214,6 +214,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
             if path == "/v1/messages/batches":
                 body = json.loads(raw)
+                bad = [r["custom_id"] for r in body["requests"]
+                       if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", r["custom_id"])]
+                if bad:  # what Message Batches answer
+                    self._send(400, {"type": "error", "error": {
+                        "type": "invalid_request_error",
+                        "message": f"requests.0.custom_id: String should match pattern "
+                                   f"'^[a-zA-Z0-9_-]{{1,64}}$' ({bad[0]!r})"}})
+                    return True
                 bid = f"msgbatch_{len(srv.batches) + 1}"
                 srv.batches[bid] = {
                     "id": bid, "kind": "anthropic", "status": "in_progress", "answers": {},

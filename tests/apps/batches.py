@@ -36,7 +36,7 @@ class Crashing:
 
     def __init__(self, inner) -> None:
         self.inner, self.name, self.reattach = inner, inner.name, inner.reattach
-        self.first_poll_s = inner.first_poll_s
+        self.first_poll_s, self.item_id = inner.first_poll_s, inner.item_id
 
     def submit(self, **kwargs):
         _die_once("before_upload")

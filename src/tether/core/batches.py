@@ -10,8 +10,10 @@ the provider's results at the batch price (``job/batches.py``, ``store/batches.p
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
+from collections.abc import Iterable
 
 from .usage import Usage
 
@@ -37,6 +39,32 @@ def tether_key(job_id: int, key: str, hashes: dict[str, str]) -> str:
     digest = hashlib.sha256("\n".join(f"{k}={h}" for k, h in sorted(hashes.items()))
                             .encode()).hexdigest()[:16]
     return f"tether:{job_id}:{key}:{digest}"
+
+
+def item_ids(keys: Iterable[str], allowed: re.Pattern[str] | None) -> dict[str, str]:
+    """Each item key -> the id its provider gets for it (``custom_id``): the key itself where
+    the provider's rule ``allowed`` takes it (None: any key), else the key's letters, digits,
+    ``_`` and ``-`` (``_`` for any other character) cut to 40, then ``-`` and 16 hex digits
+    of its SHA-256: at most 57 characters of ``[A-Za-z0-9_-]``, the same for the same key
+    at the upload and at the results, and still readable in the provider's console.
+    ``ValueError``, before anything is reserved or sent: an id the rule still refuses, or
+    two keys that would be sent as one id."""
+    out: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for key in keys:
+        sent = key
+        if allowed is not None and not allowed.fullmatch(key):
+            sent = (re.sub(r"[^A-Za-z0-9_-]", "_", key)[:40] + "-"
+                    + hashlib.sha256(key.encode()).hexdigest()[:16])
+            if not allowed.fullmatch(sent):
+                raise ValueError(f"item key {key!r}: the provider refuses it and its mapped id "
+                                 f"{sent!r} (ids must match {allowed.pattern})")
+        if sent in owner:
+            raise ValueError(f"items {owner[sent]!r} and {key!r} would both be sent as "
+                             f"{sent!r}; rename one")
+        owner[sent] = key
+        out[key] = sent
+    return out
 
 
 @dataclass(frozen=True)

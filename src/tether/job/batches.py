@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from ..core.batches import BatchFailure, Resend, resend_key, tether_key
+from ..core.batches import BatchFailure, Resend, item_ids, resend_key, tether_key
 from ..core.usage import Estimate
 from ..core.waits import WaitSpec
 from ..errors import ControlSignal, InvalidCall, ProviderError
+from ..providers.batches import BatchAdapter
 from ..providers.classify import classify_exception
 from ..records import ProviderBatch
 from .calls import request_hash
@@ -74,6 +75,7 @@ def _round(ctx: RunningJob, key: str, provider: str, model: str, requests: Mappi
     with ctx.trace.call(ctx.id, ctx.job_stage, wkey, provider, model, None) as span:
         record = ctx.store.get_batch(ctx.id, wkey)
         if record is None:
+            _ids(ctx.app.batch_adapter(adapter_name(provider, wkey)), requests)
             record = _reserve(ctx, wkey, provider, model, requests, estimate)
             span.reserved(record.reserved_usd)
         else:
@@ -173,6 +175,15 @@ def _reserve(ctx: RunningJob, wkey: str, provider: str, model: str,
         raise
 
 
+def _ids(adapter: BatchAdapter, keys: Iterable[str]) -> dict[str, str]:
+    """The ids the items are sent under (``core.batches.item_ids``): checked before the
+    reservation, so a batch the provider would refuse for its keys reserves nothing."""
+    try:
+        return item_ids(keys, adapter.item_id)
+    except ValueError as exc:
+        raise InvalidCall(f"ctx.batch for {adapter.name}: {exc}") from None
+
+
 def _upload(ctx: RunningJob, record: ProviderBatch,
             requests: Mapping[str, Any]) -> ProviderBatch:
     """Upload a reserved batch, or reattach to the upload of an attempt that died before
@@ -191,8 +202,9 @@ def _upload(ctx: RunningJob, record: ProviderBatch,
         if record.remote_status is None:
             ctx.store.batch_uploading(ctx.id, ctx.attempt, record.key)
         try:
+            ids = _ids(adapter, [i["key"] for i in record.items])
             remote = adapter.submit(tether_key=record.tether_key, model=record.model,
-                                    requests={i["key"]: requests[i["key"]]
+                                    requests={ids[i["key"]]: requests[i["key"]]
                                               for i in record.items})
         except Exception as exc:
             mapped = classify_exception(exc)

@@ -10,6 +10,7 @@ model is added); ``endpoint`` chooses another endpoint the Batch API serves.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from collections.abc import Mapping
 
@@ -25,6 +26,7 @@ FIND_SKEW_S = 3600.0
 
 class OpenAIBatches:
     name = "openai"
+    item_id: re.Pattern[str] | None = None
     reattach = True
     first_poll_s = POLL_FIRST_S
 

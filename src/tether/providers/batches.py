@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +33,9 @@ class BatchAdapter(Protocol):
     """Whether ``find`` can find an upload whose batch id was never committed."""
     first_poll_s: float
     """How long after the upload the first poll is worth making."""
+    item_id: re.Pattern[str] | None
+    """The provider's rule for an item's id (None: any key); keys it refuses are sent under
+    ids ``core.batches.item_ids`` maps them to, and their results mapped back."""
 
     def submit(self, *, tether_key: str, model: str, requests: Mapping[str, Any]) -> str:
         """Upload ``requests`` (item key -> request body) as one batch; its provider id."""
@@ -86,6 +90,7 @@ class SimulatedBatches:
 
     name = "simulated"
     reattach = True
+    item_id: re.Pattern[str] | None = None
 
     def __init__(self, directory: str | Path, *, seed: int = 0, complete_after_s: float = 0.0,
                  now: Callable[[], float] = time.time, bill: str | Path | None = None) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from ..core.batches import RemoteStatus
+from ..core.batches import RemoteStatus, item_ids
 from ..core.states import JobState
 from ..job.batches import adapter_name
 from ..providers.batches import BatchAdapter
@@ -59,7 +59,10 @@ class BatchPoller:
                 if not status.ended:
                     self.store.batch_polled(batch.job_id, batch.key, status, now=now)
                     continue
-                results = adapter.results(batch.remote_id)
+                sent = item_ids([i["key"] for i in batch.items], adapter.item_id)
+                back = {v: k for k, v in sent.items()}
+                results = {back.get(cid, cid): r
+                           for cid, r in adapter.results(batch.remote_id).items()}
             except Exception as exc:  # noqa: BLE001 - a failed poll is tried again later
                 log.warning("job %s: polling batch %s (%s) failed: %s", batch.job_id,
                             batch.key, batch.remote_id, exc)
