@@ -192,7 +192,8 @@ class Waits(Transitions):
         if wait is not None and wake is None:
             self._transition(tx, row, JobState.WAITING, now=now, kind="waiting",
                              data={**outcome.data, "key": wait["key"], "wait": wait["kind"]},
-                             run_after=recheck_at(_seconds(wait), now), max_attempts=allowance)
+                             run_after=recheck_at(_seconds(wait), now, parked=True),
+                             max_attempts=allowance)
             return JobState.WAITING
         self._requeue(tx, row, wait, wake, now, dict(outcome.data), max_attempts=allowance)
         return JobState.QUEUED
