@@ -100,10 +100,6 @@ SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_toke
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
 WHERE j.id = %(id)s;
 
--- name: finished_among
-SELECT id FROM jobs
-WHERE id = ANY (%(ids)s::bigint[]) AND state IN ('succeeded', 'failed', 'cancelled');
-
 -- name: lock_job
 SELECT * FROM jobs WHERE id = %(id)s FOR UPDATE;
 

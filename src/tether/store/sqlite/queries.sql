@@ -60,10 +60,6 @@ SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_toke
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
 WHERE j.id = :id;
 
--- name: finished_among
-SELECT id FROM jobs
-WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('succeeded', 'failed', 'cancelled');
-
 -- name: lock_job
 SELECT * FROM jobs WHERE id = :id;
 
