@@ -163,3 +163,18 @@ def test_the_sweep_leaves_a_live_jobs_unsent_batch_to_its_replay(app, clock, sim
     assert _sweep(app, clock) == 0
     (b,) = app.batches(job.id)
     assert b.status == "submitting" and _reserved(app, job.id)[1] == len(REQUESTS)
+
+
+def test_prune_keeps_a_job_until_its_batch_is_settled(app, clock, sim):
+    """A pruned job's batch would go with it while its reservation stays counted in the
+    project for good: a job with a batch not yet settled is not pruned."""
+    _job(app)
+    job = app.submit("gen")
+    run_next(app)
+    app.cancel(job.id)
+    clock.advance(7200)
+    assert app.prune(older_than_s=60) == 0
+    assert app.project_budget(job.project).used.reserved_usd > 0
+    assert _sweep(app, clock) == 1
+    assert app.prune(older_than_s=60) == 1
+    assert app.project_budget(job.project).used.reserved_usd == 0

@@ -349,12 +349,17 @@ ORDER BY w.started_at DESC;
 -- One batch, oldest first from ``since`` (the last batch's newest finished_at: the index scan
 -- starts past the entries of rows already deleted); the outer test re-checks a row a concurrent
 -- retry changed. ``= ANY (ARRAY(...))``: the batch's ids are looked up by primary key (an
--- ``IN (subquery)`` may be planned as a hash join over the whole table).
+-- ``IN (subquery)`` may be planned as a hash join over the whole table). A job whose provider
+-- batch is not settled stays: the batch's reservation is still counted in its project, and
+-- its settlement needs the job.
 DELETE FROM jobs
 WHERE id = ANY (ARRAY(SELECT id FROM jobs
                       WHERE finished_at IS NOT NULL AND finished_at >= %(since)s
                         AND finished_at < %(cutoff)s
                         AND state IN ('succeeded', 'failed', 'cancelled')
+                        AND NOT EXISTS (SELECT 1 FROM provider_batches b
+                                        WHERE b.job_id = jobs.id
+                                          AND b.status IN ('submitting', 'submitted'))
                       ORDER BY finished_at LIMIT %(limit)s))
   AND finished_at < %(cutoff)s AND state IN ('succeeded', 'failed', 'cancelled')
 RETURNING finished_at;

@@ -256,11 +256,14 @@ ORDER BY w.started_at DESC;
 -- name: prune_jobs
 -- One batch, oldest first from ``since`` (the last batch's newest finished_at). INDEXED BY:
 -- without statistics (tether never ANALYZEs) SQLite would pick jobs_state and sort every
--- finished job for each batch.
+-- finished job for each batch. A job whose provider batch is not settled stays: the batch's
+-- reservation is still counted in its project, and its settlement needs the job.
 DELETE FROM jobs
 WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished
              WHERE finished_at IS NOT NULL AND finished_at >= :since AND finished_at < :cutoff
                AND state IN ('succeeded', 'failed', 'cancelled')
+               AND NOT EXISTS (SELECT 1 FROM provider_batches b WHERE b.job_id = jobs.id
+                               AND b.status IN ('submitting', 'submitted'))
              ORDER BY finished_at LIMIT :limit)
 RETURNING finished_at;
 
