@@ -30,7 +30,8 @@ WORKER_METHODS = _methods(JobStore) + _methods(WorkerStore)
 
 def test_job_store_names_the_running_jobs_methods() -> None:
     assert _methods(JobStore) == [
-        "account", "acquire_rate", "add_examples", "append_event", "batch_refused",
+        "account", "acquire_rate", "add_examples", "append_event", "batch_answers",
+        "batch_refused",
         "batch_submitted", "batch_unconfirmed", "batch_uploading", "begin_wait", "cached_result",
         "change_call", "change_stage", "finish", "get_batch", "get_checkpoint", "get_wait",
         "journal", "lease_state", "patches", "record_cached", "release", "replay_decision",

@@ -84,10 +84,8 @@ def _round(ctx: RunningJob, key: str, provider: str, model: str, requests: Mappi
         if record.status == "submitting":
             record = _upload(ctx, record, requests)
         wait(ctx, WaitSpec(key=wkey, kind="provider_batch"))
-        done = ctx.store.get_batch(ctx.id, wkey) if not record.settled else record
-        assert done is not None
         ctx.stats["batches_done"] += 1
-        return answers(done)
+        return answers(record, ctx.store.batch_answers(ctx.id, wkey))
 
 
 def background(ctx: RunningJob, *, key: str, provider: str, model: str, request: Any,
@@ -117,9 +115,9 @@ async def abatch(ctx: RunningJob, **arguments: Any) -> dict[str, Any]:
     return await asyncio.to_thread(batch, ctx, **arguments)
 
 
-def answers(record: ProviderBatch) -> dict[str, Any]:
-    """A settled batch's items in order: each answer, or a ``BatchFailure``."""
-    results = record.results or {}
+def answers(record: ProviderBatch, results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A settled batch's items in order (``results``: ``Store.batch_answers``): each answer,
+    or a ``BatchFailure``."""
     out: dict[str, Any] = {}
     for item in record.items:
         got = results.get(item["key"]) or {"ok": False, "error_code": "no_result"}

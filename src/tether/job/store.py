@@ -55,6 +55,7 @@ class JobStore(Protocol):
 
     # provider batches (``job/batches.py``)
     def get_batch(self, job_id: int, key: str) -> ProviderBatch | None: ...
+    def batch_answers(self, job_id: int, key: str) -> dict[str, dict[str, Any]]: ...
     def reserve_batch(self, job_id: int, token: int, *, key: str, stage: str | None,
                       provider: str, model: str, tether_key: str,
                       items: Sequence[Mapping[str, Any]], price: ModelPrice,

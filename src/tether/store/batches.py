@@ -11,7 +11,8 @@
 * ``batch_submitted``: the provider's batch id, committed as soon as it is known.
 * ``claim_due_batches`` / ``batch_polled``: the sweep's polls, with backoff.
 * ``settle_batch``: one transaction writes a ledger row per billed item at the batch price,
-  moves the batch's reservation to spend, records each item's outcome and wakes the job.
+  moves the batch's reservation to spend, records each item's outcome (a row per item in
+  ``provider_batch_answers``: ``batch_answers`` reads them) and wakes the job.
 * ``batch_unconfirmed``: a batch whose upload may have reached a provider that cannot be asked
   about it: its whole reservation is spent, unconfirmed (one ledger row per item).
 """
@@ -30,7 +31,7 @@ from ..core.states import TERMINAL, JobState
 from ..core.usage import Usage
 from ..records import ProviderBatch
 from .calls import Calls
-from .rows import as_datetime, as_decimal
+from .rows import as_datetime, as_decimal, load_json
 from .totals import count_spend
 from .tx import Row, Tx, present
 from .waits import Waits
@@ -40,13 +41,22 @@ _D0 = Decimal(0)
 
 class Batches(Waits, Calls):
     """``reserve_batch``, ``batch_uploading``, ``batch_submitted``, ``batch_refused``,
-    ``batch_unconfirmed``, ``orphaned_batches``, ``get_batch``, ``batches``,
+    ``batch_unconfirmed``, ``orphaned_batches``, ``get_batch``, ``batch_answers``, ``batches``,
     ``claim_due_batches``, ``batch_polled``, ``settle_batch``."""
 
     def get_batch(self, job_id: int, key: str) -> ProviderBatch | None:
         with self._read() as tx:
             row = tx.one("batch_get", job_id=job_id, key=key)
         return None if row is None else to_batch(row)
+
+    def batch_answers(self, job_id: int, key: str) -> dict[str, dict[str, Any]]:
+        """A settled batch's outcome of each item, by item key in the batch's order: ``ok``,
+        ``value`` (the answer), ``error_code``, ``error_summary``, ``retryable``."""
+        with self._read() as tx:
+            rows = tx.all("batch_answers", job_id=job_id, key=key)
+        return {r["item"]: {"ok": bool(r["ok"]), "value": load_json(r["value"]),
+                            "error_code": r["error_code"], "error_summary": r["error_summary"],
+                            "retryable": bool(r["retryable"])} for r in rows}
 
     def batches(self, job_id: int) -> list[ProviderBatch]:
         """Every provider batch of a job, oldest first."""
@@ -219,7 +229,7 @@ class Batches(Waits, Calls):
         std = _price(json.loads(row["standard_price"]))
         batch_price = _price(json.loads(row["price"]))
         ledger: list[Row] = []
-        outcomes: dict[str, Any] = {}
+        outcomes: list[dict[str, Any]] = []
         spent = standard = _D0
         tokens_in = tokens_out = billed_n = done = failed = 0
         for item in items:
@@ -243,10 +253,10 @@ class Batches(Waits, Calls):
                 done += 1
             else:
                 failed += 1
-            outcomes[item["key"]] = {"ok": result.ok, "value": result.value,
-                                     "error_code": result.error_code,
-                                     "error_summary": result.error_summary,
-                                     "retryable": result.retryable}
+            outcomes.append({"pos": len(outcomes), "item": item["key"], "ok": result.ok,
+                             "value": result.value, "error_code": result.error_code,
+                             "error_summary": result.error_summary,
+                             "retryable": result.retryable})
             if usage is None or not (result.ok or result.billed):
                 continue
             billed_n += 1
@@ -271,9 +281,10 @@ class Batches(Waits, Calls):
         tx.run("batch_settle", job_id=job_id, key=key,
                status="settled" if status is not None else "unconfirmed",
                remote_status=status.state if status is not None else row["remote_status"],
-               results=json.dumps(outcomes), settled_usd=self._money_param(spent),
+               settled_usd=self._money_param(spent),
                standard_usd=self._money_param(standard), items_done=done,
                items_failed=failed, error=error, now=now)
+        tx.run("batch_answers_insert", job_id=job_id, key=key, answers=json.dumps(outcomes))
         self._note(tx, job_id, "batch_settled", now, None,
                    {"key": key, "done": done, "failed": failed, "settled_usd": str(spent),
                     "standard_usd": str(standard), "unconfirmed": status is None})
@@ -291,7 +302,6 @@ def _price(data: dict[str, Any]) -> ModelPrice:
 def to_batch(r: Row) -> ProviderBatch:
     settled = r.get("settled_usd")
     standard = r.get("standard_usd")
-    results = r.get("results")
     return ProviderBatch(
         job_id=int(r["job_id"]), key=r["key"], provider=r["provider"], model=r["model"],
         status=r["status"], attempt=int(r["attempt"]), tether_key=r["tether_key"],
@@ -303,6 +313,6 @@ def to_batch(r: Row) -> ProviderBatch:
         settled_usd=None if settled is None else as_decimal(settled),
         standard_usd=None if standard is None else as_decimal(standard),
         items_done=int(r["items_done"]), items_failed=int(r["items_failed"]),
-        results=None if results is None else json.loads(results), polls=int(r["polls"]),
+        polls=int(r["polls"]),
         next_poll_at=as_datetime(r.get("next_poll_at")), error=r.get("error"),
         settled_at=as_datetime(r.get("settled_at")))

@@ -267,6 +267,9 @@ class CommittingStore(WorkerStore):
     def get_batch(self, job_id: int, key: str) -> ProviderBatch | None:
         return self._store.get_batch(job_id, key)
 
+    def batch_answers(self, job_id: int, key: str) -> dict[str, dict[str, Any]]:
+        return self._store.batch_answers(job_id, key)
+
     # --- reads, and the rate-limit wait (it may answer "not yet": nothing to share) ------------
 
     def lease_state(self, job_id: int, token: int) -> JobState:

@@ -1205,7 +1205,7 @@ WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitted';
 
 -- name: batch_settle
 UPDATE provider_batches SET status = %(status)s, remote_status = %(remote_status)s,
-    results = %(results)s, settled_usd = %(settled_usd)s, standard_usd = %(standard_usd)s,
+    settled_usd = %(settled_usd)s, standard_usd = %(standard_usd)s,
     items_done = %(items_done)s, items_failed = %(items_failed)s, error = %(error)s,
     next_poll_at = NULL, settled_at = %(now)s, updated_at = %(now)s
 WHERE job_id = %(job_id)s AND key = %(key)s AND status IN ('submitting', 'submitted');
@@ -1225,6 +1225,18 @@ WHERE job_id = %(job_id)s AND status = 'submitting' AND remote_status IS NULL;
 SELECT b.* FROM provider_batches b JOIN jobs j ON j.id = b.job_id
 WHERE b.status = 'submitting' AND j.state IN ('succeeded', 'failed', 'cancelled')
 ORDER BY b.created_at LIMIT %(limit)s;
+
+-- name: batch_answers_insert
+-- A settled batch's answers, in its order (%(answers)s: a JSON array of objects).
+INSERT INTO provider_batch_answers (job_id, key, pos, item, ok, value, error_code,
+                                    error_summary, retryable)
+SELECT %(job_id)s, %(key)s, (a ->> 'pos')::int, a ->> 'item', (a ->> 'ok')::boolean,
+       a -> 'value', a ->> 'error_code', a ->> 'error_summary', (a ->> 'retryable')::boolean
+FROM jsonb_array_elements(%(answers)s::jsonb) a;
+
+-- name: batch_answers
+SELECT item, ok, value, error_code, error_summary, retryable FROM provider_batch_answers
+WHERE job_id = %(job_id)s AND key = %(key)s ORDER BY pos;
 
 -- name: batch_delete_unsent
 DELETE FROM provider_batches

@@ -1021,7 +1021,7 @@ WHERE job_id = :job_id AND key = :key AND status = 'submitted';
 
 -- name: batch_settle
 UPDATE provider_batches SET status = :status, remote_status = :remote_status,
-    results = :results, settled_usd = :settled_usd, standard_usd = :standard_usd,
+    settled_usd = :settled_usd, standard_usd = :standard_usd,
     items_done = :items_done, items_failed = :items_failed, error = :error,
     next_poll_at = NULL, settled_at = :now, updated_at = :now
 WHERE job_id = :job_id AND key = :key AND status IN ('submitting', 'submitted');
@@ -1041,6 +1041,19 @@ WHERE job_id = :job_id AND status = 'submitting' AND remote_status IS NULL;
 SELECT b.* FROM provider_batches b JOIN jobs j ON j.id = b.job_id
 WHERE b.status = 'submitting' AND j.state IN ('succeeded', 'failed', 'cancelled')
 ORDER BY b.created_at LIMIT :limit;
+
+-- name: batch_answers_insert
+-- A settled batch's answers, in its order (:answers: a JSON array of objects).
+INSERT INTO provider_batch_answers (job_id, key, pos, item, ok, value, error_code,
+                                    error_summary, retryable)
+SELECT :job_id, :key, a.value ->> '$.pos', a.value ->> '$.item', a.value ->> '$.ok',
+       a.value -> '$.value', a.value ->> '$.error_code', a.value ->> '$.error_summary',
+       a.value ->> '$.retryable'
+FROM json_each(:answers) a;
+
+-- name: batch_answers
+SELECT item, ok, value, error_code, error_summary, retryable FROM provider_batch_answers
+WHERE job_id = :job_id AND key = :key ORDER BY pos;
 
 -- name: batch_delete_unsent
 DELETE FROM provider_batches
