@@ -91,7 +91,7 @@ class Transitions(ABC):
                                                  or row.get("attempt_count"), data))
         if to in TERMINAL and row.get("parent_id") is not None:
             self._child_finished(tx, int(row["id"]), str(to), now)
-        if to == JobState.CANCELLED:
+        if to == JobState.CANCELLED and row.get("attempt_count"):  # it ran: it may hold some
             self._job_cancelled(tx, row, now)
         return new
 
