@@ -178,3 +178,27 @@ def test_prune_keeps_a_job_until_its_batch_is_settled(app, clock, sim):
     assert _sweep(app, clock) == 1
     assert app.prune(older_than_s=60) == 1
     assert app.project_budget(job.project).used.reserved_usd == 0
+
+
+def test_a_parents_cancel_releases_its_childs_unsent_batch(app, clock, sim):
+    """The cancel reaches a child that ran and died before its upload (its attempt counted):
+    the child's reservation goes back in the parent's cancel; a queued child is not looked at."""
+    _job(app)
+
+    @app.job("parent")
+    def parent(ctx, payload):
+        kids = [ctx.enqueue("gen", None, key=k) for k in ("ran", "queued")]
+        return ctx.gather(kids)
+    top = app.submit("parent")
+    run_next(app)  # enqueues both children, parks
+    _crash_at(app, "batch_uploading")  # the first child reserves, dies before its upload
+    ran, queued = sorted((j for j in app.list(limit=10) if j.parent_id == top.id),
+                         key=lambda j: j.id)
+    assert _reserved(app, ran.id)[1] == len(REQUESTS)
+    clock.advance(7200)
+    app.store.expire_leases()
+    app.cancel(top.id)
+    assert {app.get(j.id).state for j in (ran, queued)} == {JobState.CANCELLED}
+    assert app.batches(ran.id) == [] and _reserved(app, ran.id) == (0, 0)
+    assert app.project_budget(top.project).used.reserved_usd == 0
+    assert sim.uploads == []
