@@ -33,6 +33,7 @@ import time
 from datetime import UTC, datetime
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 from tests.agent_replies import agent_chat, agent_response, chunks
 
@@ -165,7 +166,8 @@ def _openai_batch(b: dict) -> dict:
     done = [k for k in items if k in b["answers"] and b["answers"][k][0] == 200]
     return {"id": b["id"], "object": "batch", "endpoint": b["endpoint"],
             "input_file_id": b["input_file_id"], "completion_window": "24h",
-            "status": b["status"], "created_at": 1700000000, "metadata": b["metadata"],
+            "status": b["status"], "created_at": b.get("created_at", 1700000000),
+            "metadata": b["metadata"],
             "output_file_id": b.get("output_file_id"), "error_file_id": b.get("error_file_id"),
             "request_counts": {"total": len(items), "completed": len(done),
                                "failed": len(b["answers"]) - len(done)}}
@@ -211,10 +213,15 @@ class _Handler(BaseHTTPRequestHandler):
         srv.requests.append((self.path, "GET"))
         parts = path.strip("/").split("/")
         with srv.lock:
-            if path == "/v1/batches":
-                data = [_openai_batch(b) for b in reversed(srv.batches.values())
-                        if b["kind"] == "openai"]
-                return self._send(200, {"object": "list", "data": data, "has_more": False,
+            if path == "/v1/batches":  # newest first, in pages (``limit``, ``after``)
+                query = parse_qs(urlsplit(self.path).query)
+                every = [b for b in reversed(srv.batches.values()) if b["kind"] == "openai"]
+                ids = [b["id"] for b in every]
+                start = ids.index(query["after"][0]) + 1 if "after" in query else 0
+                limit = int(query.get("limit", ["20"])[0])
+                data = [_openai_batch(b) for b in every[start:start + limit]]
+                return self._send(200, {"object": "list", "data": data,
+                                        "has_more": start + limit < len(every),
                                         "first_id": data[0]["id"] if data else None,
                                         "last_id": data[-1]["id"] if data else None})
             if parts[:2] == ["v1", "batches"] and parts[2] in srv.batches:
@@ -269,6 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
                 bid = f"batch_{len(srv.batches) + 1}"
                 srv.batches[bid] = {
                     "id": bid, "kind": "openai", "status": "in_progress",
+                    "created_at": int(time.time()),
                     "endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
                     "metadata": body.get("metadata"), "answers": {},
                     "items": {x["custom_id"]: (x["url"], x["body"]) for x in lines}}
@@ -277,6 +285,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
             if path == "/v1/messages/batches":
                 body = json.loads(raw)
+                bad = [r["custom_id"] for r in body["requests"]
+                       if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", r["custom_id"])]
+                if bad:  # what Message Batches answer
+                    self._send(400, {"type": "error", "error": {
+                        "type": "invalid_request_error",
+                        "message": f"requests.0.custom_id: String should match pattern "
+                                   f"'^[a-zA-Z0-9_-]{{1,64}}$' ({bad[0]!r})"}})
+                    return True
                 bid = f"msgbatch_{len(srv.batches) + 1}"
                 srv.batches[bid] = {
                     "id": bid, "kind": "anthropic", "status": "in_progress", "answers": {},
@@ -458,6 +474,16 @@ class FakeProviderServer:
     def uploads(self) -> list:
         """The ids of the batches uploaded, in order."""
         return self.httpd.uploads
+
+    def other_batches(self, n: int, *, created_at: int) -> None:
+        """``n`` OpenAI batches of someone else on the account, made at ``created_at``."""
+        with self.httpd.lock:
+            for _ in range(n):
+                bid = f"batch_{len(self.httpd.batches) + 1}"
+                self.httpd.batches[bid] = {
+                    "id": bid, "kind": "openai", "status": "completed", "endpoint":
+                    "/v1/chat/completions", "input_file_id": "file-0", "metadata": None,
+                    "answers": {}, "items": {}, "created_at": created_at}
 
     def finish(self, batch_id: str, *, status: str | None = None,
                answered: int | None = None) -> None:

@@ -117,8 +117,9 @@ class Control(Transitions):
     def prune(self, *, older_than_s: float, now: float | None = None,
               batch: int | None = None) -> int:
         """Delete terminal jobs finished before ``now - older_than_s`` (their events,
-        attempts, journal, ledger rows, checkpoints, waits, signals and own budget rows go
-        with them), oldest first, ``batch`` jobs a transaction (default: the backend's): no
+        attempts, journal, ledger rows, checkpoints, waits, signals, provider batches and own
+        budget rows go with them; a job whose provider batch is not settled yet stays until
+        it is), oldest first, ``batch`` jobs a transaction (default: the backend's): no
         lock a claim needs (SQLite's one writer lock; PostgreSQL's row locks) is held for
         longer than one batch, however many jobs go. The cutoff is fixed once, so a prune
         ends even while jobs finish. Then the workers gone before the cutoff (stopped, or

@@ -100,10 +100,6 @@ SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_toke
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
 WHERE j.id = %(id)s;
 
--- name: finished_among
-SELECT id FROM jobs
-WHERE id = ANY (%(ids)s::bigint[]) AND state IN ('succeeded', 'failed', 'cancelled');
-
 -- name: lock_job
 SELECT * FROM jobs WHERE id = %(id)s FOR UPDATE;
 
@@ -353,12 +349,17 @@ ORDER BY w.started_at DESC;
 -- One batch, oldest first from ``since`` (the last batch's newest finished_at: the index scan
 -- starts past the entries of rows already deleted); the outer test re-checks a row a concurrent
 -- retry changed. ``= ANY (ARRAY(...))``: the batch's ids are looked up by primary key (an
--- ``IN (subquery)`` may be planned as a hash join over the whole table).
+-- ``IN (subquery)`` may be planned as a hash join over the whole table). A job whose provider
+-- batch is not settled stays: the batch's reservation is still counted in its project, and
+-- its settlement needs the job.
 DELETE FROM jobs
 WHERE id = ANY (ARRAY(SELECT id FROM jobs
                       WHERE finished_at IS NOT NULL AND finished_at >= %(since)s
                         AND finished_at < %(cutoff)s
                         AND state IN ('succeeded', 'failed', 'cancelled')
+                        AND NOT EXISTS (SELECT 1 FROM provider_batches b
+                                        WHERE b.job_id = jobs.id
+                                          AND b.status IN ('submitting', 'submitted'))
                       ORDER BY finished_at LIMIT %(limit)s))
   AND finished_at < %(cutoff)s AND state IN ('succeeded', 'failed', 'cancelled')
 RETURNING finished_at;
@@ -1241,10 +1242,38 @@ WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitted';
 
 -- name: batch_settle
 UPDATE provider_batches SET status = %(status)s, remote_status = %(remote_status)s,
-    results = %(results)s, settled_usd = %(settled_usd)s, standard_usd = %(standard_usd)s,
+    settled_usd = %(settled_usd)s, standard_usd = %(standard_usd)s,
     items_done = %(items_done)s, items_failed = %(items_failed)s, error = %(error)s,
     next_poll_at = NULL, settled_at = %(now)s, updated_at = %(now)s
 WHERE job_id = %(job_id)s AND key = %(key)s AND status IN ('submitting', 'submitted');
+
+-- name: batch_uploading
+UPDATE provider_batches SET remote_status = 'uploading', updated_at = %(now)s
+WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitting';
+
+-- name: batches_unsent
+-- A job's batches reserved and never sent (unmarked: store/batches.py ``batch_uploading``).
+SELECT * FROM provider_batches
+WHERE job_id = %(job_id)s AND status = 'submitting' AND remote_status IS NULL;
+
+-- name: batches_orphaned
+-- Batches reserved, not known to be at the provider, whose jobs ended: no replay will settle
+-- them (the sweep does, worker/batch_poller.py).
+SELECT b.* FROM provider_batches b JOIN jobs j ON j.id = b.job_id
+WHERE b.status = 'submitting' AND j.state IN ('succeeded', 'failed', 'cancelled')
+ORDER BY b.created_at LIMIT %(limit)s;
+
+-- name: batch_answers_insert
+-- A settled batch's answers, in its order (%(answers)s: a JSON array of objects).
+INSERT INTO provider_batch_answers (job_id, key, pos, item, ok, value, error_code,
+                                    error_summary, retryable)
+SELECT %(job_id)s, %(key)s, (a ->> 'pos')::int, a ->> 'item', (a ->> 'ok')::boolean,
+       a -> 'value', a ->> 'error_code', a ->> 'error_summary', (a ->> 'retryable')::boolean
+FROM jsonb_array_elements(%(answers)s::jsonb) a;
+
+-- name: batch_answers
+SELECT item, ok, value, error_code, error_summary, retryable FROM provider_batch_answers
+WHERE job_id = %(job_id)s AND key = %(key)s ORDER BY pos;
 
 -- name: batch_delete_unsent
 DELETE FROM provider_batches

@@ -60,10 +60,6 @@ SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_toke
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
 WHERE j.id = :id;
 
--- name: finished_among
-SELECT id FROM jobs
-WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('succeeded', 'failed', 'cancelled');
-
 -- name: lock_job
 SELECT * FROM jobs WHERE id = :id;
 
@@ -260,11 +256,14 @@ ORDER BY w.started_at DESC;
 -- name: prune_jobs
 -- One batch, oldest first from ``since`` (the last batch's newest finished_at). INDEXED BY:
 -- without statistics (tether never ANALYZEs) SQLite would pick jobs_state and sort every
--- finished job for each batch.
+-- finished job for each batch. A job whose provider batch is not settled stays: the batch's
+-- reservation is still counted in its project, and its settlement needs the job.
 DELETE FROM jobs
 WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished
              WHERE finished_at IS NOT NULL AND finished_at >= :since AND finished_at < :cutoff
                AND state IN ('succeeded', 'failed', 'cancelled')
+               AND NOT EXISTS (SELECT 1 FROM provider_batches b WHERE b.job_id = jobs.id
+                               AND b.status IN ('submitting', 'submitted'))
              ORDER BY finished_at LIMIT :limit)
 RETURNING finished_at;
 
@@ -1058,10 +1057,39 @@ WHERE job_id = :job_id AND key = :key AND status = 'submitted';
 
 -- name: batch_settle
 UPDATE provider_batches SET status = :status, remote_status = :remote_status,
-    results = :results, settled_usd = :settled_usd, standard_usd = :standard_usd,
+    settled_usd = :settled_usd, standard_usd = :standard_usd,
     items_done = :items_done, items_failed = :items_failed, error = :error,
     next_poll_at = NULL, settled_at = :now, updated_at = :now
 WHERE job_id = :job_id AND key = :key AND status IN ('submitting', 'submitted');
+
+-- name: batch_uploading
+UPDATE provider_batches SET remote_status = 'uploading', updated_at = :now
+WHERE job_id = :job_id AND key = :key AND status = 'submitting';
+
+-- name: batches_unsent
+-- A job's batches reserved and never sent (unmarked: store/batches.py ``batch_uploading``).
+SELECT * FROM provider_batches
+WHERE job_id = :job_id AND status = 'submitting' AND remote_status IS NULL;
+
+-- name: batches_orphaned
+-- Batches reserved, not known to be at the provider, whose jobs ended: no replay will settle
+-- them (the sweep does, worker/batch_poller.py).
+SELECT b.* FROM provider_batches b JOIN jobs j ON j.id = b.job_id
+WHERE b.status = 'submitting' AND j.state IN ('succeeded', 'failed', 'cancelled')
+ORDER BY b.created_at LIMIT :limit;
+
+-- name: batch_answers_insert
+-- A settled batch's answers, in its order (:answers: a JSON array of objects).
+INSERT INTO provider_batch_answers (job_id, key, pos, item, ok, value, error_code,
+                                    error_summary, retryable)
+SELECT :job_id, :key, a.value ->> '$.pos', a.value ->> '$.item', a.value ->> '$.ok',
+       a.value -> '$.value', a.value ->> '$.error_code', a.value ->> '$.error_summary',
+       a.value ->> '$.retryable'
+FROM json_each(:answers) a;
+
+-- name: batch_answers
+SELECT item, ok, value, error_code, error_summary, retryable FROM provider_batch_answers
+WHERE job_id = :job_id AND key = :key ORDER BY pos;
 
 -- name: batch_delete_unsent
 DELETE FROM provider_batches
