@@ -19,6 +19,7 @@ from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
+from .core.webhooks import DELIVERY_TYPE
 from .errors import ConfigurationError, JobNotFound
 from .facade.budgets import Budgets
 from .facade.batches import BatchProviders
@@ -28,6 +29,8 @@ from .facade.schedules import ScheduleFacade
 from .facade.spend import SpendReports
 from .facade.streams import EventStreams
 from .facade.workers import WorkerViews
+from .facade.webhook_delivery import WebhookSettings
+from .facade.webhooks import WebhookFacade
 from .facade.workflows import Workflows
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from .registry import JobFn, JobType, Registry, as_replays, as_stages
@@ -45,7 +48,7 @@ DEFAULT_URL = "sqlite:///./tether.db"
 
 
 class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, QueueControl,
-             WorkerViews, BatchProviders, Budgets):
+             WorkerViews, BatchProviders, Budgets, WebhookFacade):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
@@ -59,7 +62,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                  clock: Clock | None = None, price_profile: str | None = None,
                  strict_types: bool | None = None, blob_dir: str | None = None,
                  rate_limits: Mapping[str, Mapping[str, int]] | None = None,
-                 create_database: bool = True, **store_options: Any) -> None:
+                 create_database: bool = True, webhooks: WebhookSettings | None = None,
+                 **store_options: Any) -> None:
         self.database_url = (database_url or os.environ.get("TETHER_DATABASE_URL")
                              or DEFAULT_URL)
         self.clock = clock or SYSTEM_CLOCK
@@ -69,6 +73,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
         self.strict_types = strict_types
         self.blob_dir = blob_dir or os.environ.get("TETHER_BLOB_DIR")
         self.create_database = create_database
+        self.webhook_settings = webhooks or WebhookSettings.from_env()
         self._store = store
         self._store_options = store_options
         self._opening = threading.Lock()
@@ -345,6 +350,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
     def worker(self, **options: Any) -> Worker:
         from .worker import Worker  # a worker's modules load only in a process that runs one
 
+        if DELIVERY_TYPE not in self.registry:  # every worker delivers webhooks
+            self.registry.add(self.webhook_settings.job_type(lambda: self.store))
         return Worker(self, **options)
 
     def wait(self, job_id: int, *, timeout: float | None = None, poll: float = 0.1,

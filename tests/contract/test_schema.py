@@ -56,6 +56,14 @@ EXPECTED = {
                          "standard_usd", "items_total", "items_done", "items_failed", "results",
                          "polls", "next_poll_at", "error", "created_at", "updated_at",
                          "settled_at"},
+    "webhook_subscriptions": {"id", "project", "url", "kinds", "secret", "description",
+                              "created_at"},
+    "webhook_deliveries": {"id", "subscription_id", "project", "kind", "url", "job_id",
+                           "sends", "body", "created_at"},
+    "webhook_attempts": {"delivery_id", "n", "job_id", "at", "status", "error", "duration_ms"},
+    "webhook_cursor": {"name", "position"},
+    "schedule_misses": {"id", "schedule", "project", "first_tick", "last_tick", "missed", "at",
+                        "dispatched_at"},
 }
 
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
@@ -65,7 +73,8 @@ EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "job
                     "job_signals_mailbox", "schedules_due", "job_events_feed",
                     "job_signals_job", "jobs_idempotency_key",
                     "wait_children_child", "provider_batches_due",
-                    "cost_ledger_created"}
+                    "cost_ledger_created", "webhook_deliveries_subscription",
+                    "schedule_misses_pending"}
 
 
 def _schema(store, backend):
@@ -98,7 +107,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 25
+    assert store.schema_version() == 26
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -177,7 +186,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 25
+        assert new.store.schema_version() == 26
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         assert new.get(job.id).version == ""  # 0024: a job from before is unversioned

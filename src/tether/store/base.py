@@ -28,6 +28,7 @@ from ..core.states import JobState
 from ..core.usage import Usage
 from ..core.waits import WaitSpec
 from ..errors import LeaseLost
+from .base_webhooks import WebhookStore
 from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
 from ..records import ProviderBatch, Schedule, Wait, WorkerInfo
 from ..tokens import TokenInfo
@@ -201,7 +202,7 @@ class FinishSignal(Protocol):
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(WebhookStore, Protocol):
     url: str
     group_commit: bool
     """True where a worker's writes should share commits (one writer at a time: SQLite)."""

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 TIME_PARAMS = frozenset({"now", "at", "since", "until", "before", "cutoff", "claimed_at",
                          "started_at", "run_after", "lease_expires_at", "finished_at", "wake_at",
-                         "next_run_at", "last_run_at"})
+                         "next_run_at", "last_run_at", "first_tick", "last_tick"})
 """Statement parameters that hold a time (unix seconds, or None)."""
 
 Row = dict[str, Any]
