@@ -19,6 +19,7 @@ PROVIDES: dict[str, frozenset[str]] = {
     "server": frozenset({"fastapi", "starlette", "uvicorn", "jinja2", "prometheus_client",
                          "pydantic", "pydantic_core", "anyio"}),
     "mcp": frozenset({"mcp", "starlette", "uvicorn", "pydantic", "pydantic_core", "anyio"}),
+    "webhooks": frozenset({"httpx", "httpcore", "h11", "anyio"}),
 }
 """The top-level modules each extra brings; a missing one of these means the extra is absent."""
 

@@ -10,6 +10,9 @@ PUBLIC = {
     "Usage", "WorkerShutdown", "stage",
     # workflows (issue 22): gather's failure value, its errors, the wait record
     "ChildFailure", "ChildJobFailed", "JobWaiting", "SignalTimeout", "Wait",
+    # outbound webhooks: settings, the records the facade returns, their errors
+    "Delivery", "DeliveryAttempt", "Subscription", "WebhookNotFound", "WebhookSettings",
+    "WebhookTargetRefused",
 }
 
 

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from ..core.retry import RetryPolicy
 from ..core.serialize import dumps
 from ..core.webhooks import DELIVERY_QUEUE, DELIVERY_TYPE, check_url, headers
-from ..errors import PolicyBlock, TransientError, WebhookTargetRefused
+from ..errors import MissingExtra, PolicyBlock, TransientError, WebhookTargetRefused
 from ..registry import JobType
 from ..store.base import Store
 
@@ -122,7 +122,10 @@ def send(store: Store, settings: WebhookSettings, delivery: str, job_id: int, *,
          now: Callable[[], float] = time.time) -> dict[str, Any]:
     """One try of ``delivery``: its result (``status``) on a 2xx, else ``TransientError``
     (retried), or ``PolicyBlock`` (failed at once) when its subscription is gone."""
-    import httpx  # the webhooks extra; only a worker that delivers needs it
+    try:
+        import httpx  # the webhooks extra; only a worker that delivers needs it
+    except ModuleNotFoundError as exc:
+        raise MissingExtra("sending webhooks", "webhooks", module=exc.name) from exc
 
     found = store.get_delivery(delivery)
     sub = None if found is None else store.get_webhook(found.subscription_id)
