@@ -147,7 +147,8 @@ def check_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
 def check_url(url: str) -> str:
     """An absolute http(s) URL with a host and no credentials; ``invalid_argument`` else.
     Where it may point is decided at send time (``facade/webhook_targets.py``)."""
-    if not isinstance(url, str) or len(url) > 2000 or any(c.isspace() for c in url):
+    if (not isinstance(url, str) or len(url) > 2000 or not url.isprintable()
+            or any(c.isspace() for c in url)):
         raise InvalidArgument("a webhook URL must be text of at most 2000 characters",
                               argument="url")
     parts = urlsplit(url)

@@ -108,6 +108,7 @@ class WebhookFacade:
 
 
 def _id(value: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 100 or not value.isascii():
+    if (not isinstance(value, str) or not value or len(value) > 100 or not value.isascii()
+            or not value.isprintable()):
         raise InvalidArgument(f"not an id: {value!r}", argument="id")
     return value
