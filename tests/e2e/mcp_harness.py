@@ -21,21 +21,24 @@ from tests.procs import CHILD_PYTHONPATH, STARTUP_TIMEOUT
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def params(database_url: str, *args: str) -> StdioServerParameters:
+def params(database_url: str, *args: str,
+           env: dict[str, str] | None = None) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "tether.mcp", "--database-url", database_url, *args],
-        cwd=str(ROOT), env={"PYTHONPATH": CHILD_PYTHONPATH, "TETHER_RUN_WORKER": "false"})
+        cwd=str(ROOT), env={"PYTHONPATH": CHILD_PYTHONPATH, "TETHER_RUN_WORKER": "false",
+                            **(env or {})})
 
 
 @asynccontextmanager
-async def stdio(database_url: str, token: str | None = None) -> AsyncIterator[Client]:
+async def stdio(database_url: str, token: str | None = None, *,
+                env: dict[str, str] | None = None) -> AsyncIterator[Client]:
     """A client session with a fresh server acting as ``token`` (unrestricted without one),
     on ``database_url`` migrated first (the MCP server never creates a database). A reply may
     take ``STARTUP_TIMEOUT``: the first waits for the server to start."""
     migrate_database(database_url)
     auth = ["--token", token] if token else ["--insecure-no-auth"]
-    async with Client(params(database_url, *auth),
+    async with Client(params(database_url, *auth, env=env),
                       read_timeout_seconds=STARTUP_TIMEOUT) as client:
         yield client
 

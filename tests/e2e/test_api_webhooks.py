@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from tether import Tether, WebhookSettings
+from tests.procs import wait_until
 from tests.e2e.api_harness import BACKENDS, backend_url, run_server
 
 URL = "http://127.0.0.1:9/hook"
@@ -64,7 +65,7 @@ def test_deliveries_attempts_and_a_resend(api):
         "url": URL, "kinds": ["budget.threshold_crossed"]}).json()
     job = api.local.submit("t", {}, project="p1")
     api.local.store.append_event(job.id, "budget_threshold", {"threshold": 0.5})
-    assert api.local.webhook_step() == 1
+    assert wait_until(api.local.webhook_step, what="the outbox step") == 1
     (d,) = api.local.deliveries(webhook=sub["id"])
     api.local.store.record_webhook_attempt(d.id, d.job_id, status=500, error="the receiver "
                                            "answered 500", duration_ms=3.0)

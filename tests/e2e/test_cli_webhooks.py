@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tether import Tether, WebhookSettings
+from tests.procs import wait_until
 from tests.e2e.api_harness import migrate_database
 from tests.e2e.clitools import one_error_line, run_main, tether
 
@@ -30,7 +31,7 @@ def one_delivery(database_url: str) -> str:
     try:
         job = app.submit("t", {}, project="p1")
         app.store.append_event(job.id, "budget_threshold", {"threshold": 0.8})
-        assert app.webhook_step() == 1
+        assert wait_until(app.webhook_step, what="the outbox step") == 1
         return app.deliveries()[0].id
     finally:
         app.close()
