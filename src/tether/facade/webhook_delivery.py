@@ -62,7 +62,7 @@ class WebhookSettings:
 
     allow_private: bool = False
     allow_hosts: tuple[str, ...] = ()
-    max_attempts: int = 8
+    max_attempts: int = 15
     backoff_s: float = 2.0
     backoff_cap_s: float = 600.0
     timeout_s: float = 10.0

@@ -38,7 +38,7 @@ from .tx import Row, Tx, present
 _Made = tuple[Subscription, str, str, dict[str, Any]]
 """One delivery to make: subscription, event reference, public kind, body."""
 
-DEFAULT_DELIVERY_ATTEMPTS = 8
+DEFAULT_DELIVERY_ATTEMPTS = 15
 """Tries of one sending before its delivery is dead (full-jitter backoff between them)."""
 
 
