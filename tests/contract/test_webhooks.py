@@ -173,3 +173,17 @@ def test_a_dead_delivery_is_visible_and_can_be_sent_again(hooks, clock):
     assert hooks.get(again.job_id).idempotency_key == f"webhook:{d.id}:2"
     with pytest.raises(WebhookNotFound):
         hooks.resend(d.id, projects=["p2"])
+
+
+def test_a_backlog_larger_than_a_page_drains_in_one_call(hooks, clock):
+    """A step takes 500 events; the facade's call repeats steps while more wait."""
+    hooks.add_webhook(URL, ["budget.threshold_crossed"], project="p1")
+    clock.advance(1)
+    job = hooks.submit("ok", {}, project="p1")
+    for n in range(1100):
+        hooks.store.append_event(job.id, "budget_threshold", {"threshold": n})
+    first = hooks.store.webhook_step()              # 500 events: "submitted" and 499
+    assert first.made == 499 and first.more
+    assert hooks.webhook_step() == 601
+    assert hooks.webhook_step() == 0
+    assert len(hooks.deliveries(limit=2000)) == 1100

@@ -48,6 +48,15 @@ SECRET_PREFIX = "whsec_"
 
 
 @dataclass(frozen=True)
+class OutboxStep:
+    """What one outbox step did: the deliveries it made, and whether more events (or
+    schedule misses) were waiting than it took."""
+
+    made: int
+    more: bool
+
+
+@dataclass(frozen=True)
 class Subscription:
     """A URL that receives the events of ``kinds`` of ``project`` (None: every project)."""
 

@@ -22,6 +22,10 @@ from ..store.base import Store
 from ..submission import checked_name
 from .webhook_delivery import WebhookSettings
 
+OUTBOX_PAGES = 20
+"""Outbox steps one call runs at most (each up to 500 events): a backlog drains at up to
+10,000 events a call, and a call still ends."""
+
 DELIVERY_STATES = ("queued", "running", "retry_wait", "succeeded", "failed", "cancelled")
 
 
@@ -103,8 +107,16 @@ class WebhookFacade:
                                           max_attempts=self.webhook_settings.max_attempts)
 
     def webhook_step(self, *, now: float | None = None) -> int:
-        """One outbox step (workers run it every second): the deliveries it made."""
-        return self.store.webhook_step(now=now, max_attempts=self.webhook_settings.max_attempts)
+        """Outbox steps (workers run this every second) until none finds more waiting, at
+        most ``OUTBOX_PAGES`` of them: the deliveries they made."""
+        made = 0
+        for _ in range(OUTBOX_PAGES):
+            step = self.store.webhook_step(now=now,
+                                           max_attempts=self.webhook_settings.max_attempts)
+            made += step.made
+            if not step.more:
+                break
+        return made
 
 
 def _id(value: str) -> str:

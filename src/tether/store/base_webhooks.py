@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 from collections.abc import Iterable
 
-from ..core.webhooks import Delivery, Subscription
+from ..core.webhooks import Delivery, OutboxStep, Subscription
 
 
 class WebhookStore(Protocol):
@@ -17,7 +17,7 @@ class WebhookStore(Protocol):
     def delete_webhook(self, sub_id: str, *,
                        projects: Iterable[str] | None = None) -> Subscription: ...
     def webhook_step(self, *, now: float | None = None, limit: int = 500,
-                     max_attempts: int = 15) -> int: ...
+                     max_attempts: int = 15) -> OutboxStep: ...
     def webhook_deliveries(self, *, subscription_id: str | None = None,
                            projects: Iterable[str] | None = None, state: str | None = None,
                            limit: int = 50) -> list[Delivery]: ...

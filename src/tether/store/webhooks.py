@@ -25,8 +25,8 @@ from typing import Any
 from ..core.budget import Budget
 from ..core.serialize import config_hash, dumps
 from ..core.webhooks import (
-    DELIVERY_QUEUE, DELIVERY_TYPE, SCHEDULE_MISSED, Delivery, DeliveryAttempt, Subscription,
-    delivery_id, public_kind,
+    DELIVERY_QUEUE, DELIVERY_TYPE, SCHEDULE_MISSED, Delivery, DeliveryAttempt, OutboxStep,
+    Subscription, delivery_id, public_kind,
 )
 from ..errors import JobStateError, WebhookNotFound
 from .base import NewJob
@@ -122,14 +122,19 @@ class Webhooks(Jobs, Feed):
     # --- the outbox step ----------------------------------------------------------------------
 
     def webhook_step(self, *, now: float | None = None, limit: int = 500,
-                     max_attempts: int = DEFAULT_DELIVERY_ATTEMPTS) -> int:
-        """One outbox step: the deliveries (and their jobs) it made."""
+                     max_attempts: int = DEFAULT_DELIVERY_ATTEMPTS) -> OutboxStep:
+        """One outbox step over up to ``limit`` events and ``limit`` schedule misses: the
+        deliveries (and their jobs) it made, and whether more were waiting. A step with
+        nothing new (most of them) only reads."""
         with self._read() as tx:
             position = present(tx.one("webhook_cursor_get"))["position"]
             subs = [to_subscription(r) for r in tx.all("webhook_list", projects=None)]
+            missed = tx.one("schedule_misses_any") is not None
         if not subs:
-            return self._skip_to_head(position)
+            return self._skip_to_head(position, missed)
         events = self.feed(after=position or None, limit=limit)
+        if not events and not missed:
+            return OutboxStep(0, False)
         ids = sorted({e.event.job_id for e in events})
         with self._read() as tx:
             jobs = {int(r["id"]): r for r in tx.all("webhook_event_jobs",
@@ -147,7 +152,7 @@ class Webhooks(Jobs, Feed):
         with self._write() as tx:
             now = self._now(tx, now)
             if present(tx.one("webhook_cursor_lock"))["position"] != position:
-                return 0
+                return OutboxStep(0, True)
             misses = tx.all("schedule_misses_pending", limit=limit)
             for miss in misses:
                 body = _miss_body(miss)
@@ -159,23 +164,26 @@ class Webhooks(Jobs, Feed):
                        ids=self._array_param([int(m["id"]) for m in misses]), now=now)
             if events:
                 tx.run("webhook_cursor_set", position=events[-1].position)
-        return len(made)
+        return OutboxStep(len(made), len(events) >= limit or len(misses) >= limit)
 
-    def _skip_to_head(self, position: str) -> int:
+    def _skip_to_head(self, position: str, missed: bool) -> OutboxStep:
         """No subscription: nothing to deliver; the cursor moves to the newest event and the
-        pending misses are marked dispatched, so a new subscription starts from now."""
+        pending misses are marked dispatched, so a new subscription starts from now. Only
+        when there is something to move: an idle step only reads."""
         head = self.feed_head()
+        if head == position and not missed:
+            return OutboxStep(0, False)
         with self._write() as tx:
             now = self._now(tx, None)
             if (present(tx.one("webhook_cursor_lock"))["position"] != position
                     or tx.all("webhook_list", projects=None)):
-                return 0
+                return OutboxStep(0, True)
             tx.run("webhook_cursor_set", position=head)
             misses = tx.all("schedule_misses_pending", limit=10_000)
             if misses:
                 tx.run("schedule_misses_dispatched",
                        ids=self._array_param([int(m["id"]) for m in misses]), now=now)
-        return 0
+        return OutboxStep(0, False)
 
     def _deliver(self, tx: Tx, made: Sequence[_Made], now: float, max_attempts: int) -> None:
         """A delivery row and job for each (subscription, event); a pair already made (its

@@ -1308,3 +1308,6 @@ INSERT INTO webhook_attempts (delivery_id, n, job_id, at, status, error, duratio
 SELECT %(id)s, coalesce(max(n), 0) + 1, %(job_id)s, %(now)s, %(status)s, %(error)s,
        %(duration_ms)s
 FROM webhook_attempts WHERE delivery_id = %(id)s;
+
+-- name: schedule_misses_any
+SELECT 1 AS one FROM schedule_misses WHERE dispatched_at IS NULL LIMIT 1;

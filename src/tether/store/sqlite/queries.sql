@@ -1122,3 +1122,6 @@ SELECT * FROM webhook_attempts WHERE delivery_id = :id ORDER BY n;
 INSERT INTO webhook_attempts (delivery_id, n, job_id, at, status, error, duration_ms)
 SELECT :id, coalesce(max(n), 0) + 1, :job_id, :now, :status, :error, :duration_ms
 FROM webhook_attempts WHERE delivery_id = :id;
+
+-- name: schedule_misses_any
+SELECT 1 AS one FROM schedule_misses WHERE dispatched_at IS NULL LIMIT 1;
