@@ -187,3 +187,21 @@ def test_a_backlog_larger_than_a_page_drains_in_one_call(hooks, clock):
     assert hooks.webhook_step() == 601
     assert hooks.webhook_step() == 0
     assert len(hooks.deliveries(limit=2000)) == 1100
+
+
+def test_a_prune_takes_deliveries_whose_job_it_deleted(hooks, clock):
+    hooks.add_webhook(URL, ["job.failed"], project="p1")
+    clock.advance(1)
+    run(hooks, "boom")
+    hooks.webhook_step()
+    (d,) = hooks.deliveries()
+    hooks.store.record_webhook_attempt(d.id, d.job_id, status=500, error="x", duration_ms=1.0)
+    clock.advance(60)
+    hooks.prune(older_than_s=30)                    # the delivery job is still queued
+    assert hooks.delivery(d.id).attempts
+    hooks.cancel(d.job_id)
+    clock.advance(60)
+    hooks.prune(older_than_s=30)
+    assert hooks.deliveries() == []
+    with pytest.raises(WebhookNotFound):
+        hooks.delivery(d.id)

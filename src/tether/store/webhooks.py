@@ -59,7 +59,7 @@ def _delivery(row: Row, attempts: Sequence[Row] = ()) -> Delivery:
     return Delivery(id=row["id"], subscription_id=row["subscription_id"],
                     project=row["project"], kind=row["kind"], url=row["url"],
                     job_id=int(row["job_id"]), sends=int(row["sends"]),
-                    state=row["state"] or "cancelled", body=load_json(row["body"]),
+                    state=row["state"] or "pruned", body=load_json(row["body"]),
                     created_at=as_datetime(row["created_at"]),
                     attempts=[_attempt(a) for a in attempts])
 

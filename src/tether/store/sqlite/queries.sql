@@ -1125,3 +1125,15 @@ FROM webhook_attempts WHERE delivery_id = :id;
 
 -- name: schedule_misses_any
 SELECT 1 AS one FROM schedule_misses WHERE dispatched_at IS NULL LIMIT 1;
+
+-- name: prune_webhook_attempts
+DELETE FROM webhook_attempts WHERE delivery_id IN (
+    SELECT d.id FROM webhook_deliveries d
+    WHERE d.created_at < :cutoff AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id));
+
+-- name: prune_webhook_deliveries
+DELETE FROM webhook_deliveries
+WHERE created_at < :cutoff AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = job_id);
+
+-- name: prune_schedule_misses
+DELETE FROM schedule_misses WHERE dispatched_at IS NOT NULL AND dispatched_at < :cutoff;
