@@ -120,8 +120,9 @@ class Control(Transitions):
         lock a claim needs (SQLite's one writer lock; PostgreSQL's row locks) is held for
         longer than one batch, however many jobs go. The cutoff is fixed once, so a prune
         ends even while jobs finish. Webhook deliveries made before the cutoff whose delivery
-        job is gone go too, with their attempts. Then the workers gone before the cutoff (stopped, or
-        silent since) and holding no lease are forgotten, their counts kept in the totals.
+        job is gone go too, with their attempts. Then the workers gone before the cutoff
+        (stopped, or silent since) and holding no lease are forgotten, their counts kept in
+        the totals.
         Returns how many jobs were deleted; an interrupted prune keeps what it deleted."""
         batch = self._prune_batch if batch is None else batch
         if batch < 1:
