@@ -120,10 +120,10 @@ class Control(Transitions):
         lock a claim needs (SQLite's one writer lock; PostgreSQL's row locks) is held for
         longer than one batch, however many jobs go. The cutoff is fixed once, so a prune
         ends even while jobs finish. Webhook deliveries made before the cutoff whose delivery
-        job is gone go too, with their attempts. Then the workers gone before the cutoff
-        (stopped, or silent since) and holding no lease are forgotten, their counts kept in
-        the totals.
-        Returns how many jobs were deleted; an interrupted prune keeps what it deleted."""
+        job is gone go too, with their attempts, and schedule misses recorded before it. Then
+        the workers gone before the cutoff (stopped, or silent since) and holding no lease are
+        forgotten, their counts kept in the totals. Returns how many jobs were deleted; an
+        interrupted prune keeps what it deleted."""
         batch = self._prune_batch if batch is None else batch
         if batch < 1:
             raise InvalidArgument(f"prune batch must be at least 1, not {batch}")
@@ -143,7 +143,7 @@ class Control(Transitions):
         with self._write() as tx:
             # Only old blobs: a fresh one may belong to a checkpoint about to commit.
             tx.run("prune_blobs", cutoff=cutoff)
-            # Webhook deliveries whose job went (and their attempts); dispatched misses.
+            # Webhook deliveries whose job went (and their attempts); old schedule misses.
             tx.run("prune_webhook_attempts", cutoff=cutoff)
             tx.run("prune_webhook_deliveries", cutoff=cutoff)
             tx.run("prune_schedule_misses", cutoff=cutoff)

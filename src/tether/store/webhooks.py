@@ -13,8 +13,9 @@ is delivered at least once, and made into a delivery exactly once.
 
 Why a cursor and not an insert beside each event: events are appended by a dozen statements
 on the hot path (claims, finishes, waits; some written as one SQL statement for many jobs),
-and most events are no webhook's business; a cursor keeps the hot path as it is and costs
-one read a step, none when no subscription exists (the cursor then jumps to the head).
+and most events are no webhook's business; a cursor keeps the hot path as it is. A step
+that finds nothing new only reads; while no subscription exists a step is one read, and the
+first subscription moves the cursor to the newest event.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..core.webhooks import (
 )
 from ..errors import JobStateError, WebhookNotFound
 from .base import NewJob
-from .feed import Feed
+from .feed import FEED_START, Feed, feed_position
 from .jobs import Jobs
 from .rows import as_datetime, load_json
 from .tx import Row, Tx, present
@@ -87,8 +88,16 @@ class Webhooks(Jobs, Feed):
     # --- subscriptions ------------------------------------------------------------------------
 
     def put_webhook(self, sub: Subscription) -> Subscription:
+        """Store it (``created_at`` by the store's clock). The first subscription moves the
+        outbox cursor to the newest event and marks pending schedule misses dispatched:
+        while none exists the outbox only reads, and what happened before is not sent."""
         with self._write() as tx:
             now = self._now(tx, None)
+            if not tx.all("webhook_list", projects=None):
+                head = tx.one("event_feed_head", **self._feed_bounds(tx))
+                tx.run("webhook_cursor_set",
+                       position=FEED_START if head is None else feed_position(head))
+                self._dispatch_misses(tx, 10_000, now)
             tx.run("webhook_insert", id=sub.id, project=sub.project, url=sub.url,
                    kinds=self._json_param(list(sub.kinds)), secret=sub.secret,
                    description=sub.description, now=now)
@@ -127,11 +136,11 @@ class Webhooks(Jobs, Feed):
         deliveries (and their jobs) it made, and whether more were waiting. A step with
         nothing new (most of them) only reads."""
         with self._read() as tx:
-            position = present(tx.one("webhook_cursor_get"))["position"]
             subs = [to_subscription(r) for r in tx.all("webhook_list", projects=None)]
+            if not subs:
+                return OutboxStep(0, False)
+            position = present(tx.one("webhook_cursor_get"))["position"]
             missed = tx.one("schedule_misses_any") is not None
-        if not subs:
-            return self._skip_to_head(position, missed)
         events = self.feed(after=position or None, limit=limit)
         if not events and not missed:
             return OutboxStep(0, False)
@@ -153,37 +162,22 @@ class Webhooks(Jobs, Feed):
             now = self._now(tx, now)
             if present(tx.one("webhook_cursor_lock"))["position"] != position:
                 return OutboxStep(0, True)
-            misses = tx.all("schedule_misses_pending", limit=limit)
+            misses = self._dispatch_misses(tx, limit, now)
             for miss in misses:
                 body = _miss_body(miss)
                 made.extend((sub, f"miss:{miss['id']}", SCHEDULE_MISSED, body) for sub in subs
                             if _matches(sub, SCHEDULE_MISSED, miss["project"], now))
             self._deliver(tx, made, now, max_attempts)
-            if misses:
-                tx.run("schedule_misses_dispatched",
-                       ids=self._array_param([int(m["id"]) for m in misses]), now=now)
             if events:
                 tx.run("webhook_cursor_set", position=events[-1].position)
         return OutboxStep(len(made), len(events) >= limit or len(misses) >= limit)
 
-    def _skip_to_head(self, position: str, missed: bool) -> OutboxStep:
-        """No subscription: nothing to deliver; the cursor moves to the newest event and the
-        pending misses are marked dispatched, so a new subscription starts from now. Only
-        when there is something to move: an idle step only reads."""
-        head = self.feed_head()
-        if head == position and not missed:
-            return OutboxStep(0, False)
-        with self._write() as tx:
-            now = self._now(tx, None)
-            if (present(tx.one("webhook_cursor_lock"))["position"] != position
-                    or tx.all("webhook_list", projects=None)):
-                return OutboxStep(0, True)
-            tx.run("webhook_cursor_set", position=head)
-            misses = tx.all("schedule_misses_pending", limit=10_000)
-            if misses:
-                tx.run("schedule_misses_dispatched",
-                       ids=self._array_param([int(m["id"]) for m in misses]), now=now)
-        return OutboxStep(0, False)
+    def _dispatch_misses(self, tx: Tx, limit: int, now: float) -> list[Row]:
+        misses = tx.all("schedule_misses_pending", limit=limit)
+        if misses:
+            tx.run("schedule_misses_dispatched",
+                   ids=self._array_param([int(m["id"]) for m in misses]), now=now)
+        return misses
 
     def _deliver(self, tx: Tx, made: Sequence[_Made], now: float, max_attempts: int) -> None:
         """A delivery row and job for each (subscription, event); a pair already made (its

@@ -1322,4 +1322,4 @@ DELETE FROM webhook_deliveries d
 WHERE d.created_at < %(cutoff)s AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id);
 
 -- name: prune_schedule_misses
-DELETE FROM schedule_misses WHERE dispatched_at IS NOT NULL AND dispatched_at < %(cutoff)s;
+DELETE FROM schedule_misses WHERE at < %(cutoff)s;

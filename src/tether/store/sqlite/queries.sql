@@ -1136,4 +1136,4 @@ DELETE FROM webhook_deliveries
 WHERE created_at < :cutoff AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = job_id);
 
 -- name: prune_schedule_misses
-DELETE FROM schedule_misses WHERE dispatched_at IS NOT NULL AND dispatched_at < :cutoff;
+DELETE FROM schedule_misses WHERE at < :cutoff;
