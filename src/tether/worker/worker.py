@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from ..clock import utc
 from ..core.serving import EVERY_QUEUE, claim_filter, versions_served
+from ..core.webhooks import DELIVERY_TYPE
 from ..errors import StoreCorrupt, StoreError, WorkerShutdown
 from ..job import Lease
 from ..records import Job, WorkerInfo
@@ -179,11 +180,11 @@ class Worker:
             versions=versions_served(self._job_types())))
         if self._registered is None:
             queues = ", ".join(self.queues) if self.queues else "all queues"
-            if types:
+            if any(t != DELIVERY_TYPE for t in types):
                 log.info("worker %s serves job types %s (%s)", self.id, ", ".join(types), queues)
             else:
                 log.warning("worker %s serves no job types: its app registers none, so it "
-                            "claims nothing", self.id)
+                            "claims nothing but webhook deliveries", self.id)
         self._registered = types
 
     # --- one step -------------------------------------------------------------------------------
