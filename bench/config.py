@@ -31,7 +31,7 @@ class Sizes:
     latency_gap_s: tuple[float, float] = (0.02, 0.6)
     calls: int = 5_000              # W4
     call_concurrency: int = 8
-    call_in_flight: tuple[int, ...] = (8, 64, 256)  # W4 against the floor (issue 25)
+    call_in_flight: tuple[int, ...] = (8, 64, 256)  # W4 against the floor
     calls_timeout_s: float = 300.0
     claim_small: int = 1_000        # W5
     claim_big: int = 1_000_000

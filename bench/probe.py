@@ -1,5 +1,5 @@
 """The batched claim/complete probe on PostgreSQL: how fast Python and psycopg can move jobs
-through the database at all, with no engine around them (issue 25's yardstick for W1).
+through the database at all, with no engine around them (W1's yardstick).
 
 Each process loops: ONE transaction claims up to ``batch`` queued jobs (``FOR UPDATE SKIP
 LOCKED``, state, worker, lease, attempt count) and writes a ``started`` event row for each;

@@ -1,5 +1,5 @@
 """Turning results into tables (rich when available): tether against the peers and the
-floors, each peer row with its settings, and issue 25's targets (``bench/targets.py``)."""
+floors, each peer row with its settings, and the targets (``bench/targets.py``)."""
 
 from __future__ import annotations
 
@@ -253,7 +253,7 @@ def print_table(res: dict) -> None:
     for r in peer_rows(res):
         t3.add_row(*(escape(cell) for cell in r))
     console.print(t3)
-    t2 = Table(title="issue 25 targets")
+    t2 = Table(title="targets")
     for h in ("target", "value", "limit", "met", "figures"):
         t2.add_column(h, overflow="fold")
     for t in tg:

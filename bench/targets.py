@@ -1,5 +1,6 @@
-"""Issue 25's targets, judged on one run's figures: each with its value, its limit, met or
-missed (None when a figure is missing: workload or peer not run), and the figures in words.
+"""The targets (bench/README.md), judged on one run's figures: each with its value, its limit,
+met or missed (None when a figure is missing: workload or peer not run), and the figures in
+words.
 
 A peer is judged at its documented defaults (``pgqueuer``, ``huey``); bulk enqueue against
 the strongest pgqueuer figure of the run (any of its rows)."""

@@ -17,7 +17,7 @@ and what commits of that many pages cost on this disk; and the floor (``floor``,
 ``bench/call_floor.py``): the same calls made by a bare implementation that keeps only the
 two durable writes a call must make, in tether's tables, with its SQL. ``in_flight`` sets
 the ``ctx.map`` job against that floor at 8, 64 and 256 calls in flight, calls/s and CPU per
-call (issue 25's restated target)."""
+call (the restated target)."""
 
 from __future__ import annotations
 

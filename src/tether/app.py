@@ -95,7 +95,7 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
                     opts = dict(self._store_options)
                     # Only a test's FakeClock stands in for the database clock. Any other
                     # clock is this process's own (a worker's), and a worker's clock must
-                    # never decide lease expiry or backoff.
+                    # never decide lease expiry or backoff (docs/design.md, "Leases").
                     if self.clock.fake:
                         opts.setdefault("clock", self.clock)
                     self._store = open_store(self.database_url, create=self.create_database,

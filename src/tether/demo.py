@@ -67,9 +67,9 @@ class DemoResult:
 def verdict(spent: Decimal, billed: Decimal, unconfirmed: int, unconfirmed_usd: Decimal) -> str:
     """One line: does tether's ledger cover what the provider billed, and why is it higher?
 
-    Promise 3: the ledger never records less than providers could bill. It records
-    more only for calls in flight at a crash: their outcome is unknown, so each stays counted
-    as spent at its worst-case reservation, whether or not the provider billed it.
+    Promise 3 (docs/design.md): the ledger never records less than providers could bill. It
+    records more only for calls in flight at a crash: their outcome is unknown, so each stays
+    counted as spent at its worst-case reservation, whether or not the provider billed it.
     """
     if spent < billed:
         return (f"the ledger does NOT cover the provider's bill: ${spent:.6f} recorded < "

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import tether
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
@@ -77,6 +79,9 @@ def test_the_wheel_ships_typing_marker_and_the_demo_and_lists_extras(wheel):
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines()
               if line.startswith("Provides-Extra:")}
     assert {"postgres", "server", "mcp", "otel", "all", "test"} <= extras
+    version = next(line.split(":", 1)[1].strip() for line in metadata.splitlines()
+                   if line.startswith("Version:"))
+    assert version == tether.__version__ and wheel.name.startswith(f"tether-{version}-")
 
 
 def test_base_install_has_no_optional_package_and_runs_the_demo(venv, tmp_path):

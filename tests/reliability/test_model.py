@@ -47,8 +47,8 @@ QUEUES = ("a", "b")
 KEYS = ("k1", "k2", "k3", "k4")
 HOLDING = {S.LEASED, S.RUNNING, S.PAUSING, S.CANCELLING}
 
-# DESIGN §2, as written there; the engine's table may add edges (README "Design") but must
-# contain every one of these.
+# The lifecycle as docs/design.md first states it; the engine's table adds edges (the
+# "Extra transitions" there) but must contain every one of these.
 DESIGN_EDGES = {
     (S.QUEUED, S.LEASED), (S.LEASED, S.RUNNING), (S.LEASED, S.QUEUED),
     (S.RUNNING, S.SUCCEEDED), (S.RUNNING, S.FAILED), (S.RUNNING, S.RETRY_WAIT),

@@ -10,7 +10,7 @@ from tether.core.states import (
 
 S = JobState
 
-# DESIGN §2 plus the documented additions (README, "Design").
+# docs/design.md's state machine, extra transitions included (test_docs.py reads it there).
 EXPECTED = {
     (S.QUEUED, S.LEASED), (S.QUEUED, S.CANCELLED), (S.QUEUED, S.PAUSED),
     (S.LEASED, S.RUNNING), (S.LEASED, S.QUEUED), (S.LEASED, S.CANCELLING),

@@ -1,4 +1,5 @@
-"""Budgets: limits, accumulators and the pure check that a reservation fits.
+"""Budgets: limits, accumulators and the pure check that a reservation fits (docs/design.md,
+"Budgets, prices, the ledger").
 
 Money is ``Decimal`` USD everywhere; limits also accept ``str``, ``int`` or ``float`` and are
 converted through ``str`` so ``0.1`` stays ``Decimal("0.1")``.

@@ -1,4 +1,5 @@
-"""Dated price profiles: USD per million tokens, per provider and model.
+"""Dated price profiles: USD per million tokens, per provider and model (docs/design.md,
+"Budgets, prices, the ledger"; docs/providers.md).
 
 A profile is a TOML file (``name``, ``effective_date``, ``[[models]]`` with ``provider``,
 ``model``, ``input_per_mtok``, ``output_per_mtok``, optional ``cached_input_per_mtok``,

@@ -1,4 +1,4 @@
-"""Failure classification and backoff.
+"""Failure classification and backoff (docs/design.md, "Failures and retries").
 
 ``classify`` turns whatever job code raised into a ``Decision``: retry after a delay, fail now,
 or pause for an operator. The policy is pure: the caller passes the attempt number and a random

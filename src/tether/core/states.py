@@ -1,7 +1,7 @@
 """The job state machine: one transition table that the engine and every store obey.
 
-The table is the lifecycle README's Concepts list plus the edges a careful operator expects
-(see README, "Design"): a queued, waiting or retry_wait job can be paused or cancelled at once
+docs/design.md draws the table and says why each edge exists: the lifecycle plus the edges a
+careful operator expects: a queued, waiting or retry_wait job can be paused or cancelled at once
 (a waiting job holds no lease: ``running -> waiting -> queued``), a claimed-but-not-started job
 can be cancelled or paused, a dead worker's ``cancelling``/``pausing`` job settles to
 ``cancelled``/``paused``, a budget stop moves ``running`` straight to ``paused``, and a job

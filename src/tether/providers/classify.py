@@ -1,5 +1,6 @@
 """Turn what provider SDKs raise (and refusals hidden in HTTP 200 bodies) into tether's
-failure classes, so retries, pauses and spend follow one policy.
+failure classes (docs/design.md, "Failures and retries"), so retries, pauses and spend follow
+one policy.
 
 | provider says | tether raises | engine does |
 | --- | --- | --- |

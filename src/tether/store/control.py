@@ -17,8 +17,8 @@ from .totals import fold_counters
 from .tx import Row, Tx, present
 
 PRUNE_BATCH = 1000
-"""Jobs ``prune`` deletes a transaction by default (bench W10 measures claims during a prune
-beside millions of finished jobs)."""
+"""Jobs ``prune`` deletes a transaction by default (bench/README.md's big-tables
+workload measures claims during a prune beside millions of finished jobs)."""
 
 
 class Control(Transitions):

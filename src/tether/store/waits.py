@@ -1,5 +1,6 @@
 """Waits in the store: a job leaves its lease to wait for children, a timer or a signal, and
-is queued again when the wait is satisfied (``running -> waiting -> queued``).
+is queued again when the wait is satisfied (``running -> waiting -> queued``; docs/design.md,
+"The job state machine").
 
 Whether a wait is satisfied is decided from durable rows (``core.waits.decide``) inside the
 transaction that could satisfy it: a child's move to a terminal state, a signal's arrival, the

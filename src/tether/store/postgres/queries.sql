@@ -723,9 +723,6 @@ ON CONFLICT (id) DO NOTHING;
 -- name: get_profile
 SELECT * FROM price_profiles WHERE id = %(id)s;
 
--- name: ledger_row
-SELECT * FROM cost_ledger WHERE id = %(id)s;
-
 -- ---- shared rate limits ----------------------------------------------------------------------
 
 -- name: rate_lock

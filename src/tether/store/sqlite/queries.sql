@@ -590,9 +590,6 @@ ON CONFLICT (id) DO NOTHING;
 -- name: get_profile
 SELECT * FROM price_profiles WHERE id = :id;
 
--- name: ledger_row
-SELECT * FROM cost_ledger WHERE id = :id;
-
 -- ---- shared rate limits ----------------------------------------------------------------------
 
 -- name: rate_lock

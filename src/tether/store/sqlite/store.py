@@ -53,7 +53,7 @@ class SQLiteStore(SQLStore):
     _prune_batch = 250
     _prune_yield = 1.0
     """Prune holds the one writer lock a batch at a time, then leaves it as long to the
-    writers waiting for it (bench W10: claims during a prune)."""
+    writers waiting for it (bench/README.md measures claims during a prune)."""
 
     reader_cache_kib = 256
     """Page cache of each thread's read connection. SQLite discards a connection's cache

@@ -1,4 +1,4 @@
--- Big tables (millions of finished jobs kept; bench W10).
+-- Big tables: millions of finished jobs kept (the big-tables workload, bench/README.md).
 -- Deleting a job (tether prune) deletes its signals by foreign key: each deleted job looks up
 -- job_signals by job_id. The mailbox index holds only unconsumed signals, so without this one
 -- every deleted job scanned the whole table of signals.
