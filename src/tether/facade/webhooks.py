@@ -22,9 +22,12 @@ from ..store.base import Store
 from ..submission import checked_name
 from .webhook_delivery import WebhookSettings
 
+OUTBOX_PAGE = 500
+"""Events (and schedule misses) one outbox step takes at most."""
+
 OUTBOX_PAGES = 20
-"""Outbox steps one call runs at most (each up to 500 events): a backlog drains at up to
-10,000 events a call, and a call still ends."""
+"""Outbox steps one call runs at most: a backlog drains at up to 10,000 events a call, and a
+call still ends."""
 
 DELIVERY_STATES = ("queued", "running", "retry_wait", "succeeded", "failed", "cancelled")
 
@@ -111,7 +114,7 @@ class WebhookFacade:
         most ``OUTBOX_PAGES`` of them: the deliveries they made."""
         made = 0
         for _ in range(OUTBOX_PAGES):
-            step = self.store.webhook_step(now=now,
+            step = self.store.webhook_step(now=now, limit=OUTBOX_PAGE,
                                            max_attempts=self.webhook_settings.max_attempts)
             made += step.made
             if not step.more:
