@@ -138,9 +138,11 @@ def send(store: Store, settings: WebhookSettings, delivery: str, job_id: int, *,
     try:
         settings.check(found.url)
         sent = headers(sub.secret, delivery, int(now()), body)
-        response = httpx.post(found.url, content=body, headers=sent,
-                              timeout=settings.timeout_s, follow_redirects=False)
-        status = response.status_code
+        # Streamed and closed unread: only the status matters, and a receiver's body
+        # (however large) is never loaded.
+        with httpx.stream("POST", found.url, content=body, headers=sent,
+                          timeout=settings.timeout_s, follow_redirects=False) as response:
+            status = response.status_code
         if not 200 <= status < 300:
             error = f"the receiver answered {status}"
     except WebhookTargetRefused as exc:
