@@ -207,3 +207,32 @@ def test_a_prune_takes_deliveries_whose_job_it_deleted(hooks, clock):
     assert hooks.deliveries() == []
     with pytest.raises(WebhookNotFound):
         hooks.delivery(d.id)
+
+
+def test_concurrent_outbox_steps_make_each_delivery_once(hooks, clock):
+    """Two threads step the outbox at once, a page of 7 each time, over 40 events: each
+    event becomes exactly one delivery and one delivery job."""
+    import threading
+
+    hooks.add_webhook(URL, ["budget.threshold_crossed"], project="p1")
+    clock.advance(1)
+    job = hooks.submit("ok", {}, project="p1")
+    for n in range(40):
+        hooks.store.append_event(job.id, "budget_threshold", {"threshold": n})
+    made: list[int] = []
+
+    def drain() -> None:
+        for _ in range(200):
+            step = hooks.store.webhook_step(limit=7)
+            made.append(step.made)
+            if not step.more and step.made == 0:
+                return
+
+    threads = [threading.Thread(target=drain) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(made) == 40
+    assert len({d.id for d in hooks.deliveries(limit=100)}) == 40
+    assert len(hooks.list(type="tether.webhook", limit=100)) == 40
