@@ -211,7 +211,8 @@ class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, Q
         return self._resolver().one(type, payload, **options)
 
     def _resolver(self) -> Resolver:
-        strict = self.strict_types if self.strict_types is not None else len(self.registry) > 0
+        own = len(self.registry) - (DELIVERY_TYPE in self.registry)  # the app's own types
+        strict = self.strict_types if self.strict_types is not None else own > 0
         return Resolver(self.registry, self.price_profile, strict=strict)
 
     def submit(self, type: str, payload: Any = None, *, project: str = DEFAULT_PROJECT,

@@ -236,3 +236,9 @@ def test_concurrent_outbox_steps_make_each_delivery_once(hooks, clock):
     assert sum(made) == 40
     assert len({d.id for d in hooks.deliveries(limit=100)}) == 40
     assert len(hooks.list(type="tether.webhook", limit=100)) == 40
+
+
+def test_making_a_worker_leaves_an_app_without_types_unstrict(app):
+    """The worker registers the delivery type; the app still accepts any type as before."""
+    app.worker(webhook_interval=None, schedule_interval=None)
+    assert app.submit("anything", {}).type == "anything"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from collections.abc import Iterable
 
-from ..clock import utc
+from ..clock import Clock, utc
 from ..core import validate
 from ..core.webhooks import (
     Delivery, Subscription, check_kinds, new_secret, new_subscription_id,
@@ -38,6 +38,8 @@ class WebhookFacade:
     webhook_settings: WebhookSettings
 
     if TYPE_CHECKING:  # provided by Tether
+        clock: Clock
+
         @property
         def store(self) -> Store: ...
 
@@ -60,7 +62,7 @@ class WebhookFacade:
         self.webhook_settings.check(url)
         sub = Subscription(id=new_subscription_id(), project=project, url=url, kinds=wanted,
                            secret=new_secret(), description=description or "",
-                           created_at=utc(0))
+                           created_at=utc(self.clock.time()))
         return self.store.put_webhook(sub)
 
     def webhooks(self, *, project: str | None = None,
