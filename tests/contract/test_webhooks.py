@@ -41,6 +41,10 @@ def hooks(database_url, clock):
     a.close()
 
 
+def delivery_id_of(app, sub_id):
+    return app.deliveries(webhook=sub_id, limit=1)[0].id
+
+
 def run(app, type, project="p1"):
     """Submit a job and run it until it ends or waits."""
     job = app.submit(type, {}, project=project)
@@ -114,6 +118,11 @@ def test_each_event_becomes_one_delivery_per_matching_subscription(hooks, clock)
         DELIVERY_TYPE, "webhooks", "p1", 2)
     assert job.idempotency_key == f"webhook:{failed.id}:1"
     assert [d.id for d in hooks.deliveries(webhook=p1.id, projects=["p2"])] == []
+    # a scoped read sees the deliveries of its projects' subscriptions, never an admin's
+    assert {d.subscription_id for d in hooks.deliveries(limit=100, projects=["p1", "p2"])} == {
+        p1.id}
+    with pytest.raises(WebhookNotFound):
+        hooks.delivery(delivery_id_of(hooks, every.id), projects=["p1", "p2"])
 
 
 def test_the_first_subscription_starts_from_the_newest_event(hooks, clock):

@@ -188,7 +188,7 @@ class Webhooks(Jobs, Feed):
             project = body["data"].get("project") or sub.project or "default"
             jobs.append(delivery_job(did, project, 1, max_attempts))
             rows.append({"id": did, "subscription_id": sub.id, "project": project,
-                         "kind": kind, "url": sub.url,
+                         "owner": sub.project, "kind": kind, "url": sub.url,
                          "body": dumps({"type": kind, "timestamp": body["timestamp"],
                                         "data": body["data"]})})
         for row, job in zip(rows, self._insert_jobs(tx, jobs, now), strict=True):
@@ -200,7 +200,9 @@ class Webhooks(Jobs, Feed):
     def webhook_deliveries(self, *, subscription_id: str | None = None,
                            projects: Iterable[str] | None = None, state: str | None = None,
                            limit: int = 50) -> list[Delivery]:
-        """Newest first, without their attempts (``get_delivery`` has them)."""
+        """Newest first, without their attempts (``get_delivery`` has them). With
+        ``projects``, those of subscriptions of these projects (an admin-wide
+        subscription's deliveries are an admin's), as for every read of deliveries."""
         with self._read() as tx:
             rows = tx.all("webhook_deliveries", subscription_id=subscription_id,
                           projects=self._list_param(projects), state=state, limit=limit)
@@ -210,7 +212,7 @@ class Webhooks(Jobs, Feed):
                      projects: Iterable[str] | None = None) -> Delivery | None:
         with self._read() as tx:
             row = tx.one("webhook_delivery_get", id=delivery)
-            if row is None or (projects is not None and row["project"] not in set(projects)):
+            if row is None or (projects is not None and row["owner"] not in set(projects)):
                 return None
             return _delivery(row, tx.all("webhook_attempts", id=delivery))
 
@@ -228,7 +230,7 @@ class Webhooks(Jobs, Feed):
         with self._write() as tx:
             now = self._now(tx, None)
             row = tx.one("webhook_delivery_lock", id=delivery)
-            if row is None or (projects is not None and row["project"] not in set(projects)):
+            if row is None or (projects is not None and row["owner"] not in set(projects)):
                 raise WebhookNotFound(f"delivery {delivery!r} not found", delivery=delivery)
             if row["state"] not in ("succeeded", "failed", "cancelled", None):
                 raise JobStateError(f"delivery {delivery!r} is still being sent "

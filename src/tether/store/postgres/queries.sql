@@ -1272,17 +1272,17 @@ SELECT * FROM schedule_misses WHERE dispatched_at IS NULL ORDER BY id LIMIT %(li
 UPDATE schedule_misses SET dispatched_at = %(now)s WHERE id = ANY (%(ids)s::bigint[]);
 
 -- name: webhook_delivery_insert
-INSERT INTO webhook_deliveries (id, subscription_id, project, kind, url, job_id, sends, body,
-                                created_at)
-VALUES (%(id)s, %(subscription_id)s, %(project)s, %(kind)s, %(url)s, %(job_id)s, 1, %(body)s,
-        %(now)s)
+INSERT INTO webhook_deliveries (id, subscription_id, project, owner, kind, url, job_id, sends,
+                                body, created_at)
+VALUES (%(id)s, %(subscription_id)s, %(project)s, %(owner)s, %(kind)s, %(url)s, %(job_id)s, 1,
+        %(body)s, %(now)s)
 ON CONFLICT (id) DO NOTHING;
 
 -- name: webhook_deliveries
 -- Newest first; %(state)s filters by the current delivery job's state.
 SELECT d.*, j.state FROM webhook_deliveries d LEFT JOIN jobs j ON j.id = d.job_id
 WHERE (%(subscription_id)s::text IS NULL OR d.subscription_id = %(subscription_id)s)
-  AND (%(projects)s::text[] IS NULL OR d.project = ANY (%(projects)s::text[]))
+  AND (%(projects)s::text[] IS NULL OR d.owner = ANY (%(projects)s::text[]))
   AND (%(state)s::text IS NULL OR j.state = %(state)s)
 ORDER BY d.created_at DESC, d.id LIMIT %(limit)s;
 

@@ -1088,16 +1088,16 @@ SELECT * FROM schedule_misses WHERE dispatched_at IS NULL ORDER BY id LIMIT :lim
 UPDATE schedule_misses SET dispatched_at = :now WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: webhook_delivery_insert
-INSERT INTO webhook_deliveries (id, subscription_id, project, kind, url, job_id, sends, body,
-                                created_at)
-VALUES (:id, :subscription_id, :project, :kind, :url, :job_id, 1, :body, :now)
+INSERT INTO webhook_deliveries (id, subscription_id, project, owner, kind, url, job_id, sends,
+                                body, created_at)
+VALUES (:id, :subscription_id, :project, :owner, :kind, :url, :job_id, 1, :body, :now)
 ON CONFLICT (id) DO NOTHING;
 
 -- name: webhook_deliveries
 -- Newest first; :state filters by the current delivery job's state.
 SELECT d.*, j.state FROM webhook_deliveries d LEFT JOIN jobs j ON j.id = d.job_id
 WHERE (:subscription_id IS NULL OR d.subscription_id = :subscription_id)
-  AND (:projects IS NULL OR d.project IN (SELECT value FROM json_each(:projects)))
+  AND (:projects IS NULL OR d.owner IN (SELECT value FROM json_each(:projects)))
   AND (:state IS NULL OR j.state = :state)
 ORDER BY d.created_at DESC, d.id LIMIT :limit;
 

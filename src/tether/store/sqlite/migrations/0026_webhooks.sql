@@ -2,7 +2,9 @@
 -- the public event kinds it wants and its signing secret. The outbox step reads job events
 -- after the cursor ('events': a feed position) and schedule misses not yet dispatched, and
 -- for each (subscription, event) writes one delivery row and one delivery job (type
--- tether.webhook) in one transaction. Each HTTP try of a delivery job is one attempt row.
+-- tether.webhook) in one transaction. A delivery's project is its event's; its owner is its
+-- subscription's project (NULL: an admin's), which scoped reads go by. Each HTTP try of a
+-- delivery job is one attempt row.
 CREATE TABLE webhook_subscriptions (
     id          TEXT PRIMARY KEY,
     project     TEXT,
@@ -18,6 +20,7 @@ CREATE TABLE webhook_deliveries (
     id              TEXT PRIMARY KEY,
     subscription_id TEXT NOT NULL,
     project         TEXT NOT NULL,
+    owner           TEXT,
     kind            TEXT NOT NULL,
     url             TEXT NOT NULL,
     job_id          INTEGER NOT NULL,
@@ -26,7 +29,7 @@ CREATE TABLE webhook_deliveries (
     created_at      REAL NOT NULL
 );
 CREATE INDEX webhook_deliveries_subscription ON webhook_deliveries (subscription_id, created_at);
-CREATE INDEX webhook_deliveries_project ON webhook_deliveries (project, created_at);
+CREATE INDEX webhook_deliveries_owner ON webhook_deliveries (owner, created_at);
 
 CREATE TABLE webhook_attempts (
     delivery_id TEXT NOT NULL,
