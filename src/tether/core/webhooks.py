@@ -98,7 +98,9 @@ class DeliveryAttempt:
 class Delivery:
     """One event sent to one subscription. ``state`` is its current delivery job's:
     ``queued``/``running``/``retry_wait`` pending, ``succeeded`` delivered, ``failed`` dead
-    (every attempt used: re-send it), ``cancelled``."""
+    (every attempt used: re-send it), ``cancelled``; ``pruned`` for the moment between a
+    prune deleting its job and deleting it. ``project`` is its event's; ``attempts`` (only
+    when read one at a time) are every HTTP try of every sending, oldest first."""
 
     id: str
     subscription_id: str
