@@ -21,10 +21,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tether import Tether
 from tether.core.webhooks import verify
 from tether.facade.webhook_delivery import WebhookSettings
 from tests.procs import CHILD_PYTHONPATH, ROOT, free_port, start_worker, stop, wait_http, wait_until
+
+pytestmark = pytest.mark.slow
 
 APP = "tests.apps.webhooks:app"
 
