@@ -23,6 +23,7 @@ PROVIDES: dict[str, frozenset[str]] = {
     "pydantic-ai": frozenset({"pydantic_ai", "pydantic_graph", "openai", "pydantic",
                               "pydantic_core"}),
     "openai-agents": frozenset({"agents", "openai", "pydantic", "pydantic_core"}),
+    "webhooks": frozenset({"httpx", "httpcore", "h11", "anyio"}),
 }
 """The top-level modules each extra brings; a missing one of these means the extra is absent."""
 

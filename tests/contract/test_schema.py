@@ -67,6 +67,14 @@ EXPECTED = {
                          "project", "metric", "used", "period_start", "job_id", "crossed_at"},
     "provider_batch_answers": {"job_id", "key", "pos", "item", "ok", "value", "error_code",
                                "error_summary", "retryable"},
+    "webhook_subscriptions": {"id", "project", "url", "kinds", "secret", "description",
+                              "created_at"},
+    "webhook_deliveries": {"id", "subscription_id", "project", "owner", "kind", "url",
+                           "job_id", "sends", "body", "created_at"},
+    "webhook_attempts": {"delivery_id", "n", "job_id", "at", "status", "error", "duration_ms"},
+    "webhook_cursor": {"name", "position"},
+    "schedule_misses": {"id", "schedule", "project", "first_tick", "last_tick", "missed", "at",
+                        "dispatched_at"},
 }
 
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
@@ -76,7 +84,8 @@ EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "job
                     "job_signals_mailbox", "schedules_due", "job_events_feed",
                     "job_signals_job", "jobs_idempotency_key",
                     "wait_children_child", "provider_batches_due",
-                    "cost_ledger_created", "provider_batches_unsent"}
+                    "cost_ledger_created", "provider_batches_unsent",
+                    "webhook_deliveries_subscription", "schedule_misses_pending"}
 
 
 def _schema(store, backend):
@@ -109,7 +118,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 31
+    assert store.schema_version() == 32
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -188,7 +197,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 31
+        assert new.store.schema_version() == 32
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         assert new.get(job.id).version == ""  # 0024: a job from before is unversioned
