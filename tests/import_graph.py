@@ -40,6 +40,7 @@ _PLACES: dict[str, str] = {
     "wire": "interfaces",  # what the interfaces share: below each of them, above the facade
     "api": "interfaces", "cli": "interfaces", "mcp": "interfaces", "dashboard": "interfaces",
     "demo": "interfaces", "examples": "interfaces", "testing": "interfaces", "worker.__main__": "interfaces",
+    "integrations": "interfaces",
 }
 
 

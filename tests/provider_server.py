@@ -11,6 +11,11 @@ durations such as ``1.25s``) on its endpoints, Anthropic's ``anthropic-ratelimit
 RFC 3339 times) on ``/v1/messages``. A call over the limit is refused 429 with those headers and
 ``Retry-After``; ``server.admitted`` holds the times of the calls let through, ``server.refused``
 counts the refusals.
+Agents: a chat completion (or a Responses API request) whose messages hold ``AGENT:<n>`` plays
+a model that calls a tool ``n`` times, then answers (``tests/agent_replies.py``); each such
+request is recorded as ``agent-<k>``, ``k`` the tool results it was sent, so a test reads the
+bill step by step, and its body in ``server.asked``. Such a chat completion asked with
+``stream`` is answered as server-sent events; ``server.hold`` keeps one in flight.
 
 Batches: OpenAI's files and ``/v1/batches`` and Anthropic's ``/v1/messages/batches`` endpoints.
 A batch stays in progress until the test calls ``server.finish(batch_id)`` (optionally with
@@ -28,6 +33,9 @@ import time
 from datetime import UTC, datetime
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from tests.agent_replies import agent_chat, agent_response, chunks
 
 
 def _mode(body: dict) -> str:
@@ -158,7 +166,8 @@ def _openai_batch(b: dict) -> dict:
     done = [k for k in items if k in b["answers"] and b["answers"][k][0] == 200]
     return {"id": b["id"], "object": "batch", "endpoint": b["endpoint"],
             "input_file_id": b["input_file_id"], "completion_window": "24h",
-            "status": b["status"], "created_at": 1700000000, "metadata": b["metadata"],
+            "status": b["status"], "created_at": b.get("created_at", 1700000000),
+            "metadata": b["metadata"],
             "output_file_id": b.get("output_file_id"), "error_file_id": b.get("error_file_id"),
             "request_counts": {"total": len(items), "completed": len(done),
                                "failed": len(b["answers"]) - len(done)}}
@@ -204,10 +213,15 @@ class _Handler(BaseHTTPRequestHandler):
         srv.requests.append((self.path, "GET"))
         parts = path.strip("/").split("/")
         with srv.lock:
-            if path == "/v1/batches":
-                data = [_openai_batch(b) for b in reversed(srv.batches.values())
-                        if b["kind"] == "openai"]
-                return self._send(200, {"object": "list", "data": data, "has_more": False,
+            if path == "/v1/batches":  # newest first, in pages (``limit``, ``after``)
+                query = parse_qs(urlsplit(self.path).query)
+                every = [b for b in reversed(srv.batches.values()) if b["kind"] == "openai"]
+                ids = [b["id"] for b in every]
+                start = ids.index(query["after"][0]) + 1 if "after" in query else 0
+                limit = int(query.get("limit", ["20"])[0])
+                data = [_openai_batch(b) for b in every[start:start + limit]]
+                return self._send(200, {"object": "list", "data": data,
+                                        "has_more": start + limit < len(every),
                                         "first_id": data[0]["id"] if data else None,
                                         "last_id": data[-1]["id"] if data else None})
             if parts[:2] == ["v1", "batches"] and parts[2] in srv.batches:
@@ -262,6 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
                 bid = f"batch_{len(srv.batches) + 1}"
                 srv.batches[bid] = {
                     "id": bid, "kind": "openai", "status": "in_progress",
+                    "created_at": int(time.time()),
                     "endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
                     "metadata": body.get("metadata"), "answers": {},
                     "items": {x["custom_id"]: (x["url"], x["body"]) for x in lines}}
@@ -270,6 +285,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
             if path == "/v1/messages/batches":
                 body = json.loads(raw)
+                bad = [r["custom_id"] for r in body["requests"]
+                       if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", r["custom_id"])]
+                if bad:  # what Message Batches answer
+                    self._send(400, {"type": "error", "error": {
+                        "type": "invalid_request_error",
+                        "message": f"requests.0.custom_id: String should match pattern "
+                                   f"'^[a-zA-Z0-9_-]{{1,64}}$' ({bad[0]!r})"}})
+                    return True
                 bid = f"msgbatch_{len(srv.batches) + 1}"
                 srv.batches[bid] = {
                     "id": bid, "kind": "anthropic", "status": "in_progress", "answers": {},
@@ -299,6 +322,26 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         body = json.loads(raw or b"{}")
         mode = _mode(body)
+        steps = re.search(r"AGENT:(\d+)", json.dumps(body.get("messages")
+                                                      or body.get("input") or ""))
+        if steps and mode not in ERRORS and self.path.endswith("/responses"):
+            answer = agent_response(body, int(steps.group(1)), _openai_responses(body))
+            self.server.requests.append((self.path, f"agent-{answer['id'][5:]}"))
+            self.server.asked.append(body)
+            return self._send(200, answer)
+        if steps and mode not in ERRORS and self.path.endswith("/chat/completions"):
+            answer = agent_chat(body, int(steps.group(1)), _openai_chat(body))
+            done = sum(1 for m in body["messages"] if m.get("role") == "tool")
+            self.server.requests.append((self.path, f"agent-{done}"))
+            self.server.asked.append(body)
+            gate = self.server.held.pop(f"agent-{done}", None)
+            if gate is not None:  # in flight until the test lets it go (or kills the caller)
+                gate.wait(60)
+            if body.get("stream"):
+                self.server.streams.append(f"agent-{done}")
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return self._send(200, chunks(answer, usage), "text/event-stream")
+            return self._send(200, answer)
         self.server.requests.append((self.path, mode))
         if mode in ERRORS:
             status, headers, payload = ERRORS[mode]
@@ -384,6 +427,9 @@ class FakeProviderServer:
         self.httpd.batches = {}
         self.httpd.files = {}
         self.httpd.uploads = []
+        self.httpd.streams = []
+        self.httpd.asked = []
+        self.httpd.held = {}
         self.httpd.lock = threading.Lock()
         self.httpd.url = self.url
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -397,6 +443,22 @@ class FakeProviderServer:
     @property
     def requests(self) -> list:
         return self.httpd.requests
+
+    def hold(self, request: str) -> threading.Event:
+        """Keep the next agent request ``request`` (``agent-<k>``) in flight, recorded but
+        unanswered, until the returned event is set."""
+        gate = self.httpd.held[request] = threading.Event()
+        return gate
+
+    @property
+    def asked(self) -> list:
+        """The bodies of the agent requests, in order."""
+        return self.httpd.asked
+
+    @property
+    def streams(self) -> list:
+        """The agent requests answered as a stream (``agent-<k>``), in order."""
+        return self.httpd.streams
 
     @property
     def admitted(self) -> list[float]:
@@ -412,6 +474,16 @@ class FakeProviderServer:
     def uploads(self) -> list:
         """The ids of the batches uploaded, in order."""
         return self.httpd.uploads
+
+    def other_batches(self, n: int, *, created_at: int) -> None:
+        """``n`` OpenAI batches of someone else on the account, made at ``created_at``."""
+        with self.httpd.lock:
+            for _ in range(n):
+                bid = f"batch_{len(self.httpd.batches) + 1}"
+                self.httpd.batches[bid] = {
+                    "id": bid, "kind": "openai", "status": "completed", "endpoint":
+                    "/v1/chat/completions", "input_file_id": "file-0", "metadata": None,
+                    "answers": {}, "items": {}, "created_at": created_at}
 
     def finish(self, batch_id: str, *, status: str | None = None,
                answered: int | None = None) -> None:

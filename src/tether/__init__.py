@@ -19,12 +19,14 @@ if TYPE_CHECKING:
     from .core.states import JobState
     from .core.usage import Estimate, Metered, Usage
     from .core.waits import ChildFailure
+    from .core.webhooks import Delivery, DeliveryAttempt, Subscription
     from .errors import (
         BudgetExhausted, ChildJobFailed, ControlSignal, IdempotencyConflict, InvalidPayload,
         JobCancelled, JobNotFound, JobPaused, JobStateError, JobWaiting, LeaseLost, PolicyBlock,
         ProviderError, SignalTimeout, TetherError, TransientError, UnknownJobType,
-        WorkerShutdown,
+        WebhookNotFound, WebhookTargetRefused, WorkerShutdown,
     )
+    from .facade.webhook_delivery import WebhookSettings
     from .job import JobContext
     from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, Wait
     from .registry import stage
@@ -40,11 +42,14 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ".core.states": ("JobState",),
     ".core.usage": ("Estimate", "Metered", "Usage"),
     ".core.waits": ("ChildFailure",),
+    ".core.webhooks": ("Delivery", "DeliveryAttempt", "Subscription"),
+    ".facade.webhook_delivery": ("WebhookSettings",),
     ".errors": (
         "BudgetExhausted", "ChildJobFailed", "ControlSignal", "IdempotencyConflict",
         "InvalidPayload", "JobCancelled", "JobNotFound", "JobPaused", "JobStateError",
         "JobWaiting", "LeaseLost", "PolicyBlock", "ProviderError", "SignalTimeout",
-        "TetherError", "TransientError", "UnknownJobType", "WorkerShutdown"),
+        "TetherError", "TransientError", "UnknownJobType", "WebhookNotFound",
+        "WebhookTargetRefused", "WorkerShutdown"),
     ".job": ("JobContext",),
     ".records": ("Attempt", "Checkpoint", "Event", "Job", "JournalEntry", "LedgerEntry", "Wait"),
     ".registry": ("stage",),
@@ -53,13 +58,13 @@ _HOMES = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "Attempt", "Budget", "BudgetExhausted", "CallEstimate", "Callback", "Checkpoint",
-    "ChildFailure",
-    "ChildJobFailed", "Clock", "ControlSignal", "CostEstimate", "Estimate", "Event", "FakeClock",
-    "IdempotencyConflict", "InvalidPayload", "Job", "JobCancelled", "JobContext", "JobNotFound",
-    "JobPaused", "JobState", "JobStateError", "JobWaiting", "JournalEntry", "LeaseLost",
-    "LedgerEntry", "Metered", "PolicyBlock", "ProviderError", "SignalTimeout", "Tether",
-    "TetherError", "TransientError", "UnknownJobType", "Usage", "Wait", "WorkerShutdown",
-    "stage",
+    "ChildFailure", "ChildJobFailed", "Clock", "ControlSignal", "CostEstimate", "Delivery",
+    "DeliveryAttempt", "Estimate", "Event", "FakeClock", "IdempotencyConflict", "InvalidPayload",
+    "Job", "JobCancelled", "JobContext", "JobNotFound", "JobPaused", "JobState", "JobStateError",
+    "JobWaiting", "JournalEntry", "LeaseLost", "LedgerEntry", "Metered", "PolicyBlock",
+    "ProviderError", "SignalTimeout", "Subscription", "Tether", "TetherError", "TransientError",
+    "UnknownJobType", "Usage", "Wait", "WebhookNotFound", "WebhookSettings",
+    "WebhookTargetRefused", "WorkerShutdown", "stage",
 ]
 
 

@@ -20,6 +20,7 @@ from .core.pricing import PriceProfile, load_profile
 from .core.retry import RetryPolicy
 from .core.serialize import loads
 from .core.states import TERMINAL, JobState
+from .core.webhooks import DELIVERY_TYPE
 from .errors import ConfigurationError, InvalidArgument, JobNotFound
 from .facade.batches import BatchesPart
 from .facade.budgets import BudgetsPart
@@ -30,11 +31,13 @@ from .facade.ratelimits import RateLimitsPart
 from .facade.schedules import SchedulesPart
 from .facade.spend import SpendPart
 from .facade.streams import StreamsPart
+from .facade.webhook_delivery import WebhookSettings
+from .facade.webhooks import WebhooksPart
 from .facade.workers import WorkersPart
 from .facade.workflows import WorkflowsPart
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from .registry import JobFn, JobType, Registry, as_replays, as_stages
-from .store.base import EngineStats, NewJob, SpendTotal, Store
+from .store.base import EngineStats, NewJob, Store
 from .store.open import open_store
 from .submission import (
     DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name,
@@ -47,7 +50,7 @@ DEFAULT_URL = "sqlite:///./tether.db"
 
 
 class Tether(WorkflowsPart, CallbacksPart, ForksPart, SchedulesPart, SpendPart, StreamsPart,
-             QueuesPart, WorkersPart, BatchesPart, BudgetsPart, RateLimitsPart):
+             QueuesPart, WorkersPart, BatchesPart, BudgetsPart, RateLimitsPart, WebhooksPart):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store
@@ -64,6 +67,7 @@ class Tether(WorkflowsPart, CallbacksPart, ForksPart, SchedulesPart, SpendPart, 
                  strict_types: bool | None = None, blob_dir: str | None = None,
                  rate_limits: Mapping[str, Mapping[str, Any]] | None = None,
                  create_database: bool = True, public_url: str | None = None,
+                 webhooks: WebhookSettings | None = None,
                  **store_options: Any) -> None:
         self.database_url = (database_url or os.environ.get("TETHER_DATABASE_URL")
                              or DEFAULT_URL)
@@ -75,6 +79,7 @@ class Tether(WorkflowsPart, CallbacksPart, ForksPart, SchedulesPart, SpendPart, 
         self.blob_dir = blob_dir or os.environ.get("TETHER_BLOB_DIR")
         self.public_url = public_url or os.environ.get("TETHER_PUBLIC_URL") or None
         self.create_database = create_database
+        self.webhook_settings = webhooks or WebhookSettings.from_env()
         self._store = store
         self._store_options = store_options
         self._opening = threading.Lock()
@@ -213,7 +218,8 @@ class Tether(WorkflowsPart, CallbacksPart, ForksPart, SchedulesPart, SpendPart, 
         return self._resolver().one(type, payload, **options)
 
     def _resolver(self) -> Resolver:
-        strict = self.strict_types if self.strict_types is not None else len(self.registry) > 0
+        own = len(self.registry) - (DELIVERY_TYPE in self.registry)  # the app's own types
+        strict = self.strict_types if self.strict_types is not None else own > 0
         return Resolver(self.registry, self.price_profile, strict=strict)
 
     def submit(self, type: str, payload: Any = None, *, project: str = DEFAULT_PROJECT,
@@ -333,15 +339,6 @@ class Tether(WorkflowsPart, CallbacksPart, ForksPart, SchedulesPart, SpendPart, 
         most recent first attempts as a histogram."""
         return self.store.engine_stats()
 
-    def spend_totals(self, *,
-                     projects: Iterable[str] | None = None) -> builtins.list[SpendTotal]:
-        """Calls, tokens and spend per provider and model, from the ledger."""
-        return self.store.spend_totals(projects)
-
-    def spent_projects(self) -> builtins.list[str]:
-        """Projects whose calls have spent (from the running totals, not the ledger)."""
-        return self.store.spent_projects()
-
     def estimate(self, type: str, payload: Any = None) -> CostEstimate:
         """Price a job without running it, from its type's estimator and the current profile."""
         job_type = self.registry.get(type)
@@ -358,6 +355,8 @@ class Tether(WorkflowsPart, CallbacksPart, ForksPart, SchedulesPart, SpendPart, 
     def worker(self, **options: Any) -> Worker:
         from .worker import Worker  # a worker's modules load only in a process that runs one
 
+        if DELIVERY_TYPE not in self.registry:  # every worker delivers webhooks
+            self.registry.add(self.webhook_settings.job_type(lambda: self.store))
         return Worker(self, **options)
 
     def wait(self, job_id: int, *, timeout: float | None = None, poll: float = 0.1,

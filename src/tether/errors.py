@@ -84,6 +84,19 @@ class ScheduleNotFound(TetherError):
     code = "schedule_not_found"
 
 
+class WebhookNotFound(TetherError):
+    """No webhook subscription or delivery with that id (in the projects you may see)."""
+
+    code = "webhook_not_found"
+
+
+class WebhookTargetRefused(InvalidArgument):
+    """A webhook URL points where this app does not send: a private, loopback or link-local
+    address (unless allowed), or a host outside the configured allow list."""
+
+    code = "webhook_target_refused"
+
+
 class JobNotFound(TetherError):
     """No job with that id (in the projects you may see)."""
 

@@ -341,7 +341,6 @@ class ProviderBatch:
     standard_usd: Decimal | None = None
     items_done: int = 0
     items_failed: int = 0
-    results: dict[str, Any] | None = None
     polls: int = 0
     next_poll_at: datetime | None = None
     error: str | None = None

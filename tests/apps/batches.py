@@ -36,7 +36,7 @@ class Crashing:
 
     def __init__(self, inner) -> None:
         self.inner, self.name, self.reattach = inner, inner.name, inner.reattach
-        self.first_poll_s = inner.first_poll_s
+        self.first_poll_s, self.item_id = inner.first_poll_s, inner.item_id
 
     def submit(self, **kwargs):
         _die_once("before_upload")
@@ -44,8 +44,8 @@ class Crashing:
         _die_once("after_upload")
         return remote
 
-    def find(self, tether_key):
-        return self.inner.find(tether_key)
+    def find(self, tether_key, *, since=None):
+        return self.inner.find(tether_key, since=since)
 
     def poll(self, remote_id):
         _die_once("poll")

@@ -9,6 +9,7 @@ import pytest
 
 from tether import Budget, Estimate, JobState
 from tether.core.batches import BatchFailure
+from tether.core.usage import Usage
 from tether.providers.batches import SimulatedBatches
 from tether.worker.batch_poller import BatchPoller
 
@@ -255,3 +256,35 @@ def test_each_attempt_at_a_batch_has_a_span_reserved_then_a_journal_hit(app, clo
     assert first["attributes"]["tether.reserved_usd"] > 0
     assert first["attributes"]["error.type"] == "waiting"
     assert replay["attributes"]["tether.journal"] == "hit"
+
+
+def test_the_simulated_provider_bills_each_item_once_at_the_batch_price(app, clock, sim):
+    from tether.providers.simulated import read_bill
+    _job(app)
+    job = app.submit("gen")
+    run_next(app)
+    bill = sim.dir / "bill.jsonl"
+    assert read_bill(bill) == [], "nothing billed while the batch runs"
+    clock.advance(3600)
+    assert BatchPoller(app.store, app, interval=1).run_once() == 1
+    sim.results(sim.uploads[0])  # results fetched again, as by a second sweep: billed once
+    run_next(app)
+    billed = read_bill(bill)
+    ledger = app.ledger(job.id)
+    assert sorted((b.job_id, b.key, b.cost_usd) for b in billed) == \
+        sorted((job.id, r.key, r.cost_usd) for r in ledger)
+    price = app.price_profile.batch_price("simulated", "sim-small")
+    assert all(b.cost_usd == price.cost(Usage(input_tokens=b.input_tokens,
+                                              output_tokens=b.output_tokens))
+               and b.status == "ok" for b in billed)
+
+
+def test_a_cancelled_simulated_batch_bills_nothing(app, clock, sim):
+    from tether.providers.simulated import read_bill
+    _job(app)
+    job = app.submit("gen")
+    run_next(app)
+    app.cancel(job.id)
+    clock.advance(3600)
+    BatchPoller(app.store, app, interval=1).run_once()
+    assert read_bill(sim.dir / "bill.jsonl") == [] and app.ledger(job.id) == []

@@ -95,6 +95,29 @@ def test_the_sweep_wakes_a_gather_whose_count_was_lost(app, clock, backend):
     assert run_next(app).result == [n * n for n in range(N)]
 
 
+def test_a_child_that_ended_unseen_by_the_gather_wakes_its_parent_within_seconds(
+        app, clock, backend):
+    """The race: a child's finish read the gathers waiting for it before its parent's gather
+    committed (so it counted itself in none), and committed after the parent's park counted
+    the children (so the park saw it running). Made here by ending the child's row behind
+    the store's back once the parent has parked. The recount soon after the park finds it."""
+    from tether.core.waits import PARKED_RECHECK_S
+    _squares(app)
+    parent = app.submit("squares", 1)
+    run_next(app)
+    assert_parked(app, parent.id)
+    (child,) = [j for j in app.list(limit=10) if j.parent_id == parent.id]
+    mark = "?" if backend == "sqlite" else "%s"
+    with app.store._write() as tx:
+        tx.conn.execute(f"UPDATE jobs SET state = 'succeeded', result = '0', "
+                        f"finished_at = run_after WHERE id = {mark}", (child.id,))
+    clock.advance(PARKED_RECHECK_S - 0.5)
+    assert app.store.wake_due() == 0
+    clock.advance(0.5)
+    assert app.store.wake_due() == 1, "woken within PARKED_RECHECK_S, not RECHECK_S"
+    assert run_next(app).result == [0]
+
+
 def test_streamed_results_come_in_pages_in_order(app, monkeypatch):
     _squares(app, page_size=7)
     pages = []

@@ -1,5 +1,6 @@
 """The migrations produce the expected schema, the same tables and columns on every backend."""
 
+import json
 from datetime import datetime, timezone
 from decimal import Decimal
 
@@ -57,13 +58,23 @@ EXPECTED = {
                          "status", "remote_id", "remote_status", "items", "price",
                          "standard_price", "price_profile", "reserved_usd",
                          "reserved_input_tokens", "reserved_output_tokens", "settled_usd",
-                         "standard_usd", "items_total", "items_done", "items_failed", "results",
+                         "standard_usd", "items_total", "items_done", "items_failed",
                          "polls", "next_poll_at", "error", "created_at", "updated_at",
                          "settled_at"},
     "wait_callbacks": {"id", "job_id", "wait_key", "signal", "token_hash", "issued_by",
                        "created_at", "expires_at", "handed_at", "used_at"},
     "budget_crossings": {"scope", "key", "limit_name", "threshold", "limit_value", "period",
                          "project", "metric", "used", "period_start", "job_id", "crossed_at"},
+    "provider_batch_answers": {"job_id", "key", "pos", "item", "ok", "value", "error_code",
+                               "error_summary", "retryable"},
+    "webhook_subscriptions": {"id", "project", "url", "kinds", "secret", "description",
+                              "created_at"},
+    "webhook_deliveries": {"id", "subscription_id", "project", "owner", "kind", "url",
+                           "job_id", "sends", "body", "created_at"},
+    "webhook_attempts": {"delivery_id", "n", "job_id", "at", "status", "error", "duration_ms"},
+    "webhook_cursor": {"name", "position"},
+    "schedule_misses": {"id", "schedule", "project", "first_tick", "last_tick", "missed", "at",
+                        "dispatched_at"},
 }
 
 # The partial index that claims use, and the ones that keep finished rows out of hot paths.
@@ -73,7 +84,8 @@ EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "job
                     "job_signals_mailbox", "schedules_due", "job_events_feed",
                     "job_signals_job", "jobs_idempotency_key",
                     "wait_children_child", "provider_batches_due",
-                    "cost_ledger_created"}
+                    "cost_ledger_created", "provider_batches_unsent",
+                    "webhook_deliveries_subscription", "schedule_misses_pending"}
 
 
 def _schema(store, backend):
@@ -106,7 +118,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 29
+    assert store.schema_version() == 32
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -185,7 +197,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 29
+        assert new.store.schema_version() == 32
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         assert new.get(job.id).version == ""  # 0024: a job from before is unversioned
@@ -208,5 +220,61 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
             budgets = tx.conn.execute("SELECT scope, key FROM budgets").fetchall()
         assert {(r["scope"], r["key"]) for r in budgets} == {("job", str(job.id)),
                                                              ("project", "default")}
+    finally:
+        new.close()
+
+
+def test_upgrading_moves_batch_answers_to_rows_and_marks_unsent_batches(database_url, backend,
+                                                                        monkeypatch):
+    """Batches written before 0030/0031: a settled batch's answers (one JSON value in its row)
+    come back from their own rows in the batch's order, values and failures whole; a batch
+    reserved and not yet known to be at the provider is marked as possibly sent."""
+    import tether.store.postgres.store as pg_store
+    import tether.store.sqlite.schema as sqlite_store
+    from tether import Tether
+    from tether.store.migrate import discover
+
+    module = sqlite_store if backend == "sqlite" else pg_store
+    monkeypatch.setattr(module, "discover", lambda folder: discover(folder)[:25])
+    old = Tether(database_url)
+    assert old.store.schema_version() == 25
+    mark = "?" if backend == "sqlite" else "%s"
+    at = 1.7e9 if backend == "sqlite" else datetime.fromtimestamp(1.7e9, timezone.utc)
+    items = json.dumps([{"key": k, "hash": "h", "reserved_usd": "0.01", "input_tokens": 1,
+                         "output_tokens": 1} for k in ("z", "a b", "m")])
+    results = json.dumps({"a b": {"ok": True, "value": {"text": "hi", "n": [1, 2]}},
+                          "z": {"ok": True, "value": "plain"},
+                          "m": {"ok": False, "value": None, "error_code": "transient",
+                                "error_summary": "429", "retryable": True}})
+    with old.store._write() as tx:
+        job_id = tx.conn.execute(
+            "INSERT INTO jobs (type, project, queue, state, priority, run_after, max_attempts, "
+            "safe_to_retry, input_config_hash, payload, created_at, updated_at) VALUES "
+            f"({', '.join([mark] * 12)}) RETURNING id",
+            ("anything", "default", "default", "queued", 0, at, 3, True, "h", "{}", at,
+             at)).fetchone()["id"]
+        for key, status, res in (("batch:done", "settled", results),
+                                 ("batch:open", "submitting", None)):
+            tx.conn.execute(
+                "INSERT INTO provider_batches (job_id, key, attempt, provider, model, "
+                "tether_key, status, items, price, standard_price, price_profile, reserved_usd, "
+                "reserved_input_tokens, reserved_output_tokens, items_total, results, "
+                f"created_at, updated_at) VALUES ({', '.join([mark] * 18)})",
+                (job_id, key, 1, "simulated", "sim-small", "t", status, items, "{}", "{}", "p",
+                 "0.03", 3, 3, 3, res, at, at))
+    old.close()
+    monkeypatch.undo()
+    new = Tether(database_url)
+    try:
+        assert new.store.schema_version() == 27
+        answers = new.store.batch_answers(job_id, "batch:done")
+        assert list(answers) == ["z", "a b", "m"]
+        assert answers["a b"] == {"ok": True, "value": {"text": "hi", "n": [1, 2]},
+                                  "error_code": None, "error_summary": None, "retryable": False}
+        assert answers["z"]["value"] == "plain"
+        assert answers["m"] == {"ok": False, "value": None, "error_code": "transient",
+                                "error_summary": "429", "retryable": True}
+        assert new.store.get_batch(job_id, "batch:open").remote_status == "uploading"
+        assert new.store.batch_answers(job_id, "batch:open") == {}
     finally:
         new.close()

@@ -97,3 +97,28 @@ def test_list_waiting_finds_the_jobs_that_wait_for_an_answer(app, clock):
     assert app.list_waiting() == [], "a paused job is not waiting for anybody now"
     with pytest.raises(InvalidArgument):
         app.list_waiting("approval")
+
+
+def test_a_gathers_summary_reads_its_counts_not_its_children(app):
+    """However many children, ``waiting_summary`` runs the same few statements and none that
+    reads the children's ids or rows."""
+    from tests.statements import recorded
+    app.job("kid")(lambda ctx, n: n)
+
+    @app.job("mom")
+    def mom(ctx, n):
+        return ctx.map_jobs("kid", range(n))
+    seen = {}
+    for n in (3, 60):
+        parent = app.submit("mom", n)
+        run_next(app)
+        for _ in range(2):
+            run_next(app)
+        with recorded() as statements:
+            w = app.waiting_summary(parent.id)
+        assert (w.children, w.children_done) == (n, 2)
+        seen[n] = [name for name, _, _ in statements]
+        while run_next(app) is not None:
+            pass
+    assert seen[3] == seen[60]
+    assert not {"wait_child_ids", "wait_count"} & set(seen[60]), seen[60]

@@ -50,8 +50,8 @@ def test_two_apps_workers_each_run_only_their_own_types(app, other):
     assert app.get(b.id).state == S.SUCCEEDED and app.get(b.id).result == "b"
     (attempt,) = app.attempts(b.id)
     assert attempt.worker_id == wb.id
-    assert {w.id: w.types for w in app.workers(include_stopped=True)} == {
-        wa.id: ["a"], wb.id: ["b"]}
+    assert {w.id: w.types for w in app.workers(include_stopped=True)} == {  # every worker
+        wa.id: ["a", "tether.webhook"], wb.id: ["b", "tether.webhook"]}  # delivers webhooks
 
 
 def test_a_job_no_live_worker_serves_is_unserved_until_one_starts(app, other):
@@ -129,4 +129,4 @@ def test_a_type_registered_after_the_worker_started_is_claimed_and_recorded(app,
     w.run(install_signals=False, stop_when_idle=True)
     assert app.get(job.id).state == S.SUCCEEDED
     (info,) = app.workers(include_stopped=True)
-    assert info.types == ["a", "late"] and info.lease_ttl == w.lease_ttl
+    assert info.types == ["a", "late", "tether.webhook"] and info.lease_ttl == w.lease_ttl

@@ -99,6 +99,7 @@ def site(tmp_path_factory) -> Iterator[Site]:
     env = {**os.environ, "TETHER_DATABASE_URL": url, "TETHER_RUN_WORKER": "true",
            "TETHER_SIM_BILL": str(tmp / "bill.jsonl"), "TETHER_REVIEW_STEPS": "25",
            "TETHER_SIM_BATCH_DIR": str(tmp / "batches"),
+           "TETHER_WEBHOOK_ALLOW_PRIVATE": "1",  # the webhooks page's receiver is on loopback
            "PYTHONPATH": CHILD_PYTHONPATH}
     tether_cli = Path(sys.executable).with_name("tether")
     log = tmp / "serve.log"

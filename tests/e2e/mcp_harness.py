@@ -31,7 +31,7 @@ def params(database_url: str, *args: str,
 
 
 @asynccontextmanager
-async def stdio(database_url: str, token: str | None = None,
+async def stdio(database_url: str, token: str | None = None, *,
                 env: dict[str, str] | None = None) -> AsyncIterator[Client]:
     """A client session with a fresh server acting as ``token`` (unrestricted without one),
     on ``database_url`` migrated first (the MCP server never creates a database). A reply may

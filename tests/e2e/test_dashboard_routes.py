@@ -18,7 +18,8 @@ from tether.core.states import OPERATOR_ACTIONS, JobState, operator_target
 from tether.dashboard import create_router
 from tether.errors import JobStateError
 
-PAGES = ["/login", "/jobs", "/jobs/7", "/queues", "/schedules", "/workers", "/spend"]
+PAGES = ["/login", "/jobs", "/jobs/7", "/queues", "/schedules", "/webhooks", "/workers",
+         "/spend"]
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "tether" / "dashboard"
 
 
@@ -81,7 +82,7 @@ def test_every_asset_a_page_references_is_served_with_its_type(client):
         seen.update(_parse(client.get(path).text).assets)
     assert {"/assets/dashboard.css", "/assets/common.js", "/assets/live.js", "/assets/jobs.js",
             "/assets/job.js", "/assets/queues.js", "/assets/schedules.js", "/assets/workers.js",
-            "/assets/login.js", "/assets/spend.js", "/assets/vendor/uplot/uPlot.iife.min.js",
+            "/assets/webhooks.js", "/assets/login.js", "/assets/spend.js", "/assets/vendor/uplot/uPlot.iife.min.js",
             "/assets/vendor/uplot/uPlot.min.css"} <= seen
     for asset in seen:
         resp = client.get(asset)

@@ -21,6 +21,8 @@ TOOLS = {
     "tether_budget_crossings",
     "tether_create_schedule", "tether_list_schedules", "tether_get_schedule",
     "tether_pause_schedule", "tether_resume_schedule", "tether_delete_schedule",
+    "tether_create_webhook", "tether_list_webhooks", "tether_delete_webhook",
+    "tether_list_deliveries", "tether_get_delivery", "tether_resend_delivery",
 }
 JOB_TOOLS = ["tether_get_job", "tether_get_events", "tether_get_attempts", "tether_get_ledger",
              "tether_get_checkpoints", "tether_cancel_job", "tether_pause_job",

@@ -78,7 +78,8 @@ def test_the_wheel_ships_typing_marker_and_the_demo_and_lists_extras(wheel):
     assert base == ["click", "croniter", "rich", "typer", "tzdata"]
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines()
               if line.startswith("Provides-Extra:")}
-    assert {"postgres", "server", "mcp", "otel", "all", "test"} <= extras
+    assert {"postgres", "server", "mcp", "otel", "pydantic-ai", "openai-agents", "all",
+            "test"} <= extras
     version = next(line.split(":", 1)[1].strip() for line in metadata.splitlines()
                    if line.startswith("Version:"))
     assert version == tether.__version__ and wheel.name.startswith(f"tether-{version}-")

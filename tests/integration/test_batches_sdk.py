@@ -232,3 +232,75 @@ def test_an_upload_the_provider_refused_is_released_and_sent_again_on_retry(
     run_next(app)
     assert_parked(app, job.id)
     assert len(server.uploads) == 1 and app.batches(job.id)[0].status == "submitted"
+
+
+def test_openai_find_stops_listing_at_batches_older_than_the_reservation(server):
+    """The Batch API lists the account's batches newest first and cannot filter them by
+    metadata: ``find`` pages only back to the reservation (less the clock skew allowed)."""
+    from tether.providers.batch_openai import FIND_SKEW_S
+    adapter = OpenAIBatches(openai.OpenAI(base_url=f"{server.url}/v1", api_key="sk-test",
+                                          max_retries=0))
+    import time
+    now = int(time.time())
+    server.other_batches(600, created_at=now - 86_400)  # last week's, someone else's
+    mine = adapter.submit(tether_key="tether:7:batch:gen:abc", model="gpt-4o-mini",
+                          requests={"q0": {"messages": []}})
+    server.other_batches(250, created_at=now + 5)  # made since, by other jobs
+
+    def listed():
+        return sum(1 for path, method in server.requests
+                   if method == "GET" and path.split("?")[0] == "/v1/batches")
+    before = listed()
+    assert adapter.find("tether:7:batch:gen:abc", since=now - 60) == mine
+    assert listed() - before == 3, "250 newer batches: mine is on the third page of 100"
+    before = listed()
+    assert adapter.find("tether:8:batch:gen:abc", since=now - 60) is None
+    assert listed() - before == 3, "stops at the first batch made before the reservation"
+    assert now - 86_400 < now - 60 - FIND_SKEW_S
+    before = listed()
+    assert adapter.find("tether:8:batch:gen:abc") is None
+    assert listed() - before == 9, "no reservation time given: every page (851 batches)"
+
+
+def test_anthropic_item_keys_outside_its_rule_are_sent_under_mapped_ids(app, clock, server):
+    app.add_batch_provider(AnthropicBatches(anthropic.Anthropic(
+        base_url=server.url, api_key="sk-ant-test", max_retries=0)))
+    keys = ["plain_key-1", "chapter 2/intro", "é" * 3, "x" * 100]
+
+    @app.job("odd")
+    def odd(ctx, payload):
+        answers = ctx.batch(key="odd", provider="anthropic", model=MODELS["anthropic"],
+                            requests={k: _requests(["ok"])["q0"] for k in keys}, estimate=EST)
+        return {k: "failed" if isinstance(v, BatchFailure) else "ok" for k, v in answers.items()}
+    job = app.submit("odd")
+    run_next(app)
+    (sent,) = server.uploads
+    ids = list(server.httpd.batches[sent]["items"])
+    assert ids[0] == "plain_key-1", "a key the rule allows is sent as it is"
+    assert ids[1].startswith("chapter_2_intro-") and all(len(i) <= 64 for i in ids)
+    server.finish(sent)
+    assert _settle(app, clock) == 1
+    done = run_next(app)
+    assert done.state == JobState.SUCCEEDED and done.result == {k: "ok" for k in keys}
+    assert sorted(r.key for r in app.ledger(job.id)) == sorted(f"batch:odd/{k}" for k in keys)
+
+
+def test_anthropic_keys_that_would_share_an_id_are_refused_before_the_reservation(
+        app, clock, server):
+    from tether.core.batches import item_ids
+    from tether.providers.batch_anthropic import CUSTOM_ID
+    app.add_batch_provider(AnthropicBatches(anthropic.Anthropic(
+        base_url=server.url, api_key="sk-ant-test", max_retries=0)))
+    twin = item_ids(["a b"], CUSTOM_ID)["a b"]
+
+    @app.job("twins")
+    def twins(ctx, payload):
+        ctx.batch(key="t", provider="anthropic", model=MODELS["anthropic"],
+                  requests={"a b": _requests(["ok"])["q0"], twin: _requests(["ok"])["q0"]},
+                  estimate=EST)
+    job = app.submit("twins")
+    done = run_next(app)
+    assert done.state == JobState.FAILED and done.error_code == "invalid_call"
+    assert "would both be sent as" in done.error_summary
+    assert app.batches(job.id) == [] and server.uploads == []
+    assert app.get(job.id).budget.used.reserved_usd == 0

@@ -9,6 +9,7 @@ against a real install without extras.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ BLOCK = f"import sys\nfor m in {OPTIONAL!r}: sys.modules[m] = None\n"
 
 
 def _python(code: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCK + code, *args], cwd=cwd,
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}  # this checkout, whatever is installed
+    return subprocess.run([sys.executable, "-c", BLOCK + code, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -103,3 +105,17 @@ def test_a_module_missing_for_another_reason_is_not_called_a_missing_extra():
     assert not isinstance(caught.value, MissingExtra)
     assert load("tether.api.server", extra="server", what="the REST API").__name__ == \
         "tether.api.server"
+
+
+@pytest.mark.parametrize("module, extra", [
+    ("tether.integrations.pydantic_ai", "pydantic-ai"),
+    ("tether.integrations.openai_agents", "openai-agents"),
+])
+def test_an_agent_integration_names_its_extra(tmp_path, module, extra):
+    proc = _python("from tether.errors import MissingExtra\n"
+                   "try:\n"
+                   f"    import {module}\n"
+                   "except MissingExtra as exc:\n"
+                   "    print(exc.code, exc.extra)\n", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["missing_extra", extra]

@@ -30,10 +30,11 @@ WORKER_METHODS = _methods(JobStore) + _methods(WorkerStore)
 
 def test_job_store_names_the_running_jobs_methods() -> None:
     assert _methods(JobStore) == [
-        "account", "acquire_rate", "add_examples", "append_event", "batch_refused",
-        "batch_submitted", "batch_unconfirmed", "begin_wait", "cached_result",
-        "callback_handed", "change_call", "change_stage", "finish", "get_batch",
-        "get_checkpoint", "get_wait", "issue_callback", "journal", "lease_state", "patches", "record_cached", "release", "replay_decision",
+        "account", "acquire_rate", "add_examples", "append_event", "batch_answers",
+        "batch_refused", "batch_submitted", "batch_unconfirmed", "batch_uploading", "begin_wait",
+        "cached_result", "callback_handed", "change_call", "change_stage", "finish", "get_batch",
+        "get_checkpoint", "get_wait", "issue_callback", "journal", "lease_state", "patches",
+        "record_cached", "release", "replay_decision",
         "reserve_batch", "save_checkpoint", "set_stage", "settle_rate", "start",
         "wait_results"]
     assert _methods(WorkerStore) == ["claim", "finish_many"]

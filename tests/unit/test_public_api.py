@@ -12,6 +12,9 @@ PUBLIC = {
     "ChildFailure", "ChildJobFailed", "JobWaiting", "SignalTimeout", "Wait",
     # a wait's callback URL, as ctx.wait_for_signal(callback=) hands it to job code
     "Callback",
+    # outbound webhooks: settings, the records the facade returns, their errors
+    "Delivery", "DeliveryAttempt", "Subscription", "WebhookNotFound", "WebhookSettings",
+    "WebhookTargetRefused",
 }
 
 

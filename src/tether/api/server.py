@@ -34,6 +34,7 @@ from .wait_hub import WaitHub
 from . import (
     background, openapi, problems, redact, routes_budgets, routes_callbacks, routes_jobs,
     routes_queues, routes_schedules, routes_signals, routes_spend, routes_streams, routes_system,
+    routes_webhooks,
 )
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
@@ -129,6 +130,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     api.include_router(routes_schedules.router)
     api.include_router(routes_spend.router)
     api.include_router(routes_budgets.router)
+    api.include_router(routes_webhooks.router)
     app.include_router(api)
     app.include_router(routes_system.router)
     app.include_router(routes_callbacks.public)

@@ -18,7 +18,9 @@ import typer
 
 from .. import __version__
 from ..errors import TetherError
-from . import db, jobs, projects, queues, run, schedules, server, spend, submit, worker
+from . import (
+    db, jobs, projects, queues, run, schedules, server, spend, submit, webhooks, worker,
+)
 from .options import RootOptions, close_all, set_root, show_help_if_bare
 from .output import (
     EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError, err, exit_code_for, report,
@@ -96,6 +98,7 @@ app.add_typer(jobs.job_app, name="job")
 app.add_typer(queues.queue_app, name="queue")
 app.add_typer(projects.project_app, name="project")
 app.add_typer(schedules.schedule_app, name="schedule")
+app.add_typer(webhooks.webhook_app, name="webhook")
 app.command("spend")(spend.spend)
 app.command("serve")(server.serve)
 app.command("mcp")(server.mcp)

@@ -21,6 +21,7 @@ from rich.markup import escape
 from ..errors import (
     ConfigurationError, IdempotencyConflict, InvalidArgument, InvalidPayload, JobNotFound,
     JobStateError, QueueNotFound, ScheduleNotFound, TetherError, UnknownJobType, UnpricedModel,
+    WebhookNotFound,
 )
 
 EXIT_OK = 0
@@ -111,7 +112,7 @@ def note(message: str) -> None:
 
 
 def exit_code_for(exc: TetherError) -> int:
-    if isinstance(exc, (JobNotFound, QueueNotFound, ScheduleNotFound)):
+    if isinstance(exc, (JobNotFound, QueueNotFound, ScheduleNotFound, WebhookNotFound)):
         return EXIT_NOT_FOUND
     if isinstance(exc, _USAGE_ERRORS):
         return EXIT_USAGE

@@ -10,8 +10,10 @@ the provider's results at the batch price (``job/batches.py``, ``store/batches.p
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
+from collections.abc import Iterable
 
 from .usage import Usage
 
@@ -37,6 +39,32 @@ def tether_key(job_id: int, key: str, hashes: dict[str, str]) -> str:
     digest = hashlib.sha256("\n".join(f"{k}={h}" for k, h in sorted(hashes.items()))
                             .encode()).hexdigest()[:16]
     return f"tether:{job_id}:{key}:{digest}"
+
+
+def item_ids(keys: Iterable[str], allowed: re.Pattern[str] | None) -> dict[str, str]:
+    """Each item key -> the id its provider gets for it (``custom_id``): the key itself where
+    the provider's rule ``allowed`` takes it (None: any key), else the key's letters, digits,
+    ``_`` and ``-`` (``_`` for any other character) cut to 40, then ``-`` and 16 hex digits
+    of its SHA-256: at most 57 characters of ``[A-Za-z0-9_-]``, the same for the same key
+    at the upload and at the results, and still readable in the provider's console.
+    ``ValueError``, before anything is reserved or sent: an id the rule still refuses, or
+    two keys that would be sent as one id."""
+    out: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for key in keys:
+        sent = key
+        if allowed is not None and not allowed.fullmatch(key):
+            sent = (re.sub(r"[^A-Za-z0-9_-]", "_", key)[:40] + "-"
+                    + hashlib.sha256(key.encode()).hexdigest()[:16])
+            if not allowed.fullmatch(sent):
+                raise ValueError(f"item key {key!r}: the provider refuses it and its mapped id "
+                                 f"{sent!r} (ids must match {allowed.pattern})")
+        if sent in owner:
+            raise ValueError(f"items {owner[sent]!r} and {key!r} would both be sent as "
+                             f"{sent!r}; rename one")
+        owner[sent] = key
+        out[key] = sent
+    return out
 
 
 @dataclass(frozen=True)
@@ -77,6 +105,36 @@ class BatchFailure:
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "error_code": self.error_code,
                 "error_summary": self.error_summary, "retryable": self.retryable}
+
+
+@dataclass(frozen=True)
+class Resend:
+    """Which failed items of a batch ``ctx.batch`` sends again, and how often.
+
+    Each round is a new provider batch of the items that failed the round before and that the
+    policy allows (key ``<key>#resend<n>``): reserved at the batch price, journaled, waited on
+    and settled as the first, so a replay returns every round's recorded answers and never
+    sends a round twice. ``codes`` None allows the failures classified retryable (rate limits,
+    overloads and server errors, items a batch left unprocessed when it expired or was
+    cancelled); a set allows exactly those error codes. A failure the provider billed stays
+    spent; its resend is paid again."""
+
+    rounds: int = 1
+    codes: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 0:
+            raise ValueError(f"Resend rounds must be a whole number >= 0, not {self.rounds!r}")
+        if self.codes is not None:
+            object.__setattr__(self, "codes", frozenset(self.codes))
+
+    def allows(self, failure: BatchFailure) -> bool:
+        return failure.retryable if self.codes is None else failure.error_code in self.codes
+
+
+def resend_key(key: str, round_: int) -> str:
+    """The key of a batch's ``round_``-th resend."""
+    return f"{key}#resend{round_}"
 
 
 @dataclass(frozen=True)

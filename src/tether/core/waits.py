@@ -25,6 +25,14 @@ FAILED_CHILD_STATES = frozenset({"failed", "cancelled"})
 RECHECK_S = 300.0
 """A wait without a deadline is re-decided by the sweep this often: a backstop only (children
 and signals wake their waiter in their own transaction), so a slow period costs nothing."""
+PARKED_RECHECK_S = 2.0
+"""A gather is re-decided once this soon after its job parks on it. A child whose finishing
+transaction read the gathers waiting for it before the gather was committed, and committed
+after the park counted the children, is counted by neither: each read the other's rows as they
+were before (PostgreSQL's read committed; SQLite's one writer cannot interleave them). Only a
+count after that child committed finds it; such a transaction is one batch of finishes long,
+so this recount bounds the parent's wake delay, which the backstop alone left at
+``RECHECK_S``."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +164,12 @@ def decide(wait: Mapping[str, Any], *, now: float, pending: int | None = None,
     return None
 
 
-def recheck_at(wait: Mapping[str, Any], now: float) -> float:
-    """When the sweep next looks at a job waiting on ``wait``: its deadline, else a backstop."""
+def recheck_at(wait: Mapping[str, Any], now: float, *, parked: bool = False) -> float:
+    """When the sweep next looks at a job waiting on ``wait``: its deadline, else a backstop.
+    ``parked``: the job parks on it now; a gather is then looked at again after
+    ``PARKED_RECHECK_S`` (at its deadline if sooner)."""
     wake_at = wait.get("wake_at")
-    return float(wake_at) if wake_at is not None else now + RECHECK_S
+    later = float(wake_at) if wake_at is not None else now + RECHECK_S
+    if parked and wait.get("kind") == "children":
+        return min(later, now + PARKED_RECHECK_S)
+    return later

@@ -48,8 +48,8 @@ def _assets() -> dict[str, Path]:
 
 def create_router(tether_app: Any = None, *, api_prefix: str = "/api/v1",
                   poll_interval_ms: int = 2000) -> APIRouter:
-    """A router serving the dashboard at ``/`` (sign-in, jobs, job, queues, schedules, workers,
-    spend pages)
+    """A router serving the dashboard at ``/`` (sign-in, jobs, job, queues, schedules, webhooks,
+    workers, spend pages)
     and its assets at ``/assets/``. ``api_prefix`` is where the browser finds the REST API;
     ``poll_interval_ms`` is how often open pages refresh. ``tether_app`` is accepted for
     symmetry with the API and is not read: the pages hold no data."""
@@ -93,6 +93,10 @@ def create_router(tether_app: Any = None, *, api_prefix: str = "/api/v1",
     @router.get("/schedules")
     def schedules() -> HTMLResponse:
         return page("schedules", "Schedules")
+
+    @router.get("/webhooks")
+    def webhooks() -> HTMLResponse:
+        return page("webhooks", "Webhooks")
 
     @router.get("/workers")
     def workers() -> HTMLResponse:

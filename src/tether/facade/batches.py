@@ -5,7 +5,8 @@ Adapters are made on first use from the official SDKs' own configuration (``OPEN
 ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ...), with the SDKs' retries off (retries are
 tether's), or registered with ``add_batch_provider`` (a custom client, a third provider). The
 simulated provider's batches live in ``TETHER_SIM_BATCH_DIR`` (default: ``tether-sim-batches``
-in the system's temporary directory).
+in the system's temporary directory) and are billed on ``TETHER_SIM_BILL`` when it is set (the
+bill the simulated provider's calls use), else on ``bill.jsonl`` there.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ _making = threading.Lock()
 def _default_adapter(provider: str) -> BatchAdapter:
     if provider == "simulated":
         return SimulatedBatches(os.environ.get("TETHER_SIM_BATCH_DIR") or os.path.join(
-            tempfile.gettempdir(), "tether-sim-batches"))
+            tempfile.gettempdir(), "tether-sim-batches"),
+            bill=os.environ.get("TETHER_SIM_BILL") or None)
     if provider == "openai":
         import openai
 

@@ -17,11 +17,20 @@ from ..core.spend import (
     DEFAULT_BY, SpendQuery, SpendReport, When, parse_by, parse_time, total, zone,
 )
 from ..errors import InvalidArgument
+from ..store.base import SpendTotal
 from .host import FacadeHost
 
 
 class SpendPart(FacadeHost):
     """Spend reports over the cost ledger (a part of ``Tether``)."""
+
+    def spend_totals(self, *, projects: Iterable[str] | None = None) -> list[SpendTotal]:
+        """Calls, tokens and spend per provider and model, from the ledger."""
+        return self.store.spend_totals(projects)
+
+    def spent_projects(self) -> list[str]:
+        """Projects whose calls have spent (from the running totals, not the ledger)."""
+        return self.store.spent_projects()
 
     def spend(self, by: str | Iterable[str] = DEFAULT_BY, *, since: When = None,
               until: When = None, tz: str | None = None,

@@ -74,9 +74,11 @@ class WorkflowsPart(FacadeHost):
 
     def waiting_summary(self, job_id: int, *,
                         projects: Iterable[str] | None = None) -> WaitingFor | None:
-        """``waiting_for`` as the interfaces show it, with a gather's finished children
-        counted (one read however many children). None unless the job is waiting."""
-        wait = self.waiting_for(job_id, projects=projects)
+        """``waiting_for`` as the interfaces show it, a gather's children and how many have
+        ended taken from the counts its wait keeps: a constant number of reads, however many
+        children (``Store.gather_progress``). None unless the job is waiting."""
+        wait = self.store.current_wait(validate.job_id(job_id), projects=projects,
+                                       children=False)
         if wait is None:
             return None
         job = self.store.get_job(validate.job_id(job_id))
@@ -88,8 +90,7 @@ class WorkflowsPart(FacadeHost):
         if wait.kind == "signal":
             made = tuple(c.to_dict() for c in self.store.callbacks(wait.job_id, key=wait.key))
         elif wait.kind == "children":
-            children = len(wait.children)
-            done = len(self.store.finished_among(list(wait.children)))
+            children, done = self.store.gather_progress(wait.job_id, wait.key) or (0, 0)
         elif wait.kind == "provider_batch":
             record = self.store.get_batch(wait.job_id, wait.key)
             batch = record.to_dict() if record is not None else None

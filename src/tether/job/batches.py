@@ -11,23 +11,27 @@
    every item at the batch price and wakes the job in one transaction.
 4. The replay returns the recorded answers; a recorded batch is never uploaded again.
 
-Crash windows: after the reservation, before the id was committed, the replay asks the
-provider for a batch carrying the batch's ``tether_key`` (``adapter.find``) and reattaches to
-it; found nothing, it uploads (the provider never had it). A provider that cannot be asked
-(``adapter.reattach`` false) gets no second upload: the reservation is spent, unconfirmed,
-and every item comes back a ``BatchFailure`` with code ``unconfirmed``.
+Crash windows: the batch is marked ``uploading`` (committed) just before its upload. A
+replay that finds it unmarked uploads it (it was never sent). Marked, the id not committed,
+the replay asks the provider for a batch carrying the batch's ``tether_key``
+(``adapter.find``) and reattaches to it; found nothing, it uploads (the provider never had
+it). A provider that cannot be asked (``adapter.reattach`` false) gets no second upload: the
+reservation is spent, unconfirmed, and every item comes back a ``BatchFailure`` with code
+``unconfirmed``. A job cancelled with an unmarked batch gets its reservation back in the
+cancel; a marked one whose job ended is settled by the sweep (``worker/batch_poller.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from ..core.batches import BatchFailure, tether_key
+from ..core.batches import BatchFailure, Resend, item_ids, resend_key, tether_key
 from ..core.usage import Estimate
 from ..core.waits import WaitSpec
 from ..errors import ControlSignal, InvalidCall, ProviderError
+from ..providers.batches import BatchAdapter
 from ..providers.classify import classify_exception
 from ..records import ProviderBatch
 from .calls import request_hash
@@ -38,21 +42,40 @@ from .waits import wait
 
 def batch(ctx: RunningJob, *, key: str, provider: str, model: str,
           requests: Mapping[str, Any], estimate: Estimate | Mapping[str, Estimate],
-          mode: str = "batch") -> dict[str, Any]:
+          mode: str = "batch", resend: Resend | int | None = None) -> dict[str, Any]:
     """Each request's answer by its key; an item that got no answer comes back as a
-    ``BatchFailure`` in its place (classified like a call's failure). ``mode``
-    ``background``: one request made in the provider's background mode, at the standard
-    price (``background``)."""
+    ``BatchFailure`` in its place (classified like a call's failure). ``resend``: the items
+    whose failures the policy allows are sent again, each round a new batch
+    (``core.batches.Resend``; an int is that many rounds). ``mode`` ``background``: one
+    request made in the provider's background mode, at the standard price (``background``)."""
     if not isinstance(key, str) or not key:
         raise InvalidCall("ctx.batch needs a non-empty string key")
     if not requests or not all(isinstance(k, str) and k for k in requests):
         raise InvalidCall("ctx.batch needs requests: a non-empty mapping of string keys")
+    try:
+        policy = resend if isinstance(resend, Resend) else Resend(rounds=resend or 0)
+    except ValueError as exc:
+        raise InvalidCall(str(exc)) from None
+    got = _round(ctx, key, provider, model, requests, estimate, mode)
+    for n in range(1, policy.rounds + 1):
+        again = {k: requests[k] for k, v in got.items()
+                 if isinstance(v, BatchFailure) and policy.allows(v)}
+        if not again:
+            break
+        got.update(_round(ctx, resend_key(key, n), provider, model, again, estimate, mode))
+    return got
+
+
+def _round(ctx: RunningJob, key: str, provider: str, model: str, requests: Mapping[str, Any],
+           estimate: Estimate | Mapping[str, Estimate], mode: str) -> dict[str, Any]:
+    """One provider batch, from its reservation to its recorded answers."""
     wkey = f"{mode}:{key}"
     ctx.check()
     # one span per attempt that reaches the batch (``tracing.py``): reserved, or a journal hit
     with ctx.trace.call(ctx.id, ctx.job_stage, wkey, provider, model, None) as span:
         record = ctx.store.get_batch(ctx.id, wkey)
         if record is None:
+            _ids(ctx.app.batch_adapter(adapter_name(provider, wkey)), requests)
             record = _reserve(ctx, wkey, provider, model, requests, estimate)
             span.reserved(record.reserved_usd)
         else:
@@ -61,10 +84,8 @@ def batch(ctx: RunningJob, *, key: str, provider: str, model: str,
         if record.status == "submitting":
             record = _upload(ctx, record, requests)
         wait(ctx, WaitSpec(key=wkey, kind="provider_batch"))
-        done = ctx.store.get_batch(ctx.id, wkey) if not record.settled else record
-        assert done is not None
         ctx.stats["batches_done"] += 1
-        return answers(done)
+        return answers(record, ctx.store.batch_answers(ctx.id, wkey))
 
 
 def background(ctx: RunningJob, *, key: str, provider: str, model: str, request: Any,
@@ -94,9 +115,9 @@ async def abatch(ctx: RunningJob, **arguments: Any) -> dict[str, Any]:
     return await asyncio.to_thread(batch, ctx, **arguments)
 
 
-def answers(record: ProviderBatch) -> dict[str, Any]:
-    """A settled batch's items in order: each answer, or a ``BatchFailure``."""
-    results = record.results or {}
+def answers(record: ProviderBatch, results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A settled batch's items in order (``results``: ``Store.batch_answers``): each answer,
+    or a ``BatchFailure``."""
     out: dict[str, Any] = {}
     for item in record.items:
         got = results.get(item["key"]) or {"ok": False, "error_code": "no_result"}
@@ -152,24 +173,36 @@ def _reserve(ctx: RunningJob, wkey: str, provider: str, model: str,
         raise
 
 
+def _ids(adapter: BatchAdapter, keys: Iterable[str]) -> dict[str, str]:
+    """The ids the items are sent under (``core.batches.item_ids``): checked before the
+    reservation, so a batch the provider would refuse for its keys reserves nothing."""
+    try:
+        return item_ids(keys, adapter.item_id)
+    except ValueError as exc:
+        raise InvalidCall(f"ctx.batch for {adapter.name}: {exc}") from None
+
+
 def _upload(ctx: RunningJob, record: ProviderBatch,
             requests: Mapping[str, Any]) -> ProviderBatch:
     """Upload a reserved batch, or reattach to the upload of an attempt that died before
     it committed the provider's id."""
     adapter = ctx.app.batch_adapter(adapter_name(record.provider, record.key))
     remote = None
-    if record.attempt != ctx.attempt:  # an earlier attempt reserved it and may have sent it
+    if record.remote_status is not None:  # an earlier attempt began its upload
         if not adapter.reattach:
             return ctx.store.batch_unconfirmed(
                 ctx.id, ctx.attempt, record.key,
                 f"{record.provider} offers no way to find a batch whose id was not recorded; "
                 "it was not uploaded again")
-        remote = adapter.find(record.tether_key)
+        remote = adapter.find(record.tether_key, since=record.created_at.timestamp())
     if remote is None:
         ctx.check()
+        if record.remote_status is None:
+            ctx.store.batch_uploading(ctx.id, ctx.attempt, record.key)
         try:
+            ids = _ids(adapter, [i["key"] for i in record.items])
             remote = adapter.submit(tether_key=record.tether_key, model=record.model,
-                                    requests={i["key"]: requests[i["key"]]
+                                    requests={ids[i["key"]]: requests[i["key"]]
                                               for i in record.items})
         except Exception as exc:
             mapped = classify_exception(exc)

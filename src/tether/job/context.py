@@ -185,20 +185,22 @@ class JobContext:
                                       on_change=on_change)
 
     def batch(self, *, key: str, provider: str, model: str, requests: Mapping[str, Any],
-              estimate: Any) -> dict[str, Any]:
+              estimate: Any, resend: Any = None) -> dict[str, Any]:
         """Send ``requests`` (item key -> request) as one provider batch at the batch price;
         each answer by its key (a ``BatchFailure`` for an item that got none). Every item's
         worst case (``estimate``: one ``Estimate``, or one per key) is reserved before the
         upload; the job then waits without a lease until a worker's sweep has settled the
-        batch (``job/batches.py``)."""
+        batch (``job/batches.py``). ``resend`` (``core.batches.Resend``, or a number of
+        rounds): failed items the policy allows are sent again in new batches."""
         return _batches.batch(self, key=key, provider=provider, model=model,
-                              requests=requests, estimate=estimate)
+                              requests=requests, estimate=estimate, resend=resend)
 
     async def abatch(self, *, key: str, provider: str, model: str,
-                     requests: Mapping[str, Any], estimate: Any) -> dict[str, Any]:
+                     requests: Mapping[str, Any], estimate: Any,
+                     resend: Any = None) -> dict[str, Any]:
         """``batch`` for ``async def`` jobs."""
         return await _batches.abatch(self, key=key, provider=provider, model=model,
-                                     requests=requests, estimate=estimate)
+                                     requests=requests, estimate=estimate, resend=resend)
 
     def enqueue(self, type: str, payload: Any = None, *, key: str, detach: bool = False,
                 **options: Any) -> Job:

@@ -1,7 +1,7 @@
 """``tether mcp``: the MCP server (official ``mcp`` SDK, ``MCPServer``), stdio or streamable HTTP.
 
 Every operation of the REST API is a tool (``job_tools``, ``control_tools``, ``admin_tools``,
-``spend_tools``, ``budget_tools``, ``schedule_tools``);
+``spend_tools``, ``budget_tools``, ``schedule_tools``, ``webhook_tools``);
 every tool refuses arguments it does not know, and every failure is a tool error whose text
 starts with the stable code REST would give (``failures``).
 
@@ -38,6 +38,7 @@ from .control_tools import control_tools
 from .http_auth import BearerGate, principal_from_request
 from .job_tools import job_tools
 from .schedule_tools import schedule_tools
+from .webhook_tools import webhook_tools
 from .spend_tools import spend_tools
 
 log = logging.getLogger("tether.mcp")
@@ -88,7 +89,8 @@ def build_server(app: Tether, principal_for: PrincipalFor) -> MCPServer:
     """An ``MCPServer`` exposing the tether tools; ``principal_for(ctx)`` names the caller."""
     tools = [*job_tools(app, principal_for), *control_tools(app, principal_for),
              *admin_tools(app, principal_for), *spend_tools(app, principal_for),
-             *budget_tools(app, principal_for), *schedule_tools(app, principal_for)]
+             *budget_tools(app, principal_for), *schedule_tools(app, principal_for),
+             *webhook_tools(app, principal_for)]
     return TetherServer(tools, name="tether", version=__version__, instructions=INSTRUCTIONS)
 
 

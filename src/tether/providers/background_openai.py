@@ -11,6 +11,7 @@ spent, unconfirmed, rather than the request made twice. Billed at the standard p
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from collections.abc import Mapping
 
@@ -23,6 +24,7 @@ ENDED = {"completed", "failed", "cancelled", "incomplete"}
 
 class OpenAIBackground:
     name = "openai:background"
+    item_id: re.Pattern[str] | None = None
     reattach = False
     first_poll_s = 5.0
 
@@ -36,7 +38,7 @@ class OpenAIBackground:
                                                 metadata={"tether_key": tether_key})
         return f"{key}|{response.id}"
 
-    def find(self, tether_key: str) -> str | None:
+    def find(self, tether_key: str, *, since: float | None = None) -> str | None:
         return None
 
     def poll(self, remote_id: str) -> RemoteStatus:

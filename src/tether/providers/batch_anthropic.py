@@ -1,13 +1,15 @@
 """Anthropic's Message Batches through the official ``anthropic`` SDK: one
 ``messages.batches.create`` with each item's key as ``custom_id`` (Anthropic allows letters,
-digits, ``_`` and ``-``, at most 64). A request is the ``params`` of one Messages call without
-``model``. Message Batches carry no metadata and cannot be searched: a batch whose id was not
-committed cannot be found again (``reattach`` is false; ``job/batches.py`` then spends the
-reservation, unconfirmed, rather than upload twice).
+digits, ``_`` and ``-``, at most 64: ``CUSTOM_ID``; a key outside that rule is sent under the
+id ``core.batches.item_ids`` maps it to, and its result mapped back). A request is the
+``params`` of one Messages call without ``model``. Message Batches carry no metadata and
+cannot be searched: a batch whose id was not committed cannot be found again (``reattach`` is
+false; ``job/batches.py`` then spends the reservation, unconfirmed, rather than upload twice).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from collections.abc import Mapping
 
@@ -15,11 +17,15 @@ from ..core.batches import POLL_FIRST_S, ItemResult, RemoteStatus
 from .adapters import extract, to_json_value
 from .batches import item_failure
 
+CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What Message Batches take as a ``custom_id``; other keys go under mapped ids."""
+
 
 class AnthropicBatches:
     name = "anthropic"
     reattach = False
     first_poll_s = POLL_FIRST_S
+    item_id: re.Pattern[str] | None = CUSTOM_ID
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -30,7 +36,7 @@ class AnthropicBatches:
             for key, request in requests.items()])
         return str(batch.id)
 
-    def find(self, tether_key: str) -> str | None:
+    def find(self, tether_key: str, *, since: float | None = None) -> str | None:
         return None
 
     def poll(self, remote_id: str) -> RemoteStatus:

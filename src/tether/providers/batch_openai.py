@@ -1,7 +1,7 @@
 """OpenAI's Batch API through the official ``openai`` SDK: the requests as a JSONL file
 (``files.create(purpose="batch")``, one line per item with its key as ``custom_id``), then
 ``batches.create`` with tether's batch key in ``metadata``, so that a batch whose id was never
-committed is found again by listing batches (``find``).
+committed is found again by listing the batches made since its reservation (``find``).
 
 A request is the body of one ``/v1/chat/completions`` call without ``model`` (the batch's
 model is added); ``endpoint`` chooses another endpoint the Batch API serves.
@@ -10,6 +10,7 @@ model is added); ``endpoint`` chooses another endpoint the Batch API serves.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from collections.abc import Mapping
 
@@ -19,10 +20,13 @@ from .batches import item_failure
 
 ENDED = {"completed", "failed", "expired", "cancelled"}
 METADATA_KEY = "tether_key"
+FIND_SKEW_S = 3600.0
+"""How far the provider's clock (a batch's ``created_at``) may be behind the store's."""
 
 
 class OpenAIBatches:
     name = "openai"
+    item_id: re.Pattern[str] | None = None
     reattach = True
     first_poll_s = POLL_FIRST_S
 
@@ -43,10 +47,18 @@ class OpenAIBatches:
             completion_window=self.completion_window, metadata={METADATA_KEY: tether_key})
         return str(batch.id)
 
-    def find(self, tether_key: str) -> str | None:
-        for batch in self.client.batches.list(limit=100):
+    def find(self, tether_key: str, *, since: float | None = None) -> str | None:
+        """The batch whose ``metadata`` carries ``tether_key``. OpenAI's list of batches takes
+        no filter (only ``after`` and ``limit``) and gives the account's batches newest first,
+        so the listing, page by page, stops at the first batch created before ``since`` (the
+        reservation: the upload came after it) less ``FIND_SKEW_S`` for the two clocks,
+        instead of reading every batch the account ever made."""
+        oldest = None if since is None else since - FIND_SKEW_S
+        for batch in self.client.batches.list(limit=100):  # pages fetched as iterated
             if (batch.metadata or {}).get(METADATA_KEY) == tether_key:
                 return str(batch.id)
+            if oldest is not None and float(batch.created_at) < oldest:
+                return None
         return None
 
     def poll(self, remote_id: str) -> RemoteStatus:

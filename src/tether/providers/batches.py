@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,13 +33,18 @@ class BatchAdapter(Protocol):
     """Whether ``find`` can find an upload whose batch id was never committed."""
     first_poll_s: float
     """How long after the upload the first poll is worth making."""
+    item_id: re.Pattern[str] | None
+    """The provider's rule for an item's id (None: any key); keys it refuses are sent under
+    ids ``core.batches.item_ids`` maps them to, and their results mapped back."""
 
     def submit(self, *, tether_key: str, model: str, requests: Mapping[str, Any]) -> str:
         """Upload ``requests`` (item key -> request body) as one batch; its provider id."""
         ...
 
-    def find(self, tether_key: str) -> str | None:
-        """The id of a batch uploaded earlier with ``tether_key``, if the provider has one."""
+    def find(self, tether_key: str, *, since: float | None = None) -> str | None:
+        """The id of a batch uploaded earlier with ``tether_key``, if the provider has one;
+        ``since``: when the batch was reserved (unix seconds; the upload came later), so a
+        provider that can only list batches stops listing there."""
         ...
 
     def poll(self, remote_id: str) -> RemoteStatus: ...
@@ -74,16 +80,23 @@ class SimulatedBatches:
     """The simulated provider's batch mode: a batch is a JSON file in ``directory``; it ends
     ``complete_after_s`` after its upload (by ``now``), or when ``finish(id)`` is called.
     Requests are ``{"prompt": ..., "max_tokens": ...}``; answers as ``SimulatedProvider``
-    gives them, ``{"text": ..., "model": ...}``. Finds uploads by key (``reattach``)."""
+    gives them, ``{"text": ..., "model": ...}``. Finds uploads by key (``reattach``).
+
+    Like a real provider it bills a batch once, when it is first seen ended (a poll or its
+    results), whatever process sees it and however often its results are fetched: one line
+    per answered item on the simulated bill (``bill``, default ``bill.jsonl`` in
+    ``directory``) at the profile's batch price, keyed ``<batch key>/<item key>`` as tether's
+    ledger keys it. A cancelled batch bills nothing."""
 
     name = "simulated"
     reattach = True
+    item_id: re.Pattern[str] | None = None
 
     def __init__(self, directory: str | Path, *, seed: int = 0, complete_after_s: float = 0.0,
-                 now: Callable[[], float] = time.time) -> None:
+                 now: Callable[[], float] = time.time, bill: str | Path | None = None) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.sim = SimulatedProvider(self.dir / "bill.jsonl", seed=seed)
+        self.sim = SimulatedProvider(bill or self.dir / "bill.jsonl", seed=seed)
         self.complete_after_s = complete_after_s
         self.first_poll_s = complete_after_s
         self.now = now
@@ -103,7 +116,7 @@ class SimulatedBatches:
         tmp.rename(self._path(remote_id))
         return remote_id
 
-    def find(self, tether_key: str) -> str | None:
+    def find(self, tether_key: str, *, since: float | None = None) -> str | None:
         for path in sorted(self.dir.glob("simbatch_*.json")):
             if json.loads(path.read_text()).get("tether_key") == tether_key:
                 return path.stem
@@ -128,12 +141,19 @@ class SimulatedBatches:
         if state == "in_progress" and self.now() >= body["submitted_at"] + self.complete_after_s:
             state = "ended"
         ended = state != "in_progress"
+        if state == "ended":
+            self._answers(remote_id, body)
         return RemoteStatus(state, ended, done=n if state == "ended" else 0, total=n)
 
     def results(self, remote_id: str) -> dict[str, ItemResult]:
         body = self._read(remote_id)
         if body["state"] == "cancelled":
             return {}
+        return self._answers(remote_id, body)
+
+    def _answers(self, remote_id: str, body: dict[str, Any]) -> dict[str, ItemResult]:
+        """The ended batch's answers (they depend only on the requests), billed by the first
+        caller to create ``<id>.billed``."""
         out = {}
         for key, request in body["requests"].items():
             prompt = str(request.get("prompt", ""))
@@ -142,4 +162,16 @@ class SimulatedBatches:
             out[key] = ItemResult(ok=True, value={"text": text, "model": body["model"]},
                                   usage=Usage(input_tokens=count_tokens(prompt),
                                               output_tokens=n_out))
+        try:
+            os.close(os.open(self.dir / f"{remote_id}.billed",
+                             os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            return out
+        parts = str(body["tether_key"]).split(":")
+        job_id = int(parts[1]) if len(parts) >= 4 and parts[1].isdigit() else None
+        batch_key = ":".join(parts[2:-1]) if len(parts) >= 4 else str(body["tether_key"])
+        for key, item in out.items():
+            assert item.usage is not None
+            self.sim.bill(f"{batch_key}/{key}", job_id, body["model"], item.usage, "ok",
+                          batch=True)
         return out

@@ -105,9 +105,11 @@ class SimulatedProvider:
             return low + (high - low) * _unit(self.seed, "latency", key)
         return self.latency_s
 
-    def _bill(self, key: str, job_id: int | None, model: str, usage: Usage, status: str) -> None:
-        cost = self.prices.price("simulated", model).cost(usage) if status != "refused_unbilled" \
-            else Decimal(0)
+    def bill(self, key: str, job_id: int | None, model: str, usage: Usage, status: str,
+             *, batch: bool = False) -> None:
+        """One line on the bill; ``batch``: an item of a batch, at the batch price."""
+        price = (self.prices.batch_price if batch else self.prices.price)("simulated", model)
+        cost = price.cost(usage) if status != "refused_unbilled" else Decimal(0)
         # The line json.dumps of the dict would write, formatted directly: json.dumps was
         # most of what billing cost.
         line = (f'{{"ts": {time.time()!r}, "key": {_quoted(key)}, '
@@ -172,11 +174,11 @@ class SimulatedProvider:
         usage_in = count_tokens(prompt)
         if self.refusal_rate and _unit(self.seed, "refusal", key) < self.refusal_rate:
             usage = Usage(input_tokens=usage_in, output_tokens=1)
-            self._bill(key, job_id, model, usage, "refused")
+            self.bill(key, job_id, model, usage, "refused")
             raise PolicyBlock(f"simulated provider refused call {key!r}", billed=True)
         text, n_out = self.answer(prompt, max_tokens, model)
         usage = Usage(input_tokens=usage_in, output_tokens=n_out)
-        self._bill(key, job_id, model, usage, "ok")
+        self.bill(key, job_id, model, usage, "ok")
         return Metered({"text": text, "model": model}, usage)
 
 

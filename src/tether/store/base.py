@@ -17,9 +17,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol, TypedDict, runtime_checkable
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
-from ..core.batches import ItemResult, RemoteStatus
 from ..core.budget import Budget, BudgetStatus, Reservation
 from ..core.flowkeys import FlowMode
 from ..core.headroom import Headroom, RateLimit, RateScope
@@ -30,10 +29,12 @@ from ..core.states import JobState
 from ..core.usage import Usage
 from ..core.waits import WaitSpec
 from ..errors import LeaseLost
+from .base_webhooks import WebhookStore
 from ..records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry, QueueInfo
-from ..records import BudgetCrossing, ProviderBatch, Schedule, Wait, WorkerInfo
+from ..records import BudgetCrossing, Schedule, Wait, WorkerInfo
 from ..tokens import TokenInfo
 from ..wakeup import Wakeup
+from .batch_rows import BatchRows
 from .callback_rows import CallbackRows
 
 
@@ -200,7 +201,7 @@ class FinishSignal(Protocol):
 
 
 @runtime_checkable
-class Store(CallbackRows, Protocol):
+class Store(CallbackRows, WebhookStore, BatchRows, Protocol):
     url: str
     group_commit: bool
     """True where a worker's writes should share commits (one writer at a time: SQLite)."""
@@ -225,7 +226,6 @@ class Store(CallbackRows, Protocol):
     def submit(self, jobs: Sequence[NewJob], *, conn: CallerConnection | None = None,
                profile: PriceProfile | None = None) -> list[tuple[Job, bool]]: ...
     def get_job(self, job_id: int) -> Job | None: ...
-    def finished_among(self, ids: Sequence[int]) -> set[int]: ...
     def list_jobs(self, *, projects: Iterable[str] | None = None, state: str | None = None,
                   type: str | None = None, queue: str | None = None, search: str | None = None,
                   before_id: int | None = None, limit: int = 50) -> list[Job]: ...
@@ -322,29 +322,6 @@ class Store(CallbackRows, Protocol):
     def prune(self, *, older_than_s: float, now: float | None = None,
               batch: int | None = None) -> int: ...
 
-    # --- provider batches (``batches.py``; the running job's side is in ``job/store.py``)
-    def get_batch(self, job_id: int, key: str) -> ProviderBatch | None: ...
-    def batches(self, job_id: int) -> list[ProviderBatch]: ...
-    def open_batches(self) -> dict[str, tuple[int, Decimal]]: ...
-    def reserve_batch(self, job_id: int, token: int, *, key: str, stage: str | None,
-                      provider: str, model: str, tether_key: str,
-                      items: Sequence[Mapping[str, Any]], price: ModelPrice,
-                      standard: ModelPrice, profile_id: str,
-                      now: float | None = None) -> ProviderBatch: ...
-    def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
-                        first_poll_s: float | None = None,
-                        now: float | None = None) -> ProviderBatch: ...
-    def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
-                          now: float | None = None) -> ProviderBatch: ...
-    def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
-                      now: float | None = None) -> None: ...
-    def claim_due_batches(self, *, now: float | None = None,
-                          limit: int = 20) -> list[ProviderBatch]: ...
-    def batch_polled(self, job_id: int, key: str, status: RemoteStatus, *,
-                     now: float | None = None) -> None: ...
-    def settle_batch(self, job_id: int, key: str, status: RemoteStatus,
-                     results: Mapping[str, ItemResult], *, now: float | None = None) -> bool: ...
-
     # --- waits (``waits.py``; the running job's own side is in ``job/store.py``)
     def get_wait(self, job_id: int, key: str) -> Wait | None: ...
     def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
@@ -352,8 +329,9 @@ class Store(CallbackRows, Protocol):
     def wait_results(self, job_id: int, key: str, *, after: int = 0,
                      limit: int = 1000) -> list[dict[str, Any]]: ...
     def waits(self, job_id: int, *, projects: Iterable[str] | None = None) -> list[Wait]: ...
-    def current_wait(self, job_id: int, *,
-                     projects: Iterable[str] | None = None) -> Wait | None: ...
+    def current_wait(self, job_id: int, *, projects: Iterable[str] | None = None,
+                     children: bool = True) -> Wait | None: ...
+    def gather_progress(self, job_id: int, key: str) -> tuple[int, int] | None: ...
     def list_waiting(self, kind: str, *, projects: Iterable[str] | None = None,
                      type: str | None = None, queue: str | None = None,
                      search: str | None = None, before_id: int | None = None,

@@ -5,10 +5,14 @@
   reservations and records the batch (items, request hashes, the batch price) as
   ``submitting``. A batch that would cross a limit raises ``BudgetExhausted`` and nothing is
   recorded: nothing may be uploaded.
+* ``batch_uploading``: the mark, committed just before the upload, that the batch may be at
+  the provider; an unmarked batch of a cancelled job is released in the cancel
+  (``_job_cancelled``), a marked one of an ended job by the sweep (``orphaned_batches``).
 * ``batch_submitted``: the provider's batch id, committed as soon as it is known.
 * ``claim_due_batches`` / ``batch_polled``: the sweep's polls, with backoff.
 * ``settle_batch``: one transaction writes a ledger row per billed item at the batch price,
-  moves the batch's reservation to spend, records each item's outcome and wakes the job.
+  moves the batch's reservation to spend, records each item's outcome (a row per item in
+  ``provider_batch_answers``: ``batch_answers`` reads them) and wakes the job.
 * ``batch_unconfirmed``: a batch whose upload may have reached a provider that cannot be asked
   about it: its whole reservation is spent, unconfirmed (one ledger row per item).
 """
@@ -23,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from ..core.batches import CLAIM_S, ItemResult, RemoteStatus, next_poll
 from ..core.budget import Reservation
 from ..core.pricing import ModelPrice, PriceProfile
-from ..core.states import JobState
+from ..core.states import TERMINAL, JobState
 from ..core.usage import Usage
 from ..records import ProviderBatch
 from .calls import Calls
-from .rows import as_datetime, as_decimal
+from .rows import as_datetime, as_decimal, load_json
 from .totals import count_spend
 from .tx import Row, Tx, present
 from .waits import Waits
@@ -36,13 +40,23 @@ _D0 = Decimal(0)
 
 
 class Batches(Waits, Calls):
-    """``reserve_batch``, ``batch_submitted``, ``batch_unconfirmed``, ``get_batch``,
-    ``batches``, ``claim_due_batches``, ``batch_polled``, ``settle_batch``."""
+    """``reserve_batch``, ``batch_uploading``, ``batch_submitted``, ``batch_refused``,
+    ``batch_unconfirmed``, ``orphaned_batches``, ``get_batch``, ``batch_answers``, ``batches``,
+    ``claim_due_batches``, ``batch_polled``, ``settle_batch``."""
 
     def get_batch(self, job_id: int, key: str) -> ProviderBatch | None:
         with self._read() as tx:
             row = tx.one("batch_get", job_id=job_id, key=key)
         return None if row is None else to_batch(row)
+
+    def batch_answers(self, job_id: int, key: str) -> dict[str, dict[str, Any]]:
+        """A settled batch's outcome of each item, by item key in the batch's order: ``ok``,
+        ``value`` (the answer), ``error_code``, ``error_summary``, ``retryable``."""
+        with self._read() as tx:
+            rows = tx.all("batch_answers", job_id=job_id, key=key)
+        return {r["item"]: {"ok": bool(r["ok"]), "value": load_json(r["value"]),
+                            "error_code": r["error_code"], "error_summary": r["error_summary"],
+                            "retryable": bool(r["retryable"])} for r in rows}
 
     def batches(self, job_id: int) -> list[ProviderBatch]:
         """Every provider batch of a job, oldest first."""
@@ -91,14 +105,16 @@ class Batches(Waits, Calls):
             self._write_book(tx, book, at)
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
-    def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
+    def batch_submitted(self, job_id: int, token: int | None, key: str, remote_id: str, *,
                         first_poll_s: float | None = None,
                         now: float | None = None) -> ProviderBatch:
         """Commit the provider's id of an uploaded batch; its polls start, the first after
-        ``first_poll_s`` (default ``core.batches.POLL_FIRST_S``)."""
+        ``first_poll_s`` (default ``core.batches.POLL_FIRST_S``). ``token`` None: the sweep
+        found the upload of an ended job's batch (``_owner``)."""
         with self._write() as tx:
             at = self._now(tx, now)
-            self._held(tx, job_id, token)
+            if self._owner(tx, job_id, token) is None:
+                return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
             tx.run("batch_submitted", job_id=job_id, key=key, remote_id=remote_id,
                    wake_at=at + first_poll_s if first_poll_s is not None
                    else next_poll(0, at), now=at)
@@ -106,33 +122,70 @@ class Batches(Waits, Calls):
                        {"key": key, "remote_id": remote_id})
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
-    def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
-                      now: float | None = None) -> None:
-        """Forget a batch the provider provably refused to take (its upload failed with an
-        answer): its reservation is released and nothing of it stays, so the job's retry
-        reserves and uploads it anew."""
-        with self._write() as tx:
-            at = self._now(tx, now)
-            job = self._held(tx, job_id, token)
-            row = tx.one("batch_get", job_id=job_id, key=key)
-            if row is None or row["status"] != "submitting":
-                return
-            self._adjust(tx, job, at, reserved_usd=-as_decimal(row["reserved_usd"]),
-                         reserved_calls=-int(row["items_total"]),
-                         reserved_input_tokens=-int(row["reserved_input_tokens"]),
-                         reserved_output_tokens=-int(row["reserved_output_tokens"]))
-            tx.run("batch_delete_unsent", job_id=job_id, key=key)
-            self._note(tx, job_id, "batch_refused", at, token,
-                       {"key": key, "error_code": error_code})
-
-    def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
-                          now: float | None = None) -> ProviderBatch:
-        """Spend a batch's whole reservation, unconfirmed: its upload may have reached a
-        provider that offers no way to find it again."""
+    def batch_uploading(self, job_id: int, token: int, key: str, *,
+                        now: float | None = None) -> None:
+        """Mark a reserved batch as on its way to the provider, just before its upload: until
+        then it provably was never sent, so a cancel releases its reservation at once and a
+        replay uploads it without asking the provider."""
         with self._write() as tx:
             at = self._now(tx, now)
             self._held(tx, job_id, token)
-            self._settle(tx, job_id, key, None, {}, at, error=reason)
+            tx.run("batch_uploading", job_id=job_id, key=key, now=at)
+
+    def batch_refused(self, job_id: int, token: int | None, key: str, error_code: str, *,
+                      now: float | None = None) -> bool:
+        """Forget a batch the provider provably does not have (its upload failed with an
+        answer, or it was never sent): its reservation is released and nothing of it stays,
+        so a replay reserves and uploads it anew. ``token`` None: the sweep, for a job that
+        ended (``orphaned_batches``). False: nothing was released."""
+        with self._write() as tx:
+            at = self._now(tx, now)
+            job = self._owner(tx, job_id, token)
+            row = tx.one("batch_get", job_id=job_id, key=key)
+            if job is None or row is None or row["status"] != "submitting":
+                return False
+            self._release(tx, job, row, at, error_code)
+            return True
+
+    def orphaned_batches(self, *, limit: int = 20) -> list[ProviderBatch]:
+        """Batches reserved and not known to be at the provider whose jobs ended (a crash
+        or a failed upload before the job failed or was cancelled): no replay will come to
+        settle them, so the sweep does (``worker/batch_poller.py``)."""
+        with self._read() as tx:
+            return [to_batch(r) for r in tx.all("batches_orphaned", limit=limit)]
+
+    def _owner(self, tx: Tx, job_id: int, token: int | None) -> Row | None:
+        """The job, locked: under the lease ``token``, or (``token`` None: the sweep) only
+        while it is ended, so no attempt of it can be at the batch."""
+        if token is not None:
+            return self._held(tx, job_id, token)
+        job = tx.one("lock_job", id=job_id)
+        return job if job is not None and JobState(job["state"]) in TERMINAL else None
+
+    def _release(self, tx: Tx, job: Row, row: Row, at: float, reason: str) -> None:
+        self._adjust(tx, job, at, reserved_usd=-as_decimal(row["reserved_usd"]),
+                     reserved_calls=-int(row["items_total"]),
+                     reserved_input_tokens=-int(row["reserved_input_tokens"]),
+                     reserved_output_tokens=-int(row["reserved_output_tokens"]))
+        tx.run("batch_delete_unsent", job_id=job["id"], key=row["key"])
+        self._note(tx, job["id"], "batch_released", at, None,
+                   {"key": row["key"], "reason": reason,
+                    "released_usd": str(as_decimal(row["reserved_usd"]))})
+
+    def _job_cancelled(self, tx: Tx, job: Row, now: float) -> None:
+        """A cancelled job's batches that were never sent give their reservations back in
+        the cancel's transaction (one that may have been sent waits for the sweep)."""
+        for row in tx.all("batches_unsent", job_id=job["id"]):
+            self._release(tx, job, row, now, "cancelled")
+
+    def batch_unconfirmed(self, job_id: int, token: int | None, key: str, reason: str, *,
+                          now: float | None = None) -> ProviderBatch:
+        """Spend a batch's whole reservation, unconfirmed: its upload may have reached a
+        provider that offers no way to find it again (``token`` None: as ``batch_submitted``)."""
+        with self._write() as tx:
+            at = self._now(tx, now)
+            if self._owner(tx, job_id, token) is not None:
+                self._settle(tx, job_id, key, None, {}, at, error=reason)
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
     def claim_due_batches(self, *, now: float | None = None,
@@ -176,7 +229,7 @@ class Batches(Waits, Calls):
         std = _price(json.loads(row["standard_price"]))
         batch_price = _price(json.loads(row["price"]))
         ledger: list[Row] = []
-        outcomes: dict[str, Any] = {}
+        outcomes: list[dict[str, Any]] = []
         spent = standard = _D0
         tokens_in = tokens_out = billed_n = done = failed = 0
         for item in items:
@@ -200,10 +253,10 @@ class Batches(Waits, Calls):
                 done += 1
             else:
                 failed += 1
-            outcomes[item["key"]] = {"ok": result.ok, "value": result.value,
-                                     "error_code": result.error_code,
-                                     "error_summary": result.error_summary,
-                                     "retryable": result.retryable}
+            outcomes.append({"pos": len(outcomes), "item": item["key"], "ok": result.ok,
+                             "value": result.value, "error_code": result.error_code,
+                             "error_summary": result.error_summary,
+                             "retryable": result.retryable})
             if usage is None or not (result.ok or result.billed):
                 continue
             billed_n += 1
@@ -229,9 +282,10 @@ class Batches(Waits, Calls):
         tx.run("batch_settle", job_id=job_id, key=key,
                status="settled" if status is not None else "unconfirmed",
                remote_status=status.state if status is not None else row["remote_status"],
-               results=json.dumps(outcomes), settled_usd=self._money_param(spent),
+               settled_usd=self._money_param(spent),
                standard_usd=self._money_param(standard), items_done=done,
                items_failed=failed, error=error, now=now)
+        tx.run("batch_answers_insert", job_id=job_id, key=key, answers=json.dumps(outcomes))
         self._note(tx, job_id, "batch_settled", now, None,
                    {"key": key, "done": done, "failed": failed, "settled_usd": str(spent),
                     "standard_usd": str(standard), "unconfirmed": status is None})
@@ -249,7 +303,6 @@ def _price(data: dict[str, Any]) -> ModelPrice:
 def to_batch(r: Row) -> ProviderBatch:
     settled = r.get("settled_usd")
     standard = r.get("standard_usd")
-    results = r.get("results")
     return ProviderBatch(
         job_id=int(r["job_id"]), key=r["key"], provider=r["provider"], model=r["model"],
         status=r["status"], attempt=int(r["attempt"]), tether_key=r["tether_key"],
@@ -261,6 +314,6 @@ def to_batch(r: Row) -> ProviderBatch:
         settled_usd=None if settled is None else as_decimal(settled),
         standard_usd=None if standard is None else as_decimal(standard),
         items_done=int(r["items_done"]), items_failed=int(r["items_failed"]),
-        results=None if results is None else json.loads(results), polls=int(r["polls"]),
+        polls=int(r["polls"]),
         next_poll_at=as_datetime(r.get("next_poll_at")), error=r.get("error"),
         settled_at=as_datetime(r.get("settled_at")))

@@ -98,7 +98,7 @@ class Callbacks(Waits):
             row = self._honoured(tx, job_id, signal, raw, now, job)  # again, under the lock
             if tx.run("callback_use", id=row["id"], now=now) != 1:
                 raise CallbackUsed(f"callback {row['id']} was used meanwhile", job_id=job_id)
-            return self._deliver(tx, job, signal, value, now, row["id"])
+            return self._signal_by_callback(tx, job, signal, value, now, row["id"])
 
     def _honoured(self, tx: Tx, job_id: int, signal: str, raw: str, now: float,
                   job: Row | None) -> Row:
@@ -118,8 +118,8 @@ class Callbacks(Waits):
             raise refused
         return present(row)
 
-    def _deliver(self, tx: Tx, job: Row, name: str, value: Any, now: float,
-                 cb_id: str) -> Job:
+    def _signal_by_callback(self, tx: Tx, job: Row, name: str, value: Any, now: float,
+                           cb_id: str) -> Job:
         tx.run("signal_insert", job_id=job["id"], name=name, value=self._json_param(value),
                now=now)
         self._note(tx, job["id"], "signal", now, None, {"name": name, "callback": cb_id})

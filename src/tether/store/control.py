@@ -117,13 +117,16 @@ class Control(Transitions):
     def prune(self, *, older_than_s: float, now: float | None = None,
               batch: int | None = None) -> int:
         """Delete terminal jobs finished before ``now - older_than_s`` (their events,
-        attempts, journal, ledger rows, checkpoints, waits, signals and own budget rows go
-        with them), oldest first, ``batch`` jobs a transaction (default: the backend's): no
+        attempts, journal, ledger rows, checkpoints, waits, signals, provider batches and own
+        budget rows go with them; a job whose provider batch is not settled yet stays until
+        it is), oldest first, ``batch`` jobs a transaction (default: the backend's): no
         lock a claim needs (SQLite's one writer lock; PostgreSQL's row locks) is held for
         longer than one batch, however many jobs go. The cutoff is fixed once, so a prune
-        ends even while jobs finish. Then the workers gone before the cutoff (stopped, or
-        silent since) and holding no lease are forgotten, their counts kept in the totals.
-        Returns how many jobs were deleted; an interrupted prune keeps what it deleted."""
+        ends even while jobs finish. Webhook deliveries made before the cutoff whose delivery
+        job is gone go too, with their attempts, and schedule misses recorded before it. Then
+        the workers gone before the cutoff (stopped, or silent since) and holding no lease are
+        forgotten, their counts kept in the totals. Returns how many jobs were deleted; an
+        interrupted prune keeps what it deleted."""
         batch = self._prune_batch if batch is None else batch
         if batch < 1:
             raise InvalidArgument(f"prune batch must be at least 1, not {batch}")
@@ -143,6 +146,10 @@ class Control(Transitions):
         with self._write() as tx:
             # Only old blobs: a fresh one may belong to a checkpoint about to commit.
             tx.run("prune_blobs", cutoff=cutoff)
+            # Webhook deliveries whose job went (and their attempts); old schedule misses.
+            tx.run("prune_webhook_attempts", cutoff=cutoff)
+            tx.run("prune_webhook_deliveries", cutoff=cutoff)
+            tx.run("prune_schedule_misses", cutoff=cutoff)
             gone = [r["id"] for r in tx.all("forget_gone_workers", cutoff=cutoff)]
             if gone:
                 fold_counters(tx, self._array_param(gone))

@@ -64,17 +64,18 @@ class Feed(Transitions):
             rows = tx.all("event_feed", **self._feed_at(at), job_id=job_id, seq=seq,
                           projects=self._list_param(projects), limit=int(limit),
                           **self._feed_bounds(tx))
-        return [FeedEvent(project=r["project"], event=to_event(r), position=_position(r))
+        return [FeedEvent(project=r["project"], event=to_event(r), position=feed_position(r))
                 for r in rows]
 
     def feed_head(self) -> str:
         """The position of the newest final event: a reader starting here gets what comes next."""
         with self._read() as tx:
             row = tx.one("event_feed_head", **self._feed_bounds(tx))
-        return FEED_START if row is None else _position(row)
+        return FEED_START if row is None else feed_position(row)
 
 
-def _position(row: Row) -> str:
+def feed_position(row: Row) -> str:
+    """The position of an ``event_feed`` or ``event_feed_head`` row."""
     at: Any = row["feed_at"]
     return f"{at!r}_{int(row['job_id'])}_{int(row['seq'])}"
 

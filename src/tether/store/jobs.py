@@ -169,14 +169,6 @@ class Jobs(FlowKeys):
             row = tx.one("get_job", id=job_id)
         return to_job(row) if row else None
 
-    def finished_among(self, ids: Sequence[int]) -> set[int]:
-        """Which of ``ids`` are in a terminal state: one read however many jobs are asked."""
-        if not ids:
-            return set()
-        with self._read() as tx:
-            rows = tx.all("finished_among", ids=self._array_param([int(i) for i in ids]))
-        return {int(r["id"]) for r in rows}
-
     def list_jobs(self, *, projects: Iterable[str] | None = None, state: str | None = None,
                   type: str | None = None, queue: str | None = None, search: str | None = None,
                   before_id: int | None = None, limit: int = 50) -> list[Job]:

@@ -6,11 +6,13 @@ tick's job through the same insert as ``submit``, and advances ``next_run_at``. 
 has the idempotency key ``schedule:<name>:<tick as UTC>`` (``core.schedule.tick_key``), so
 even two steps that somehow judged the same tick due meet at the unique (project, key) index
 and one job is made. Ticks are judged by the store's clock (``_now``), never a worker's.
+Ticks a step skips (``catch_up`` ``latest`` or ``none`` after a gap) are recorded in
+``schedule_misses`` in the same transaction, for the webhook outbox (``webhooks.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..core.budget import Budget
 from ..core.pricing import PriceProfile
@@ -46,6 +48,16 @@ def _tick_job(row: Row, tick: float) -> NewJob:
                   budget=Budget.from_dict(load_json(row["budget"]) or {}),
                   price_profile=row.get("price_profile"),
                   estimated_cost_usd=row.get("estimated_cost_usd"))
+
+
+def _missed(cron: Cron, catch_up: str, due: float | None, now: float,
+            enqueued: Sequence[float], limit: int) -> list[float]:
+    """The due ticks this step enqueues no job for (``latest`` and ``none`` after a gap): the
+    schedule misses ``schedule.missed`` webhooks report, at most ``limit`` of them."""
+    if catch_up == "all" or due is None or due > now:
+        return []
+    done = set(enqueued)
+    return [t for t in [due, *cron.ticks(due, now, limit=limit)] if t not in done][:limit]
 
 
 class Schedules(Jobs):
@@ -160,6 +172,12 @@ class Schedules(Jobs):
                 new = ([j for j in self._insert_jobs(tx, jobs, now) if j is not None]
                        if jobs else [])
                 made.extend(new)
+                skipped = _missed(cron, row["catch_up"], as_seconds(row["next_run_at"]), now,
+                                  step.ticks, max_ticks)
+                if skipped:
+                    tx.run("schedule_miss_insert", schedule=row["name"], project=row["project"],
+                           first_tick=skipped[0], last_tick=skipped[-1], missed=len(skipped),
+                           now=now)
                 tx.run("advance_schedule", name=row["name"], next_run_at=step.next_run_at,
                        last_run_at=step.ticks[-1] if step.ticks else None,
                        last_job_id=new[-1].id if new else None, now=now)

@@ -21,6 +21,7 @@ rules live in one module per concept, each a class on ``transitions.Transitions`
 * ``ratelimits.py``, ``admin.py``, ``profiles.py``: rate limits; workers, queues, tokens;
   price profiles
 * ``schedules.py``: schedules and the scheduler step (due ticks become jobs)
+* ``webhooks.py``: webhook subscriptions, the outbox step, deliveries and their attempts
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ from .ratelimits import RateLimits
 from .replays import Replays
 from .schedules import Schedules
 from .spend import Spend
+from .webhooks import Webhooks
 
 
-class SQLStore(Forks, Schedules, Jobs, Leases, Outcomes, Batches, Callbacks, Calls, Journal,
-               Spend, Checkpoints, Control, RateLimits, Admin, Feed, Replays):
+class SQLStore(Forks, Schedules, Webhooks, Jobs, Leases, Outcomes, Batches, Callbacks, Calls,
+               Journal, Spend, Checkpoints, Control, RateLimits, Admin, Feed, Replays):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

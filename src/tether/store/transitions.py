@@ -91,7 +91,13 @@ class Transitions(ABC):
                                                  or row.get("attempt_count"), data))
         if to in TERMINAL and row.get("parent_id") is not None:
             self._child_finished(tx, int(row["id"]), str(to), now)
+        if to == JobState.CANCELLED and row.get("attempt_count"):  # it ran: it may hold some
+            self._job_cancelled(tx, row, now)
         return new
+
+    def _job_cancelled(self, tx: Tx, job: Row, now: float) -> None:  # noqa: B027 - hook
+        """A job was just cancelled (this transaction): what it held reserved and will never
+        use goes back (``batches.py``). Here: nothing."""
 
     def _child_finished(self, tx: Tx, child_id: int, state: str,  # noqa: B027 - hook
                         now: float) -> None:

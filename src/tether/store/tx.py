@@ -15,7 +15,8 @@ from collections.abc import Sequence
 TIME_PARAMS = frozenset({"now", "at", "since", "until", "before", "cutoff", "claimed_at",
                          "started_at", "run_after", "lease_expires_at", "finished_at", "wake_at",
                          "next_run_at", "last_run_at", "expires_at", "period_start",
-                         "observed_at", "requests_reset_at", "tokens_reset_at", "retry_at"})
+                         "observed_at", "requests_reset_at", "tokens_reset_at", "retry_at",
+                         "first_tick", "last_tick"})
 """Statement parameters that hold a time (unix seconds, or None)."""
 
 Row = dict[str, Any]

@@ -47,13 +47,29 @@ class Waits(Transitions):
             kids = self._kids(tx, job_id, rows)
             return [to_wait(r, k) for r, k in zip(rows, kids, strict=True)]
 
-    def current_wait(self, job_id: int, *,
-                     projects: Iterable[str] | None = None) -> Wait | None:
-        """The open wait the job is blocked on (the one its latest attempt began), if any."""
+    def current_wait(self, job_id: int, *, projects: Iterable[str] | None = None,
+                     children: bool = True) -> Wait | None:
+        """The open wait the job is blocked on (the one its latest attempt began), if any;
+        ``children`` False: a gather's children are not read (``gather_progress`` counts)."""
         with self._read() as tx:
             self._visible(tx, job_id, projects)
             row = tx.one("wait_current", job_id=job_id)
-            return None if row is None else to_wait(row, self._kids(tx, job_id, [row])[0])
+            if row is None:
+                return None
+            return to_wait(row, self._kids(tx, job_id, [row])[0] if children else ())
+
+    def gather_progress(self, job_id: int, key: str) -> tuple[int, int] | None:
+        """A gather's children, and how many of them have ended, from the counts its row
+        keeps (one row read, however many children). The counts are the cache each child's
+        end decrements and every recount rewrites: for showing, never for deciding. None:
+        not a gather."""
+        with self._read() as tx:
+            row = tx.one("wait_get", job_id=job_id, key=key)
+        if row is None or row["kind"] != "children" or row.get("child_count") is None:
+            return None
+        total = int(row["child_count"])
+        pending = total if row.get("pending") is None else int(row["pending"])
+        return total, min(total, max(0, total - pending))
 
     def wait_results(self, job_id: int, key: str, *, after: int = 0,
                      limit: int = 1000) -> list[dict[str, Any]]:
@@ -193,7 +209,8 @@ class Waits(Transitions):
         if wait is not None and wake is None:
             self._transition(tx, row, JobState.WAITING, now=now, kind="waiting",
                              data={**outcome.data, "key": wait["key"], "wait": wait["kind"]},
-                             run_after=recheck_at(_seconds(wait), now), max_attempts=allowance)
+                             run_after=recheck_at(_seconds(wait), now, parked=True),
+                             max_attempts=allowance)
             return JobState.WAITING
         self._requeue(tx, row, wait, wake, now, dict(outcome.data), max_attempts=allowance)
         return JobState.QUEUED

@@ -250,6 +250,10 @@ class CommittingStore(WorkerStore):
             tether_key=tether_key, items=items, price=price, standard=standard,
             profile_id=profile_id, now=now)
 
+    def batch_uploading(self, job_id: int, token: int, key: str, *,
+                        now: float | None = None) -> None:
+        self._store.batch_uploading(job_id, token, key, now=now)
+
     def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
                         first_poll_s: float | None = None,
                         now: float | None = None) -> ProviderBatch:
@@ -257,8 +261,8 @@ class CommittingStore(WorkerStore):
                                            first_poll_s=first_poll_s, now=now)
 
     def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
-                      now: float | None = None) -> None:
-        self._store.batch_refused(job_id, token, key, error_code, now=now)
+                      now: float | None = None) -> bool:
+        return self._store.batch_refused(job_id, token, key, error_code, now=now)
 
     def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
                           now: float | None = None) -> ProviderBatch:
@@ -266,6 +270,9 @@ class CommittingStore(WorkerStore):
 
     def get_batch(self, job_id: int, key: str) -> ProviderBatch | None:
         return self._store.get_batch(job_id, key)
+
+    def batch_answers(self, job_id: int, key: str) -> dict[str, dict[str, Any]]:
+        return self._store.batch_answers(job_id, key)
 
     # --- reads, and the rate-limit wait (it may answer "not yet": nothing to share) ------------
 

@@ -21,3 +21,7 @@ class WorkerHost(JobHost, Protocol):
 
     @property
     def store(self) -> Store: ...
+
+    def webhook_step(self, *, now: float | None = None) -> int:
+        """One webhook outbox step (``worker/outbox.py``)."""
+        ...

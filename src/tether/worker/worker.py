@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from ..clock import utc
 from ..core.serving import EVERY_QUEUE, claim_filter, versions_served
+from ..core.webhooks import DELIVERY_TYPE
 from ..errors import StoreCorrupt, StoreError, WorkerShutdown
 from ..job import Lease
 from ..records import Job, WorkerInfo
@@ -34,6 +35,7 @@ from .heartbeat import Heartbeat
 from .host import WorkerHost
 from .prefetch import Prefetch
 from .batch_poller import BatchPoller
+from .outbox import DEFAULT_INTERVAL as OUTBOX_INTERVAL, Outbox
 from .rescuer import Rescuer
 from .scheduler import DEFAULT_INTERVAL, Scheduler
 from .slots import Slots
@@ -69,6 +71,7 @@ class Worker:
                  poll_interval: float = 0.5, heartbeat_interval: float | None = None,
                  rescue_interval: float | None = None, worker_id: str | None = None,
                  schedule_interval: float | None = DEFAULT_INTERVAL,
+                 webhook_interval: float | None = OUTBOX_INTERVAL,
                  batch: int | None = None, group_commit: bool = True,
                  prefetch: int | None = None, prefetch_horizon: float = 0.05) -> None:
         if concurrency < 1:
@@ -98,6 +101,8 @@ class Worker:
         self.batches = BatchPoller(self.store, app, interval=self.rescuer.interval)
         self.scheduler = (Scheduler(self.store, interval=schedule_interval)
                           if schedule_interval is not None else None)
+        self.outbox = (Outbox(app, interval=webhook_interval)
+                       if webhook_interval is not None else None)
         self.completed = 0
         self._types: list[str] = []
         self._filter: tuple[list[str], list[str]] = ([], [])
@@ -175,11 +180,11 @@ class Worker:
             versions=versions_served(self._job_types())))
         if self._registered is None:
             queues = ", ".join(self.queues) if self.queues else "all queues"
-            if types:
+            if any(t != DELIVERY_TYPE for t in types):
                 log.info("worker %s serves job types %s (%s)", self.id, ", ".join(types), queues)
             else:
                 log.warning("worker %s serves no job types: its app registers none, so it "
-                            "claims nothing", self.id)
+                            "claims nothing but webhook deliveries", self.id)
         self._registered = types
 
     # --- one step -------------------------------------------------------------------------------
@@ -187,8 +192,9 @@ class Worker:
     def run_once(self) -> int:
         """Claim for the free slots and the fetch-ahead, then maintenance if due (after: a
         wake-up for new work should not wait for a rescue pass first): the rescuer, the batch
-        poller, and the scheduler's step (``schedule_interval=None``: this worker runs no
-        schedules). Returns how many were claimed."""
+        poller, the scheduler's step (``schedule_interval=None``: this worker runs no
+        schedules) and the webhook outbox's (``webhook_interval=None``: none). Returns how
+        many were claimed."""
         self._register()
         claimed = 0 if self.stopping else self._claim()
         tick = self.clock.monotonic()
@@ -198,6 +204,8 @@ class Worker:
             self.batches.run_once()
         if self.scheduler is not None and not self.stopping and self.scheduler.due(tick):
             self.scheduler.run_once()
+        if self.outbox is not None and not self.stopping and self.outbox.due(tick):
+            self.outbox.run_once()
         return claimed
 
     def _claim(self) -> int:

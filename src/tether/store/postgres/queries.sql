@@ -100,10 +100,6 @@ SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_toke
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
 WHERE j.id = %(id)s;
 
--- name: finished_among
-SELECT id FROM jobs
-WHERE id = ANY (%(ids)s::bigint[]) AND state IN ('succeeded', 'failed', 'cancelled');
-
 -- name: lock_job
 SELECT * FROM jobs WHERE id = %(id)s FOR UPDATE;
 
@@ -353,12 +349,17 @@ ORDER BY w.started_at DESC;
 -- One batch, oldest first from ``since`` (the last batch's newest finished_at: the index scan
 -- starts past the entries of rows already deleted); the outer test re-checks a row a concurrent
 -- retry changed. ``= ANY (ARRAY(...))``: the batch's ids are looked up by primary key (an
--- ``IN (subquery)`` may be planned as a hash join over the whole table).
+-- ``IN (subquery)`` may be planned as a hash join over the whole table). A job whose provider
+-- batch is not settled stays: the batch's reservation is still counted in its project, and
+-- its settlement needs the job.
 DELETE FROM jobs
 WHERE id = ANY (ARRAY(SELECT id FROM jobs
                       WHERE finished_at IS NOT NULL AND finished_at >= %(since)s
                         AND finished_at < %(cutoff)s
                         AND state IN ('succeeded', 'failed', 'cancelled')
+                        AND NOT EXISTS (SELECT 1 FROM provider_batches b
+                                        WHERE b.job_id = jobs.id
+                                          AND b.status IN ('submitting', 'submitted'))
                       ORDER BY finished_at LIMIT %(limit)s))
   AND finished_at < %(cutoff)s AND state IN ('succeeded', 'failed', 'cancelled')
 RETURNING finished_at;
@@ -1241,10 +1242,38 @@ WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitted';
 
 -- name: batch_settle
 UPDATE provider_batches SET status = %(status)s, remote_status = %(remote_status)s,
-    results = %(results)s, settled_usd = %(settled_usd)s, standard_usd = %(standard_usd)s,
+    settled_usd = %(settled_usd)s, standard_usd = %(standard_usd)s,
     items_done = %(items_done)s, items_failed = %(items_failed)s, error = %(error)s,
     next_poll_at = NULL, settled_at = %(now)s, updated_at = %(now)s
 WHERE job_id = %(job_id)s AND key = %(key)s AND status IN ('submitting', 'submitted');
+
+-- name: batch_uploading
+UPDATE provider_batches SET remote_status = 'uploading', updated_at = %(now)s
+WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'submitting';
+
+-- name: batches_unsent
+-- A job's batches reserved and never sent (unmarked: store/batches.py ``batch_uploading``).
+SELECT * FROM provider_batches
+WHERE job_id = %(job_id)s AND status = 'submitting' AND remote_status IS NULL;
+
+-- name: batches_orphaned
+-- Batches reserved, not known to be at the provider, whose jobs ended: no replay will settle
+-- them (the sweep does, worker/batch_poller.py).
+SELECT b.* FROM provider_batches b JOIN jobs j ON j.id = b.job_id
+WHERE b.status = 'submitting' AND j.state IN ('succeeded', 'failed', 'cancelled')
+ORDER BY b.created_at LIMIT %(limit)s;
+
+-- name: batch_answers_insert
+-- A settled batch's answers, in its order (%(answers)s: a JSON array of objects).
+INSERT INTO provider_batch_answers (job_id, key, pos, item, ok, value, error_code,
+                                    error_summary, retryable)
+SELECT %(job_id)s, %(key)s, (a ->> 'pos')::int, a ->> 'item', (a ->> 'ok')::boolean,
+       a -> 'value', a ->> 'error_code', a ->> 'error_summary', (a ->> 'retryable')::boolean
+FROM jsonb_array_elements(%(answers)s::jsonb) a;
+
+-- name: batch_answers
+SELECT item, ok, value, error_code, error_summary, retryable FROM provider_batch_answers
+WHERE job_id = %(job_id)s AND key = %(key)s ORDER BY pos;
 
 -- name: batch_delete_unsent
 DELETE FROM provider_batches
@@ -1369,3 +1398,96 @@ SELECT s.scope,
 FROM (SELECT DISTINCT scope FROM rate_limit_events WHERE at > %(since)s
       UNION SELECT scope FROM provider_limits) s
 ORDER BY s.scope;
+
+-- ---- webhooks (store/webhooks.py) --------------------------------------------------------------
+
+-- name: webhook_insert
+INSERT INTO webhook_subscriptions (id, project, url, kinds, secret, description, created_at)
+VALUES (%(id)s, %(project)s, %(url)s, %(kinds)s, %(secret)s, %(description)s, %(now)s);
+
+-- name: webhook_get
+SELECT * FROM webhook_subscriptions WHERE id = %(id)s;
+
+-- name: webhook_list
+-- An admin-wide subscription (project NULL) is listed only when no %(projects)s scope is given.
+SELECT * FROM webhook_subscriptions
+WHERE %(projects)s::text[] IS NULL OR project = ANY (%(projects)s::text[])
+ORDER BY created_at, id;
+
+-- name: webhook_delete
+DELETE FROM webhook_subscriptions WHERE id = %(id)s;
+
+-- name: webhook_cursor_get
+SELECT position FROM webhook_cursor WHERE name = 'events';
+
+-- name: webhook_cursor_lock
+-- Outbox steps of many workers meet here: the second waits, then finds the cursor moved.
+SELECT position FROM webhook_cursor WHERE name = 'events' FOR UPDATE;
+
+-- name: webhook_cursor_set
+UPDATE webhook_cursor SET position = %(position)s WHERE name = 'events';
+
+-- name: webhook_event_jobs
+SELECT id, type, project, queue, state, error_code, error_summary FROM jobs
+WHERE id = ANY (%(ids)s::bigint[]);
+
+-- name: schedule_miss_insert
+INSERT INTO schedule_misses (schedule, project, first_tick, last_tick, missed, at)
+VALUES (%(schedule)s, %(project)s, %(first_tick)s, %(last_tick)s, %(missed)s, %(now)s);
+
+-- name: schedule_misses_pending
+-- Under the cursor's lock (webhook_cursor_lock): one step at a time reads and dispatches them.
+SELECT * FROM schedule_misses WHERE dispatched_at IS NULL ORDER BY id LIMIT %(limit)s;
+
+-- name: schedule_misses_dispatched
+UPDATE schedule_misses SET dispatched_at = %(now)s WHERE id = ANY (%(ids)s::bigint[]);
+
+-- name: webhook_delivery_insert
+INSERT INTO webhook_deliveries (id, subscription_id, project, owner, kind, url, job_id, sends,
+                                body, created_at)
+VALUES (%(id)s, %(subscription_id)s, %(project)s, %(owner)s, %(kind)s, %(url)s, %(job_id)s, 1,
+        %(body)s, %(now)s)
+ON CONFLICT (id) DO NOTHING;
+
+-- name: webhook_deliveries
+-- Newest first; %(state)s filters by the current delivery job's state.
+SELECT d.*, j.state FROM webhook_deliveries d LEFT JOIN jobs j ON j.id = d.job_id
+WHERE (%(subscription_id)s::text IS NULL OR d.subscription_id = %(subscription_id)s)
+  AND (%(projects)s::text[] IS NULL OR d.owner = ANY (%(projects)s::text[]))
+  AND (%(state)s::text IS NULL OR j.state = %(state)s)
+ORDER BY d.created_at DESC, d.id LIMIT %(limit)s;
+
+-- name: webhook_delivery_get
+SELECT d.*, j.state FROM webhook_deliveries d LEFT JOIN jobs j ON j.id = d.job_id
+WHERE d.id = %(id)s;
+
+-- name: webhook_delivery_lock
+SELECT d.*, j.state FROM webhook_deliveries d LEFT JOIN jobs j ON j.id = d.job_id
+WHERE d.id = %(id)s FOR UPDATE OF d;
+
+-- name: webhook_delivery_resent
+UPDATE webhook_deliveries SET job_id = %(job_id)s, sends = %(sends)s WHERE id = %(id)s;
+
+-- name: webhook_attempts
+SELECT * FROM webhook_attempts WHERE delivery_id = %(id)s ORDER BY n;
+
+-- name: webhook_attempt_insert
+INSERT INTO webhook_attempts (delivery_id, n, job_id, at, status, error, duration_ms)
+SELECT %(id)s, coalesce(max(n), 0) + 1, %(job_id)s, %(now)s, %(status)s, %(error)s,
+       %(duration_ms)s
+FROM webhook_attempts WHERE delivery_id = %(id)s;
+
+-- name: schedule_misses_any
+SELECT 1 AS one FROM schedule_misses WHERE dispatched_at IS NULL LIMIT 1;
+
+-- name: prune_webhook_attempts
+DELETE FROM webhook_attempts WHERE delivery_id IN (
+    SELECT d.id FROM webhook_deliveries d
+    WHERE d.created_at < %(cutoff)s AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id));
+
+-- name: prune_webhook_deliveries
+DELETE FROM webhook_deliveries d
+WHERE d.created_at < %(cutoff)s AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id);
+
+-- name: prune_schedule_misses
+DELETE FROM schedule_misses WHERE at < %(cutoff)s;

@@ -60,10 +60,6 @@ SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_toke
 FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = CAST(j.id AS TEXT)
 WHERE j.id = :id;
 
--- name: finished_among
-SELECT id FROM jobs
-WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('succeeded', 'failed', 'cancelled');
-
 -- name: lock_job
 SELECT * FROM jobs WHERE id = :id;
 
@@ -260,11 +256,14 @@ ORDER BY w.started_at DESC;
 -- name: prune_jobs
 -- One batch, oldest first from ``since`` (the last batch's newest finished_at). INDEXED BY:
 -- without statistics (tether never ANALYZEs) SQLite would pick jobs_state and sort every
--- finished job for each batch.
+-- finished job for each batch. A job whose provider batch is not settled stays: the batch's
+-- reservation is still counted in its project, and its settlement needs the job.
 DELETE FROM jobs
 WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished
              WHERE finished_at IS NOT NULL AND finished_at >= :since AND finished_at < :cutoff
                AND state IN ('succeeded', 'failed', 'cancelled')
+               AND NOT EXISTS (SELECT 1 FROM provider_batches b WHERE b.job_id = jobs.id
+                               AND b.status IN ('submitting', 'submitted'))
              ORDER BY finished_at LIMIT :limit)
 RETURNING finished_at;
 
@@ -1058,10 +1057,39 @@ WHERE job_id = :job_id AND key = :key AND status = 'submitted';
 
 -- name: batch_settle
 UPDATE provider_batches SET status = :status, remote_status = :remote_status,
-    results = :results, settled_usd = :settled_usd, standard_usd = :standard_usd,
+    settled_usd = :settled_usd, standard_usd = :standard_usd,
     items_done = :items_done, items_failed = :items_failed, error = :error,
     next_poll_at = NULL, settled_at = :now, updated_at = :now
 WHERE job_id = :job_id AND key = :key AND status IN ('submitting', 'submitted');
+
+-- name: batch_uploading
+UPDATE provider_batches SET remote_status = 'uploading', updated_at = :now
+WHERE job_id = :job_id AND key = :key AND status = 'submitting';
+
+-- name: batches_unsent
+-- A job's batches reserved and never sent (unmarked: store/batches.py ``batch_uploading``).
+SELECT * FROM provider_batches
+WHERE job_id = :job_id AND status = 'submitting' AND remote_status IS NULL;
+
+-- name: batches_orphaned
+-- Batches reserved, not known to be at the provider, whose jobs ended: no replay will settle
+-- them (the sweep does, worker/batch_poller.py).
+SELECT b.* FROM provider_batches b JOIN jobs j ON j.id = b.job_id
+WHERE b.status = 'submitting' AND j.state IN ('succeeded', 'failed', 'cancelled')
+ORDER BY b.created_at LIMIT :limit;
+
+-- name: batch_answers_insert
+-- A settled batch's answers, in its order (:answers: a JSON array of objects).
+INSERT INTO provider_batch_answers (job_id, key, pos, item, ok, value, error_code,
+                                    error_summary, retryable)
+SELECT :job_id, :key, a.value ->> '$.pos', a.value ->> '$.item', a.value ->> '$.ok',
+       a.value -> '$.value', a.value ->> '$.error_code', a.value ->> '$.error_summary',
+       a.value ->> '$.retryable'
+FROM json_each(:answers) a;
+
+-- name: batch_answers
+SELECT item, ok, value, error_code, error_summary, retryable FROM provider_batch_answers
+WHERE job_id = :job_id AND key = :key ORDER BY pos;
 
 -- name: batch_delete_unsent
 DELETE FROM provider_batches
@@ -1179,3 +1207,92 @@ SELECT s.scope,
 FROM (SELECT DISTINCT scope FROM rate_limit_events WHERE at > :since
       UNION SELECT scope FROM provider_limits) s
 ORDER BY s.scope;
+
+-- ---- webhooks (store/webhooks.py) --------------------------------------------------------------
+
+-- name: webhook_insert
+INSERT INTO webhook_subscriptions (id, project, url, kinds, secret, description, created_at)
+VALUES (:id, :project, :url, :kinds, :secret, :description, :now);
+
+-- name: webhook_get
+SELECT * FROM webhook_subscriptions WHERE id = :id;
+
+-- name: webhook_list
+-- An admin-wide subscription (project NULL) is listed only when no :projects scope is given.
+SELECT * FROM webhook_subscriptions
+WHERE :projects IS NULL OR project IN (SELECT value FROM json_each(:projects))
+ORDER BY created_at, id;
+
+-- name: webhook_delete
+DELETE FROM webhook_subscriptions WHERE id = :id;
+
+-- name: webhook_cursor_get
+SELECT position FROM webhook_cursor WHERE name = 'events';
+
+-- name: webhook_cursor_lock
+SELECT position FROM webhook_cursor WHERE name = 'events';
+
+-- name: webhook_cursor_set
+UPDATE webhook_cursor SET position = :position WHERE name = 'events';
+
+-- name: webhook_event_jobs
+SELECT id, type, project, queue, state, error_code, error_summary FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: schedule_miss_insert
+INSERT INTO schedule_misses (schedule, project, first_tick, last_tick, missed, at)
+VALUES (:schedule, :project, :first_tick, :last_tick, :missed, :now);
+
+-- name: schedule_misses_pending
+SELECT * FROM schedule_misses WHERE dispatched_at IS NULL ORDER BY id LIMIT :limit;
+
+-- name: schedule_misses_dispatched
+UPDATE schedule_misses SET dispatched_at = :now WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: webhook_delivery_insert
+INSERT INTO webhook_deliveries (id, subscription_id, project, owner, kind, url, job_id, sends,
+                                body, created_at)
+VALUES (:id, :subscription_id, :project, :owner, :kind, :url, :job_id, 1, :body, :now)
+ON CONFLICT (id) DO NOTHING;
+
+-- name: webhook_deliveries
+-- Newest first; :state filters by the current delivery job's state.
+SELECT d.*, j.state FROM webhook_deliveries d LEFT JOIN jobs j ON j.id = d.job_id
+WHERE (:subscription_id IS NULL OR d.subscription_id = :subscription_id)
+  AND (:projects IS NULL OR d.owner IN (SELECT value FROM json_each(:projects)))
+  AND (:state IS NULL OR j.state = :state)
+ORDER BY d.created_at DESC, d.id LIMIT :limit;
+
+-- name: webhook_delivery_get
+SELECT d.*, j.state FROM webhook_deliveries d LEFT JOIN jobs j ON j.id = d.job_id
+WHERE d.id = :id;
+
+-- name: webhook_delivery_lock
+SELECT d.*, j.state FROM webhook_deliveries d LEFT JOIN jobs j ON j.id = d.job_id
+WHERE d.id = :id;
+
+-- name: webhook_delivery_resent
+UPDATE webhook_deliveries SET job_id = :job_id, sends = :sends WHERE id = :id;
+
+-- name: webhook_attempts
+SELECT * FROM webhook_attempts WHERE delivery_id = :id ORDER BY n;
+
+-- name: webhook_attempt_insert
+INSERT INTO webhook_attempts (delivery_id, n, job_id, at, status, error, duration_ms)
+SELECT :id, coalesce(max(n), 0) + 1, :job_id, :now, :status, :error, :duration_ms
+FROM webhook_attempts WHERE delivery_id = :id;
+
+-- name: schedule_misses_any
+SELECT 1 AS one FROM schedule_misses WHERE dispatched_at IS NULL LIMIT 1;
+
+-- name: prune_webhook_attempts
+DELETE FROM webhook_attempts WHERE delivery_id IN (
+    SELECT d.id FROM webhook_deliveries d
+    WHERE d.created_at < :cutoff AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id));
+
+-- name: prune_webhook_deliveries
+DELETE FROM webhook_deliveries
+WHERE created_at < :cutoff AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = job_id);
+
+-- name: prune_schedule_misses
+DELETE FROM schedule_misses WHERE at < :cutoff;

@@ -1,0 +1,29 @@
+"""The webhook part of the ``Store`` protocol (``base.py`` includes it): subscriptions, the
+outbox step, deliveries and their attempts (``webhooks.py`` implements it on both backends)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+from collections.abc import Iterable
+
+from ..core.webhooks import Delivery, OutboxStep, Subscription
+
+
+class WebhookStore(Protocol):
+    def put_webhook(self, sub: Subscription) -> Subscription: ...
+    def list_webhooks(self, *, projects: Iterable[str] | None = None) -> list[Subscription]: ...
+    def get_webhook(self, sub_id: str, *,
+                    projects: Iterable[str] | None = None) -> Subscription | None: ...
+    def delete_webhook(self, sub_id: str, *,
+                       projects: Iterable[str] | None = None) -> Subscription: ...
+    def webhook_step(self, *, now: float | None = None, limit: int = 500,
+                     max_attempts: int = 15) -> OutboxStep: ...
+    def webhook_deliveries(self, *, subscription_id: str | None = None,
+                           projects: Iterable[str] | None = None, state: str | None = None,
+                           limit: int = 50) -> list[Delivery]: ...
+    def get_delivery(self, delivery: str, *,
+                     projects: Iterable[str] | None = None) -> Delivery | None: ...
+    def record_webhook_attempt(self, delivery: str, job_id: int, *, status: int | None,
+                               error: str | None, duration_ms: float) -> None: ...
+    def resend_delivery(self, delivery: str, *, projects: Iterable[str] | None = None,
+                        max_attempts: int = 15) -> Delivery: ...
