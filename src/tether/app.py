@@ -22,23 +22,23 @@ from .core.serialize import loads
 from .core.states import TERMINAL, JobState
 from .core.webhooks import DELIVERY_TYPE
 from .errors import ConfigurationError, InvalidArgument, JobNotFound
-from .facade.budgets import Budgets
-from .facade.callbacks import CallbackFacade
-from .facade.batches import BatchProviders
-from .facade.forks import ForkMixin
-from .facade.queues import QueueControl
-from .facade.schedules import ScheduleFacade
-from .facade.spend import SpendReports
-from .facade.streams import EventStreams
-from .facade.workers import WorkerViews
+from .facade.batches import BatchesPart
+from .facade.budgets import BudgetsPart
+from .facade.callbacks import CallbacksPart
+from .facade.forks import ForksPart
+from .facade.queues import QueuesPart
+from .facade.ratelimits import RateLimitsPart
+from .facade.schedules import SchedulesPart
+from .facade.spend import SpendPart
+from .facade.streams import StreamsPart
 from .facade.webhook_delivery import WebhookSettings
-from .facade.webhooks import WebhookFacade
-from .facade.workflows import Workflows
+from .facade.webhooks import WebhooksPart
+from .facade.workers import WorkersPart
+from .facade.workflows import WorkflowsPart
 from .records import Attempt, Checkpoint, Event, Job, JournalEntry, LedgerEntry
 from .registry import JobFn, JobType, Registry, as_replays, as_stages
 from .store.base import EngineStats, NewJob, Store
 from .store.open import open_store
-from .facade.ratelimits import RateLimitViews
 from .submission import (
     DEFAULT_PROJECT, DEFAULT_QUEUE, Resolver, as_budget, checked_name,
 )
@@ -49,9 +49,8 @@ if TYPE_CHECKING:
 DEFAULT_URL = "sqlite:///./tether.db"
 
 
-class Tether(Workflows, CallbackFacade, ForkMixin, ScheduleFacade, SpendReports, EventStreams,
-             QueueControl, WorkerViews, BatchProviders, Budgets, RateLimitViews,
-             WebhookFacade):
+class Tether(WorkflowsPart, CallbacksPart, ForksPart, SchedulesPart, SpendPart, StreamsPart,
+             QueuesPart, WorkersPart, BatchesPart, BudgetsPart, RateLimitsPart, WebhooksPart):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store

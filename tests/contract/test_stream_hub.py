@@ -9,7 +9,7 @@ import contextlib
 
 import pytest
 
-from tether.wire.streams import REVOKED, RETRY, StreamHub
+from tether.api.stream_hub import REVOKED, RETRY, StreamHub
 
 
 def _parked(gen):

@@ -18,8 +18,8 @@ from types import SimpleNamespace
 import pytest
 
 from tether import Tether
-from tether.wire.streams import StreamHub
-from tether.wire.waits import WaitHub
+from tether.api.stream_hub import StreamHub
+from tether.api.wait_hub import WaitHub
 from tests.e2e.api_harness import BACKENDS, backend_url, run_server
 
 CAP = 2

@@ -14,7 +14,7 @@ from tether import JobState, Tether
 from tether.store.base import Outcome
 from tether.store.postgres.notify import FinishListener
 from tether.store.postgres.store import conninfo_from_url
-from tether.wire.streams import StreamHub
+from tether.api.stream_hub import StreamHub
 from tests.procs import wait_until
 
 pytestmark = pytest.mark.postgres

@@ -20,7 +20,7 @@ from ..app import Tether
 from ..core.states import JobState
 from ..records import Job
 from ..wire import idempotency, pagination
-from ..wire.waits import WaitHub
+from .wait_hub import WaitHub
 from .auth import Principal, principal
 from .openapi import problem_responses as _errors
 from ..wire.problems import Problem

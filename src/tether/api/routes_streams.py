@@ -4,7 +4,7 @@
 job is terminal and all its events are sent; ``GET /events/stream`` sends every event of the
 token's projects, or of ``?project=`` (``id:`` = a feed position), and never ends. Both resume
 after the ``Last-Event-ID`` header (what a browser's ``EventSource`` sends when it reconnects)
-or ``?after=``; the header wins. The logic is ``wire/streams.py``; a job of another project
+or ``?after=``; the header wins. The logic is ``api/stream_hub.py``; a job of another project
 answers 404 before any byte is streamed, and a token over its cap of open streams 429.
 """
 
@@ -22,7 +22,7 @@ from ..core import validate
 from ..store.feed import parse_position
 from ..wire.numbers import INT63
 from ..wire.problems import Problem
-from ..wire.streams import HEADERS, MEDIA_TYPE, StreamHub
+from .stream_hub import HEADERS, MEDIA_TYPE, StreamHub
 from .auth import Principal, principal
 from .openapi import problem_responses as _errors
 from .routes_jobs import JobId, tether
@@ -47,9 +47,9 @@ def _bad(name: str, text: str) -> Problem:
                    errors=[{"field": name, "in": where, "message": text}])
 
 
-def _respond(body, lease) -> StreamingResponse:  # noqa: ANN001 - an async iterator, a Lease
+def _respond(body, slot) -> StreamingResponse:  # noqa: ANN001 - an async iterator, a StreamSlot
     return StreamingResponse(body, media_type=MEDIA_TYPE, headers=HEADERS,
-                             background=BackgroundTask(lease.release))
+                             background=BackgroundTask(slot.release))
 
 
 @router.get("/jobs/{job_id}/events/stream", response_class=StreamingResponse,
@@ -74,9 +74,8 @@ async def job_event_stream(
         if not 0 <= start <= INT63:
             raise _bad("Last-Event-ID", "not an event seq of this stream")
     await run_in_threadpool(app.get, job_id, projects=who.scope)
-    lease = hub.acquire(who.id)
-    return _respond(hub.job_stream(job_id, after=start, lease=lease, token=who.token_id),
-                    lease)
+    slot = hub.acquire(who.id)
+    return _respond(hub.job_stream(job_id, after=start, slot=slot, token=who.token_id), slot)
 
 
 @router.get("/events/stream", response_class=StreamingResponse,
@@ -105,6 +104,6 @@ async def event_stream(
     if project is not None and not who.allows(project):
         raise Problem(403, "forbidden", f"this token may not read project {project!r}")
     scope = (project,) if project is not None else who.scope
-    lease = hub.acquire(who.id)
-    return _respond(hub.feed_stream(scope, after=position, lease=lease, token=who.token_id),
-                    lease)
+    slot = hub.acquire(who.id)
+    return _respond(hub.feed_stream(scope, after=position, slot=slot, token=who.token_id),
+                    slot)

@@ -29,8 +29,8 @@ from ..app import Tether
 from ..loader import app_at
 from ..errors import ConfigurationError
 from ..tracing import TraceContextMiddleware
-from ..wire.streams import StreamHub
-from ..wire.waits import WaitHub
+from .stream_hub import StreamHub
+from .wait_hub import WaitHub
 from . import (
     background, openapi, problems, redact, routes_budgets, routes_callbacks, routes_jobs,
     routes_queues, routes_schedules, routes_signals, routes_spend, routes_streams, routes_system,

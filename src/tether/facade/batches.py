@@ -15,22 +15,17 @@ import builtins
 import os
 import tempfile
 import threading
-from typing import TYPE_CHECKING
 from collections.abc import Iterable
 
 from ..core import validate
 from ..errors import ConfigurationError, JobNotFound
 from ..providers.batches import BatchAdapter, SimulatedBatches
 from ..records import ProviderBatch
-from ..store.base import Store
+from .host import FacadeHost
 
 
-class BatchProviders:
-    """Batch adapters by provider, and reads of jobs' batches (mixed into ``Tether``)."""
-
-    if TYPE_CHECKING:  # Tether's (a read-only property there)
-        @property
-        def store(self) -> Store: ...
+class BatchesPart(FacadeHost):
+    """Batch adapters by provider, and reads of jobs' batches (a part of ``Tether``)."""
 
     def add_batch_provider(self, adapter: BatchAdapter) -> None:
         """Send ``adapter.name``'s batches through ``adapter`` (replacing the default)."""

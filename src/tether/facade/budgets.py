@@ -1,6 +1,6 @@
 """``Tether``'s budgets: a job's limits and a project's shared limits, changed at run time.
 
-A mixin of the facade: the CLI (``tether job budget``, ``tether project budget``), the REST
+A part of the facade: the CLI (``tether job budget``, ``tether project budget``), the REST
 budget routes, the MCP budget tools and the dashboard change limits through these methods, so
 raising a limit resumes the jobs it stopped the same way everywhere.
 """
@@ -8,7 +8,7 @@ raising a limit resumes the jobs it stopped the same way everywhere.
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from collections.abc import Iterable, Mapping
 
 from ..core import validate
@@ -16,24 +16,12 @@ from ..core.budget import Budget, BudgetStatus
 from ..core.states import JobState
 from ..errors import InvalidArgument, JobStateError
 from ..records import BudgetCrossing, Job
-from ..store.base import Store
 from ..submission import as_budget, checked_name, job_limits
+from .host import FacadeHost
 
 
-class Budgets:
-    """Job and project limits (mixed into ``Tether``)."""
-
-    if TYPE_CHECKING:  # Tether's
-        @property
-        def store(self) -> Store: ...
-
-        def resume(self, job_id: int, *, projects: Iterable[str] | None = None,
-                   on_change: str | None = None) -> Job: ...
-
-        def list(self, *, project: str | None = None, projects: Iterable[str] | None = None,
-                 state: str | None = None, type: str | None = None, queue: str | None = None,
-                 search: str | None = None, before_id: int | None = None,
-                 limit: int = 50) -> builtins.list[Job]: ...
+class BudgetsPart(FacadeHost):
+    """Job and project limits (a part of ``Tether``)."""
 
     def set_budget(self, job_id: int, budget: Budget | Mapping[str, Any] | None = None, *,
                    projects: Iterable[str] | None = None, resume: bool = True,

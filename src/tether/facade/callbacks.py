@@ -13,24 +13,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core import callbacks as cb
 from ..core import validate
 from ..core.serialize import dumps, loads
 from ..errors import CallbackClosed, JobStateError
 from ..records import Job, Wait
-from ..store.base import Store
+from .host import FacadeHost
 
 
-class CallbackFacade:
+class CallbacksPart(FacadeHost):
     """``issue_callback``, ``callbacks``, ``check_callback`` and ``answer_callback``."""
-
-    if TYPE_CHECKING:
-        public_url: str | None
-
-        @property
-        def store(self) -> Store: ...
 
     def issue_callback(self, job_id: int, *, expires_in: float | timedelta | None = None,
                        issued_by: str = "operator", base_url: str | None = None,

@@ -1,6 +1,6 @@
 """Fork a job from a stage, and retry a failed job (optionally from a stage): the facade part.
 
-``Tether`` inherits this mixin; the rules and the one transaction each takes live in
+``Tether`` inherits this part; the rules and the one transaction each takes live in
 ``store/forks.py``. What a fork promises (docs/workflows.md, "Fork from a stage"): the stages
 before ``from_stage`` are not run again and their calls are neither made nor counted again in
 the fork's budget; the fork's ledger shows each of them as reused from the job that paid.
@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from collections.abc import Iterable, Mapping
 
 from ..core import validate
 from ..core.budget import Budget
-from ..core.pricing import PriceProfile
 from ..records import Job
-from ..registry import JobType, Registry
-from ..store.base import Store
-from ..submission import Resolver, as_budget, checked_name
+from ..registry import JobType
+from ..submission import as_budget, checked_name
+from .host import FacadeHost
 
 
 def fork_hash(config_hash: str, source_id: int, from_stage: str) -> str:
@@ -29,18 +28,8 @@ def fork_hash(config_hash: str, source_id: int, from_stage: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class ForkMixin:
+class ForksPart(FacadeHost):
     """``fork`` and ``retry`` of the facade."""
-
-    registry: Registry
-
-    if TYPE_CHECKING:  # provided by Tether (read-only properties there)
-        @property
-        def store(self) -> Store: ...
-        @property
-        def price_profile(self) -> PriceProfile: ...
-        def get(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job: ...
-        def _resolver(self) -> Resolver: ...
 
     def fork(self, job_id: int, *, from_stage: str, payload: Any = None,
              budget: Budget | Mapping[str, Any] | None = None, project: str | None = None,

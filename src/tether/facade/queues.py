@@ -1,6 +1,6 @@
 """``Tether``'s queue control and its liveness read.
 
-A mixin of the facade: the CLI's ``tether queue``, the REST queue routes, the MCP queue tools
+A part of the facade: the CLI's ``tether queue``, the REST queue routes, the MCP queue tools
 and the dashboard's queue page all list, pause and resume queues through these methods, and
 ``/healthz`` asks ``ping``.
 """
@@ -8,23 +8,15 @@ and the dashboard's queue page all list, pause and resume queues through these m
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING
 
 from ..errors import QueueNotFound
 from ..records import QueueInfo
-from ..registry import Registry
-from ..store.base import Store
 from ..submission import checked_name
+from .host import FacadeHost
 
 
-class QueueControl:
-    """Queues: their job counts, pausing and resuming them (mixed into ``Tether``)."""
-
-    registry: Registry
-
-    if TYPE_CHECKING:  # Tether's (a read-only property there)
-        @property
-        def store(self) -> Store: ...
+class QueuesPart(FacadeHost):
+    """Queues: their job counts, pausing and resuming them (a part of ``Tether``)."""
 
     def queues(self, *, estimate: bool = False) -> builtins.list[QueueInfo]:
         """Every queue with its jobs counted by state. Exact by default, which reads every

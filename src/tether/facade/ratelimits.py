@@ -1,7 +1,7 @@
 """``Tether``'s shared rate limits: the scopes this app declares, and what the store says of
 every scope in use (calls in the last minute, the provider's last headroom).
 
-A mixin of the facade. Declarations live in the app (``set_rate_limit`` or
+A part of the facade. Declarations live in the app (``set_rate_limit`` or
 ``Tether(rate_limits=...)``): each worker enforces what its own app declares. What the store
 holds (``store/ratelimits.py``) is shared, so ``tether rate-limits``, ``GET
 /api/v1/rate-limits`` and ``/metrics`` show the same scopes from any process.
@@ -10,20 +10,15 @@ holds (``store/ratelimits.py``) is shared, so ``tether rate-limits``, ``GET
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING
 
 from ..core.headroom import RateLimit, RateScope
-from ..store.base import Store
+from .host import FacadeHost
 
 
-class RateLimitViews:
-    """Declaring and reading shared rate limits (mixed into ``Tether``)."""
+class RateLimitsPart(FacadeHost):
+    """Declaring and reading shared rate limits (a part of ``Tether``)."""
 
     rate_limits: dict[str, RateLimit]
-
-    if TYPE_CHECKING:  # Tether's (a read-only property there)
-        @property
-        def store(self) -> Store: ...
 
     def set_rate_limit(self, scope: str, *, rpm: int | None = None, tpm: int | None = None,
                        from_headers: bool = True) -> None:

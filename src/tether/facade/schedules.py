@@ -10,29 +10,20 @@ every deploy) refreshes all of that.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from collections.abc import Iterable, Mapping
 
 from ..core.budget import Budget
-from ..core.pricing import PriceProfile
 from ..core.schedule import Cron, check_catch_up, check_name
 from ..errors import ScheduleNotFound
 from ..records import Job, Schedule
-from ..store.base import NewJob, NewSchedule, Store
+from ..store.base import NewSchedule
 from ..submission import DEFAULT_PROJECT, checked_name
+from .host import FacadeHost
 
 
-class ScheduleFacade:
-    """The schedule methods of ``Tether`` (which provides what is declared here)."""
-
-    if TYPE_CHECKING:  # provided by Tether (read-only properties there)
-        @property
-        def store(self) -> Store: ...
-        @property
-        def price_profile(self) -> PriceProfile: ...
-
-    def _resolve(self, type: str, payload: Any, **options: Any) -> NewJob:
-        raise NotImplementedError
+class SchedulesPart(FacadeHost):
+    """The schedule methods of ``Tether``."""
 
     def schedule(self, name: str, *, cron: str, type: str, timezone: str = "UTC",
                  payload: Any = None, budget: Budget | Mapping[str, Any] | None = None,

@@ -1,6 +1,6 @@
 """``Tether.spend``: where the money went, grouped as the caller asks.
 
-A mixin of the facade, so every interface (CLI ``tether spend``, REST ``GET /api/v1/spend``,
+A part of the facade, so every interface (CLI ``tether spend``, REST ``GET /api/v1/spend``,
 MCP ``tether_spend``, the dashboard's Spend page) asks the same question the same way and
 gets the same numbers: the cost ledger's rows in the window, grouped and summed by the
 database, with exact Decimal money. See ``core/spend.py`` for what may be asked.
@@ -9,26 +9,20 @@ database, with exact Decimal money. See ``core/spend.py`` for what may be asked.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from ..clock import Clock, utc
+from ..clock import utc
 from ..core import validate
 from ..core.budget import BudgetStatus
 from ..core.spend import (
     DEFAULT_BY, SpendQuery, SpendReport, When, parse_by, parse_time, total, zone,
 )
 from ..errors import InvalidArgument
-from ..store.base import SpendTotal, Store
+from ..store.base import SpendTotal
+from .host import FacadeHost
 
 
-class SpendReports:
-    """Spend reports over the cost ledger (mixed into ``Tether``)."""
-
-    clock: Clock
-
-    if TYPE_CHECKING:  # Tether's (a read-only property there)
-        @property
-        def store(self) -> Store: ...
+class SpendPart(FacadeHost):
+    """Spend reports over the cost ledger (a part of ``Tether``)."""
 
     def spend_totals(self, *, projects: Iterable[str] | None = None) -> list[SpendTotal]:
         """Calls, tokens and spend per provider and model, from the ledger."""

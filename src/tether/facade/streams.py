@@ -9,28 +9,18 @@ busy-polls, and it stops once the job is terminal and every event it had then wa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from collections.abc import Iterable, Iterator
 
 from ..core import validate
 from ..records import Event
-
-if TYPE_CHECKING:
-    from ..records import Job
-    from ..store.base import Store
+from .host import FacadeHost
 
 FOLLOW_POLL_S = 1.0
 _PAGE = 1000
 
 
-class EventStreams:
+class StreamsPart(FacadeHost):
     """``follow``: a job's events, live, until it is terminal."""
-
-    if TYPE_CHECKING:
-        @property
-        def store(self) -> Store: ...
-
-        def get(self, job_id: int, *, projects: Iterable[str] | None = None) -> Job: ...
 
     def follow(self, job_id: int, *, after: int = 0, projects: Iterable[str] | None = None,
                poll_s: float = FOLLOW_POLL_S) -> Iterator[Event]:

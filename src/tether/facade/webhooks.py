@@ -9,17 +9,16 @@ against the app's ``WebhookSettings`` when it is made (and again before every tr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from collections.abc import Iterable
 
-from ..clock import Clock, utc
+from ..clock import utc
 from ..core import validate
 from ..core.webhooks import (
     Delivery, Subscription, check_kinds, new_secret, new_subscription_id,
 )
 from ..errors import InvalidArgument, WebhookNotFound
-from ..store.base import Store
 from ..submission import checked_name
+from .host import FacadeHost
 from .webhook_delivery import WebhookSettings
 
 OUTBOX_PAGE = 500
@@ -32,16 +31,10 @@ call still ends."""
 DELIVERY_STATES = ("queued", "running", "retry_wait", "succeeded", "failed", "cancelled")
 
 
-class WebhookFacade:
-    """The webhook methods of ``Tether`` (which provides what is declared here)."""
+class WebhooksPart(FacadeHost):
+    """The webhook methods of ``Tether``."""
 
     webhook_settings: WebhookSettings
-
-    if TYPE_CHECKING:  # provided by Tether
-        clock: Clock
-
-        @property
-        def store(self) -> Store: ...
 
     def add_webhook(self, url: str, kinds: Iterable[str], *, project: str | None = None,
                     description: str = "",

@@ -1,6 +1,6 @@
 """``Tether``'s read of its workers: who is running, and which queued jobs none of them serves.
 
-A mixin of the facade: ``tether workers``, ``tether job status``, the REST job and worker
+A part of the facade: ``tether workers``, ``tether job status``, the REST job and worker
 resources, the dashboard and ``/metrics`` read workers and unserved jobs through these methods.
 What "live" means is ``core/serving.py``'s.
 """
@@ -8,21 +8,16 @@ What "live" means is ``core/serving.py``'s.
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING
 from collections.abc import Iterable
 
 from ..core.serving import Serving
 from ..core.states import JobState
 from ..records import Job, WorkerInfo
-from ..store.base import Store
+from .host import FacadeHost
 
 
-class WorkerViews:
-    """Workers and the job types they serve (mixed into ``Tether``)."""
-
-    if TYPE_CHECKING:  # Tether's (a read-only property there)
-        @property
-        def store(self) -> Store: ...
+class WorkersPart(FacadeHost):
+    """Workers and the job types they serve (a part of ``Tether``)."""
 
     def workers(self, *, include_stopped: bool = False) -> builtins.list[WorkerInfo]:
         return self.store.list_workers(include_stopped=include_stopped)

@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core import validate
 from ..core.serialize import dumps, loads
 from ..core.waits import KINDS
 from ..errors import InvalidArgument
 from ..records import Job, Wait
-from ..store.base import Store
+from .host import FacadeHost
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,8 @@ class WaitingFor:
                 "batch": self.batch, "callbacks": list(self.callbacks)}
 
 
-class Workflows:
+class WorkflowsPart(FacadeHost):
     """``signal``, ``waits``, ``waiting_for``, ``waiting_summary`` and ``list_waiting``."""
-
-    if TYPE_CHECKING:
-        @property
-        def store(self) -> Store: ...  # Tether's (read-only there)
 
     def signal(self, job_id: int, name: str, value: Any = None, *,
                projects: Iterable[str] | None = None) -> Job:

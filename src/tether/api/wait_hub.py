@@ -2,10 +2,10 @@
 
 A waiter holds one of its token's ``max_per_token`` wait slots (past it the request is
 refused with ``too_many_waits``, 429 with ``Retry-After``, before anything is submitted) and
-then waits as a live stream of its job would (``streams.StreamHub.until_terminal``): woken by
-the job's next event, found by the hub's one thread that watches the store's
+then waits as a live stream of its job would (``stream_hub.StreamHub.until_terminal``):
+woken by the job's next event, found by the hub's one thread that watches the store's
 ``event_signal()`` for every stream and waiter at once (LISTEN/NOTIFY on PostgreSQL,
-``PRAGMA data_version`` on SQLite), never by polling the job. REST and MCP share this.
+``PRAGMA data_version`` on SQLite), never by polling the job.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Iterator
 
 from ..app import Tether
 from ..records import Job
-from .problems import Problem
-from .streams import StreamHub
+from ..wire.problems import Problem
+from .stream_hub import StreamHub
 
 DEFAULT_MAX_PER_TOKEN = 100
 

@@ -1,6 +1,7 @@
 """Live event streams (Server-Sent Events) without polling the database in a tight loop.
 
-Two streams, shared by every remote interface (the routes are ``api/routes_streams.py``):
+Two streams of the REST API (the routes are ``api/routes_streams.py``; the dashboard reads
+them there):
 
 * one job's events (``job_stream``): every event after a seq, in seq order, then new ones as
   they commit; each SSE ``id`` is the event's seq. It ends once the job is terminal and every
@@ -44,10 +45,10 @@ from collections.abc import AsyncIterator, Iterable
 from ..app import Tether
 from ..records import Event, Job
 from ..store.base import FinishSignal
-from .models import EventOut
-from .problems import Problem
+from ..wire.models import EventOut
+from ..wire.problems import Problem
 
-log = logging.getLogger("tether.wire.streams")
+log = logging.getLogger("tether.api.stream_hub")
 
 DEFAULT_MAX_PER_TOKEN = 20
 DEFAULT_POLL_S = 1.0
@@ -94,8 +95,8 @@ class _Sub:
 
 
 @dataclass(eq=False)
-class Lease:
-    """One of a token's streams, held until ``release`` (idempotent)."""
+class StreamSlot:
+    """One of a token's ``max_per_token`` streams, held until ``release`` (idempotent)."""
 
     hub: StreamHub
     token: str
@@ -136,7 +137,7 @@ class StreamHub:
 
     # --- the cap ----------------------------------------------------------------------------------
 
-    def acquire(self, token: str) -> Lease:
+    def acquire(self, token: str) -> StreamSlot:
         """One of ``token``'s streams, or 429 ``too_many_streams``."""
         with self._lock:
             held = self._held.get(token, 0)
@@ -148,18 +149,18 @@ class StreamHub:
                               headers={"Retry-After": str(max(1, round(self.keepalive_s)))},
                               limit=self.max_per_token)
             self._held[token] = held + 1
-        return Lease(self, token)
+        return StreamSlot(self, token)
 
-    def _release(self, lease: Lease) -> None:
+    def _release(self, slot: StreamSlot) -> None:
         with self._lock:
-            if lease.released:
+            if slot.released:
                 return
-            lease.released = True
-            left = self._held.get(lease.token, 1) - 1
+            slot.released = True
+            left = self._held.get(slot.token, 1) - 1
             if left > 0:
-                self._held[lease.token] = left
+                self._held[slot.token] = left
             else:
-                self._held.pop(lease.token, None)
+                self._held.pop(slot.token, None)
 
     def open_streams(self) -> int:
         """How many streams are open now."""
@@ -168,7 +169,7 @@ class StreamHub:
 
     # --- the streams ------------------------------------------------------------------------------
 
-    async def job_stream(self, job_id: int, *, after: int = 0, lease: Lease | None = None,
+    async def job_stream(self, job_id: int, *, after: int = 0, slot: StreamSlot | None = None,
                          token: str | None = None) -> AsyncIterator[str]:
         """SSE text for job ``job_id`` after seq ``after``, until the job is terminal or
         ``token`` (an id) is revoked."""
@@ -196,11 +197,11 @@ class StreamHub:
                     yield KEEPALIVE
         finally:
             self._unsubscribe(sub)
-            if lease is not None:
-                lease.release()
+            if slot is not None:
+                slot.release()
 
     async def feed_stream(self, projects: Iterable[str] | None, *, after: str | None = None,
-                          lease: Lease | None = None,
+                          slot: StreamSlot | None = None,
                           token: str | None = None) -> AsyncIterator[str]:
         """SSE text for every event of ``projects`` (None: all) after feed position ``after``
         (None: from now on: every event committed after the client got the first bytes). It
@@ -228,8 +229,8 @@ class StreamHub:
                     yield KEEPALIVE
         finally:
             self._unsubscribe(sub)
-            if lease is not None:
-                lease.release()
+            if slot is not None:
+                slot.release()
 
     async def until_terminal(self, job: Job, seconds: float, token: str | None = None) -> Job:
         """``job`` once terminal, or as it stands after ``seconds`` (``?wait=``). Woken by the
