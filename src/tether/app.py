@@ -23,6 +23,7 @@ from .errors import ConfigurationError, JobNotFound
 from .facade.budgets import Budgets
 from .facade.batches import BatchProviders
 from .facade.forks import ForkMixin
+from .facade.flow import FlowControl
 from .facade.queues import QueueControl
 from .facade.schedules import ScheduleFacade
 from .facade.spend import SpendReports
@@ -45,7 +46,7 @@ DEFAULT_URL = "sqlite:///./tether.db"
 
 
 class Tether(Workflows, ForkMixin, ScheduleFacade, SpendReports, EventStreams, QueueControl,
-             WorkerViews, BatchProviders, Budgets):
+             FlowControl, WorkerViews, BatchProviders, Budgets):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store

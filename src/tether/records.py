@@ -356,3 +356,45 @@ class ProviderBatch:
                 "polls": self.polls, "error": self.error,
                 "created_at": self.created_at.isoformat(),
                 "settled_at": self.settled_at.isoformat() if self.settled_at else None}
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """A job type as the flow control sees it: paused on its own (beside its queue), and its
+    jobs counted by state."""
+    name: str
+    paused: bool
+    counts: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FlowLimit:
+    """A concurrency limit of a queue or a job type (``scope`` ``queue`` or ``type``): at most
+    ``per_key`` of its jobs hold a slot per key, and at most ``total`` in all (None: no such
+    limit). The key is the job's project, or its payload's ``key`` field when one is named (a
+    job without that field counts under its project)."""
+    scope: str
+    name: str
+    key: str | None
+    per_key: int | None
+    total: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FlowUsage:
+    """Slots held now under one limit: per key (``key`` the key's value, ``limit`` the
+    per-key limit) or in all (``key`` None, ``limit`` the total)."""
+    scope: str
+    name: str
+    key: str | None
+    running: int
+    limit: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

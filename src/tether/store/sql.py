@@ -39,9 +39,10 @@ from .ratelimits import RateLimits
 from .replays import Replays
 from .schedules import Schedules
 from .spend import Spend
+from .flow import Flow
 
 
 class SQLStore(Forks, Schedules, Jobs, Leases, Outcomes, Batches, Calls, Journal, Spend,
-               Checkpoints, Control, RateLimits, Admin, Feed, Replays):
+               Checkpoints, Control, RateLimits, Admin, Flow, Feed, Replays):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

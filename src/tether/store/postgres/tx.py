@@ -151,11 +151,13 @@ class PgTx:
 
     def claim(self, **params: Any) -> list[dict[str, Any]]:
         """``claim_jobs`` in a transaction of its own whose planner walks ``jobs_claimable``
-        in claim order (``CLAIM_PLAN``), sent with its BEGIN and COMMIT in one round trip."""
+        in claim order (``CLAIM_PLAN``), sent with its BEGIN and COMMIT in one round trip; with
+        ``flow_lock`` first, which serialises claims only while a concurrency limit exists."""
         try:
             with self.conn.pipeline():
                 for statement in CLAIM_PLAN:
                     self.conn.execute(statement)
+                self.conn.execute(QUERIES["flow_lock"])
                 cur = self._execute(QUERIES["claim_jobs"], params)
                 self.conn.execute("COMMIT")
             return cur.fetchall()
