@@ -30,8 +30,8 @@ from ..tracing import TraceContextMiddleware
 from ..wire.streams import StreamHub
 from ..wire.waits import WaitHub
 from . import (
-    background, openapi, problems, routes_budgets, routes_jobs, routes_queues, routes_schedules,
-    routes_signals, routes_spend, routes_streams, routes_system,
+    background, openapi, problems, routes_budgets, routes_flow, routes_jobs, routes_queues,
+    routes_schedules, routes_signals, routes_spend, routes_streams, routes_system,
 )
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
@@ -122,6 +122,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     api.include_router(routes_jobs.router)
     api.include_router(routes_signals.router)
     api.include_router(routes_queues.router)
+    api.include_router(routes_flow.router)
     api.include_router(routes_schedules.router)
     api.include_router(routes_spend.router)
     api.include_router(routes_budgets.router)

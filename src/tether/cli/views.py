@@ -19,7 +19,8 @@ from rich.table import Table
 from .output import size, state_text, usd, when, when_short
 
 if TYPE_CHECKING:
-    from ..records import Attempt, Event, Job, ProviderBatch, QueueInfo, WorkerInfo
+    from ..records import (Attempt, Event, FlowUsage, Job, ProviderBatch, QueueInfo, TypeInfo,
+                           WorkerInfo)
 
 
 def _table() -> Table:
@@ -368,3 +369,26 @@ WORKER_COLUMNS = (
 
 def worker_table(workers: Iterable[WorkerInfo], width: int = 160) -> Table:
     return _build(WORKER_COLUMNS, workers, width)
+
+
+TYPE_COLUMNS = (Column("TYPE", lambda t: escape(t.name), {"overflow": "ellipsis"}),
+                *QUEUE_COLUMNS[1:])
+
+
+def type_table(types: Iterable[TypeInfo], width: int = 160) -> Table:
+    """Job types with their status (paused on its own) and job counts per state."""
+    return _build(TYPE_COLUMNS, types, width)
+
+
+USAGE_COLUMNS = (
+    Column("SCOPE", lambda u: u.scope),
+    Column("NAME", lambda u: escape(u.name), {"overflow": "ellipsis"}),
+    Column("KEY", lambda u: "[dim](all)[/]" if u.key is None else escape(u.key)),
+    Column("RUNNING/LIMIT", lambda u: f"{u.running}/{'-' if u.limit is None else u.limit}",
+           {"justify": "right"}),
+)
+
+
+def usage_table(usage: Iterable[FlowUsage], width: int = 160) -> Table:
+    """Concurrency limits: slots held now against the limit, in all and per key."""
+    return _build(USAGE_COLUMNS, usage, width)

@@ -42,6 +42,13 @@ class FlowControl:
             known.setdefault(name, TypeInfo(name, False, {}))
         return [known[name] for name in sorted(known)]
 
+    def paused_types(self) -> dict[str, bool]:
+        """Each job type registered here or ever paused: whether it is paused now. Reads no
+        job, so ``/metrics`` asks it on every scrape."""
+        flags = dict.fromkeys(self.registry.names(), False) | {
+            t.name: t.paused for t in self.store.list_types(counts=False)}
+        return {name: flags[name] for name in sorted(flags)}
+
     def pause_type(self, name: str) -> TypeInfo:
         """Workers claim no job of this type until it is resumed; its running jobs finish.
         Stored: every worker sees it at its next claim."""

@@ -362,6 +362,10 @@ LEFT JOIN job_types p ON p.name = t.name
 LEFT JOIN (SELECT type, state, count(*) AS n FROM jobs GROUP BY type, state) c ON c.type = t.name
 ORDER BY t.name, c.state;
 
+-- Paused flags alone, read without counting jobs (/metrics).
+-- name: type_flags
+SELECT name, paused FROM job_types ORDER BY name;
+
 -- name: put_flow_limit
 INSERT INTO flow_limits (scope, name, key_field, per_key, total, updated_at)
 VALUES (%(scope)s, %(name)s, %(key_field)s, %(per_key)s, %(total)s, %(now)s)

@@ -74,9 +74,8 @@ def positions(ids: Sequence[int]) -> str:
 
 @retry_transient(
     idempotent=("claim", "start", "finish", "finish_many", "set_stage", "expire_leases",
-                "promote_due",
-                "register_worker", "stop_worker", "prune", "set_queue_paused", "save_profile",
-                "set_type_paused", "put_flow_limit", "delete_flow_limit",
+                "promote_due", "register_worker", "stop_worker", "prune", "set_queue_paused",
+                "save_profile", "set_type_paused", "put_flow_limit", "delete_flow_limit",
                 "put_blob"),
     never=("close", "migrate", "heartbeat", "wait_for_work", "transaction"))
 class PostgresStore(GroupedCalls):
