@@ -147,10 +147,12 @@ SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
 -- limit is full, and the window (four times the limit while limits exist) loses the
 -- candidates that would fill one past its limit within this batch (per_key_over, then
 -- total_over; locked until the commit, then free). When any limit exists the claim
--- runs after flow_lock, so its snapshot holds every earlier claim's slots.
+-- runs after flow_lock, so its snapshot holds every earlier claim's slots; its clock is
+-- statement_timestamp(), read after that lock is granted (now() would date the claim at
+-- BEGIN, before a slot it takes was freed).
 -- name: claim_jobs
 WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+    SELECT coalesce(%(now)s::timestamptz, statement_timestamp()) AS now
 ), held AS MATERIALIZED (
     SELECT l.scope, l.name,
            CASE WHEN l.key_field IS NULL THEN h.project
