@@ -13,6 +13,10 @@ from .transitions import Transitions
 FLOW_SCOPES = ("queue", "type")
 """What a limit may be declared on."""
 
+PRIORITY_AGING_S = 60.0
+"""Aging: a queued job's priority improves by one level for every this many seconds it has
+waited since it became runnable (``claim_jobs_fair``; docs/flow-control.md states the bound)."""
+
 
 class Flow(Transitions):
     """Paused job types, concurrency limits and their usage."""

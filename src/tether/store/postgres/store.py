@@ -218,17 +218,17 @@ class PostgresStore(GroupedCalls):
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int, lease_ttl: float,
               now: float | None = None, start: bool = False, types: Sequence[str] | None = None,
-              versions: Sequence[str] | None = None) -> list[Claim]:
-        """Lease up to ``limit`` eligible jobs in one statement (see ``claim_jobs``); with
-        ``start``, first attempts begin in that same statement."""
+              versions: Sequence[str] | None = None, fair: bool = True) -> list[Claim]:
+        """``Leases.claim`` in one statement: ``claim_jobs_fair``, or ``claim_jobs``."""
         if limit <= 0:
             return []
         if now is None and self.clock is not None:
             now = self.clock.time()
         with self._read() as tx:
-            rows = tx.claim(worker_id=worker_id, queues=self._list_param(queues),
-                            types=self._list_param(types), versions=self._list_param(versions),
-                            limit=limit, lease_ttl=float(lease_ttl), now=now, start=start)
+            rows = tx.claim("claim_jobs_fair" if fair else "claim_jobs", worker_id=worker_id,
+                            queues=self._list_param(queues), types=self._list_param(types),
+                            versions=self._list_param(versions), limit=limit,
+                            lease_ttl=float(lease_ttl), now=now, start=start)
             self._read_counters(tx, rows)
         return [Claim(to_job(r), int(r["lease_token"]), started=bool(r["started"]))
                 for r in rows]

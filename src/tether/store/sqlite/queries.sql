@@ -161,6 +161,101 @@ WHERE id IN (
     SELECT id FROM chosen)
 RETURNING *;
 
+-- name: claim_jobs_fair
+-- claim_jobs with fair dispatch and aging (docs/flow-control.md): levels walks jobs_fair to
+-- each (project, priority) with queued jobs, picked takes the first of each in run_after
+-- order, and the batch is chosen by aged priority (ep: priority less one per :aging_s
+-- waited), then share (the project's jobs holding a slot plus this one's place among its
+-- picked), so projects of one priority are served round-robin; flow control as in claim_jobs.
+UPDATE jobs
+SET state = CASE WHEN :start AND attempt_count = 0 THEN 'running' ELSE 'leased' END,
+    attempt_count = attempt_count + 1, lease_token = attempt_count + 1,
+    lease_owner = :worker_id, lease_expires_at = :now + :lease_ttl, updated_at = :now,
+    event_seq = event_seq + CASE WHEN :start AND attempt_count = 0 THEN 2 ELSE 1 END
+WHERE id IN (
+    WITH RECURSIVE levels(project, priority) AS (
+        SELECT * FROM (SELECT project, priority FROM jobs INDEXED BY jobs_fair
+                       WHERE state = 'queued' ORDER BY project, priority LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.project FROM jobs j INDEXED BY jobs_fair
+                WHERE j.state = 'queued' AND (j.project, j.priority) > (l.project, l.priority)
+                ORDER BY j.project, j.priority LIMIT 1),
+               (SELECT j.priority FROM jobs j INDEXED BY jobs_fair
+                WHERE j.state = 'queued' AND (j.project, j.priority) > (l.project, l.priority)
+                ORDER BY j.project, j.priority LIMIT 1)
+        FROM levels l WHERE l.project IS NOT NULL
+    ), held AS MATERIALIZED (
+        SELECT l.scope, l.name,
+               CASE WHEN l.key_field IS NULL THEN h.project ELSE coalesce(CAST(json_extract(
+                   h.payload, '$."' || l.key_field || '"') AS TEXT), h.project) END AS key,
+               count(*) AS n
+        FROM flow_limits l JOIN jobs h
+          ON (l.scope = 'queue' AND h.queue = l.name) OR (l.scope = 'type' AND h.type = l.name)
+        WHERE h.state IN ('leased', 'running', 'pausing', 'cancelling')
+        GROUP BY 1, 2, 3
+    ), fair_held AS MATERIALIZED (
+        SELECT project, count(*) AS n FROM jobs
+        WHERE state IN ('leased', 'running', 'pausing', 'cancelling') GROUP BY project
+    ), picked AS (
+        SELECT j.id, j.queue, j.type, j.project, j.payload, j.priority, j.run_after,
+               j.priority - CAST((:now - j.run_after) / :aging_s AS INTEGER) AS ep
+        FROM levels lv, jobs j
+        WHERE lv.project IS NOT NULL AND j.id IN (
+        SELECT j.id FROM jobs j INDEXED BY jobs_fair
+        WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
+          AND j.run_after <= :now
+          AND (:queues IS NULL OR j.queue IN (SELECT value FROM json_each(:queues)))
+          AND (:types IS NULL OR j.type IN (SELECT value FROM json_each(:types))
+               OR j.type || '@' || j.version IN (SELECT value FROM json_each(:versions)))
+          AND j.queue NOT IN (SELECT name FROM queues WHERE paused = 1)
+          AND j.type NOT IN (SELECT name FROM job_types WHERE paused = 1)
+          AND NOT EXISTS (
+              SELECT 1 FROM flow_limits l
+              WHERE ((l.scope = 'queue' AND l.name = j.queue)
+                     OR (l.scope = 'type' AND l.name = j.type))
+                AND (l.total <= (SELECT coalesce(sum(n), 0) FROM held
+                                 WHERE held.scope = l.scope AND held.name = l.name)
+                     OR l.per_key <= (SELECT coalesce(sum(n), 0) FROM held
+                                      WHERE held.scope = l.scope AND held.name = l.name
+                                        AND held.key = CASE WHEN l.key_field IS NULL
+                                            THEN j.project ELSE coalesce(CAST(json_extract(
+                                            j.payload, '$."' || l.key_field || '"') AS TEXT),
+                                            j.project) END)))
+        ORDER BY j.run_after, j.id
+        LIMIT :limit * CASE WHEN EXISTS (SELECT 1 FROM flow_limits) THEN 4 ELSE 1 END)
+    ), ranked AS (
+        SELECT p.*, coalesce((SELECT n FROM fair_held f WHERE f.project = p.project), 0)
+                    + row_number() OVER (PARTITION BY p.project
+                                         ORDER BY p.ep, p.run_after, p.id) AS share
+        FROM picked p
+    ), keyed AS (
+        SELECT p.id, p.ep, p.share, p.run_after, l.scope, l.name, l.per_key, l.total,
+               CASE WHEN l.key_field IS NULL THEN p.project ELSE coalesce(CAST(json_extract(
+                   p.payload, '$."' || l.key_field || '"') AS TEXT), p.project) END AS key
+        FROM ranked p JOIN flow_limits l
+          ON (l.scope = 'queue' AND l.name = p.queue) OR (l.scope = 'type' AND l.name = p.type)
+    ), per_key_over AS (
+        SELECT k.id FROM (
+            SELECT k.*, row_number() OVER (PARTITION BY k.scope, k.name, k.key
+                                           ORDER BY k.ep, k.share, k.run_after, k.id) AS nk
+            FROM keyed k) k
+        WHERE k.per_key < nk + (SELECT coalesce(sum(n), 0) FROM held WHERE held.scope = k.scope
+                                AND held.name = k.name AND held.key = k.key)
+    ), total_over AS (
+        SELECT k.id FROM (
+            SELECT k.*, row_number() OVER (PARTITION BY k.scope, k.name
+                                           ORDER BY k.ep, k.share, k.run_after, k.id) AS nt
+            FROM keyed k WHERE k.id NOT IN (SELECT id FROM per_key_over)) k
+        WHERE k.total < nt + (SELECT coalesce(sum(n), 0) FROM held WHERE held.scope = k.scope
+                              AND held.name = k.name)
+    ), chosen AS (
+        SELECT id FROM ranked
+        WHERE id NOT IN (SELECT id FROM per_key_over) AND id NOT IN (SELECT id FROM total_over)
+        ORDER BY ep, share, run_after, id LIMIT :limit
+    )
+    SELECT id FROM chosen)
+RETURNING *;
+
 -- name: insert_attempt
 INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
 VALUES (:job_id, :attempt, :worker_id, :claimed_at, :started_at);

@@ -19,3 +19,7 @@ CREATE TABLE flow_limits (
     updated_at  REAL NOT NULL,
     PRIMARY KEY (scope, name)
 );
+
+-- Fair dispatch (claim_jobs_fair): the claim walks this index to each (project, priority)
+-- with queued jobs, then each one's first jobs in run_after order.
+CREATE INDEX jobs_fair ON jobs (project, priority, run_after, id) WHERE state = 'queued';
