@@ -163,7 +163,8 @@ RETURNING *;
 
 -- name: claim_jobs_fair
 -- claim_jobs with fair dispatch and aging (docs/flow-control.md): levels walks jobs_fair to
--- each (project, priority) with queued jobs, picked takes the first of each in run_after
+-- each (project, priority) with queued jobs (index seeks: a row-value comparison would scan
+-- a project's whole level), picked takes the first of each in run_after
 -- order, and the batch is chosen by aged priority (ep: priority less one per :aging_s
 -- waited), then share (the project's jobs holding a slot plus this one's place among its
 -- picked), so projects of one priority are served round-robin; flow control as in claim_jobs.
@@ -177,12 +178,19 @@ WHERE id IN (
         SELECT * FROM (SELECT project, priority FROM jobs INDEXED BY jobs_fair
                        WHERE state = 'queued' ORDER BY project, priority LIMIT 1)
         UNION ALL
-        SELECT (SELECT j.project FROM jobs j INDEXED BY jobs_fair
-                WHERE j.state = 'queued' AND (j.project, j.priority) > (l.project, l.priority)
-                ORDER BY j.project, j.priority LIMIT 1),
-               (SELECT j.priority FROM jobs j INDEXED BY jobs_fair
-                WHERE j.state = 'queued' AND (j.project, j.priority) > (l.project, l.priority)
-                ORDER BY j.project, j.priority LIMIT 1)
+        SELECT coalesce(CASE WHEN (SELECT min(priority) FROM jobs INDEXED BY jobs_fair
+                                   WHERE state = 'queued' AND project = l.project
+                                     AND priority > l.priority) IS NOT NULL
+                             THEN l.project END,
+                        (SELECT min(project) FROM jobs INDEXED BY jobs_fair
+                         WHERE state = 'queued' AND project > l.project)),
+               coalesce((SELECT min(priority) FROM jobs INDEXED BY jobs_fair
+                         WHERE state = 'queued' AND project = l.project
+                           AND priority > l.priority),
+                        (SELECT min(priority) FROM jobs INDEXED BY jobs_fair
+                         WHERE state = 'queued' AND project = (
+                             SELECT min(project) FROM jobs INDEXED BY jobs_fair
+                             WHERE state = 'queued' AND project > l.project)))
         FROM levels l WHERE l.project IS NOT NULL
     ), held AS MATERIALIZED (
         SELECT l.scope, l.name,
