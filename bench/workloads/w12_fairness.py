@@ -3,7 +3,8 @@ and once they are draining A, tenant B submits ``fair_newcomer`` jobs. Three run
 worker processes' settings: B alone (no backlog: the yardstick), A's backlog with fair dispatch
 (the default claim, ``claim_jobs_fair``) and without it (``TETHER_FAIR_DISPATCH=0``, strict
 priority order). Reported: B's queue wait p50/p99 (each job's claim time less the time it
-became runnable, from ``job_attempts``), and the drain rate of every job (A's and B's: their
+became runnable, from ``job_attempts``; a worker claims a batch ahead, so B's jobs often share
+one claim time) and time to done (its finish less that time), and the drain rate of every job (A's and B's: their
 count over the span from the first claim to the last finish, read in the database), fair
 against strict. docs/flow-control.md states the rule; bench/README.md has a table."""
 
@@ -19,17 +20,20 @@ KEY = "W12"
 TITLE = "fairness: B's queue wait behind A's backlog, and drain rate fair vs strict"
 
 
-def _spans(db: TetherDB) -> tuple[list[float], float, int]:
-    """B's queue waits (s), the drain span (s) and the jobs finished."""
+def _spans(db: TetherDB) -> tuple[list[float], list[float], float, int]:
+    """B's queue waits and times to done (s), the drain span (s) and the jobs finished."""
     epoch = ("{}" if db.backend == "sqlite" else "extract(epoch FROM {})").format
     with db.connect() as conn:
-        waits = [float(r[0]) for r in conn.execute(
-            f"SELECT {epoch('a.claimed_at - j.run_after')} FROM job_attempts a "
-            "JOIN jobs j ON j.id = a.job_id WHERE j.project = 'tenant-b' AND a.attempt = 1")]
+        rows = conn.execute(
+            f"SELECT {epoch('a.claimed_at - j.run_after')}, "
+            f"{epoch('a.finished_at - j.run_after')} FROM job_attempts a "
+            "JOIN jobs j ON j.id = a.job_id WHERE j.project = 'tenant-b' AND a.attempt = 1"
+        ).fetchall()
+        waits, dones = [float(r[0]) for r in rows], [float(r[1]) for r in rows]
         span, n = conn.execute(
             f"SELECT {epoch('max(finished_at) - min(claimed_at)')}, count(*) FROM job_attempts"
         ).fetchone()
-    return waits, float(span), int(n)
+    return waits, dones, float(span), int(n)
 
 
 def once(backend: str, sz, *, backlog: int, fair: bool) -> dict:
@@ -55,9 +59,10 @@ def once(backend: str, sz, *, backlog: int, fair: bool) -> dict:
         t = time.perf_counter()
         done = wait_for(lambda: db.count() >= total, timeout=sz.fair_timeout_s, interval=0.02)
         drained_s = time.perf_counter() - t
-        waits, span, finished = _spans(db)
+        waits, dones, span, finished = _spans(db)
         return {"backlog": backlog, "fair": fair, "b_jobs": len(waits),
                 "b_wait_p50_s": percentile(waits, 50), "b_wait_p99_s": percentile(waits, 99),
+                "b_done_p50_s": percentile(dones, 50), "b_done_p99_s": percentile(dones, 99),
                 "drain_jobs_per_s": finished / span if span > 0 else None,
                 "after_b_s": drained_s, "capped": not done}
     finally:
@@ -75,12 +80,14 @@ def run(backend: str, sz, env) -> dict:
             res = once(backend, sz, backlog=backlog, fair=fair)
             runs[name].append(res)
             env.log(f"   -> B wait p50 {res['b_wait_p50_s']:.3f} s, p99 "
-                    f"{res['b_wait_p99_s']:.3f} s, drain {res['drain_jobs_per_s'] or 0:.0f} "
+                    f"{res['b_wait_p99_s']:.3f} s, done p99 {res['b_done_p99_s']:.3f} s, "
+                    f"drain {res['drain_jobs_per_s'] or 0:.0f} "
                     f"jobs/s{' (capped)' if res['capped'] else ''}")
     out: dict = {}
     for name, rs in runs.items():
         out[name] = {k: sorted(r[k] for r in rs if r[k] is not None)[len(rs) // 2]
-                     for k in ("b_wait_p50_s", "b_wait_p99_s", "drain_jobs_per_s")
+                     for k in ("b_wait_p50_s", "b_wait_p99_s", "b_done_p50_s", "b_done_p99_s",
+                               "drain_jobs_per_s")
                      if any(r[k] is not None for r in rs)}
         out[name]["runs"] = rs
     out["drain_fair_vs_strict"] = ratio(out["fair"].get("drain_jobs_per_s"),
