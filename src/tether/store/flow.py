@@ -7,8 +7,13 @@ claim, without a deploy. docs/flow-control.md states the rules and the tests tha
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 from ..records import FlowLimit, FlowUsage, TypeInfo
+from .rows import as_seconds
 from .transitions import Transitions
+from .tx import Row
 
 FLOW_SCOPES = ("queue", "type")
 """What a limit may be declared on."""
@@ -16,6 +21,25 @@ FLOW_SCOPES = ("queue", "type")
 PRIORITY_AGING_S = 60.0
 """Aging: a queued job's priority improves by one level for every this many seconds it has
 waited since it became runnable (``claim_jobs_fair``; docs/flow-control.md states the bound)."""
+
+
+def claim_order(rows: list[Row], now: float, fair: bool) -> None:
+    """Sort a claimed batch in the order it was chosen, the order a worker runs it in: strict
+    (priority, run_after, id), or fair: aged priority, then each project's jobs in turn (the
+    place among its own in the batch; the slots a project held before are not in the rows)."""
+    def strict(r: Row) -> tuple[float, float, int]:
+        return (r["priority"], as_seconds(r["run_after"]), r["id"])
+    if not fair:
+        rows.sort(key=strict)
+        return
+    aged = {r["id"]: r["priority"] - math.floor((now - as_seconds(r["run_after"]))
+                                                / PRIORITY_AGING_S) for r in rows}
+    rows.sort(key=lambda r: (aged[r["id"]], *strict(r)[1:]))
+    turn, seen = {}, Counter[str]()
+    for r in rows:
+        seen[r["project"]] += 1
+        turn[r["id"]] = seen[r["project"]]
+    rows.sort(key=lambda r: (aged[r["id"]], turn[r["id"]], *strict(r)[1:]))
 
 
 class Flow(Transitions):

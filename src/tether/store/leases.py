@@ -17,7 +17,7 @@ from ..errors import LeaseLost
 from .accounting import Accounting
 from .admin import upsert_worker
 from .base import Claim
-from .flow import PRIORITY_AGING_S
+from .flow import PRIORITY_AGING_S, claim_order
 from .rows import as_seconds, to_job
 from .totals import CLAIMS, LEASE_EXPIRIES, count_engine
 from .tx import Row, Tx
@@ -49,7 +49,7 @@ class Leases(Accounting):
                           lease_ttl=lease_ttl, now=now, start=start, aging_s=PRIORITY_AGING_S)
             if not rows:
                 return []
-            rows.sort(key=lambda r: (r["priority"], as_seconds(r["run_after"]), r["id"]))
+            claim_order(rows, now, fair)
             if start:
                 check_transition(JobState.LEASED, JobState.RUNNING)
             events, attempts = [], []
@@ -72,6 +72,13 @@ class Leases(Accounting):
             self._read_counters(tx, rows)
         return [Claim(to_job(r), int(r["lease_token"]), started=r["state"] == "running")
                 for r in rows]
+
+    def _claimed(self, tx: Tx, rows: list[Row], fair: bool) -> None:
+        """A batch ``claim_jobs`` returned (each row with its ``claimed_at``), in claim order
+        and with its counters."""
+        if rows:
+            claim_order(rows, as_seconds(rows[0]["claimed_at"]), fair)
+        self._read_counters(tx, rows)
 
     def _read_counters(self, tx: Tx, rows: list[Row]) -> None:
         """Add the job accumulators to claimed rows, so a claim's Job is what ``get_job``

@@ -229,7 +229,7 @@ class PostgresStore(GroupedCalls):
                             queues=self._list_param(queues), types=self._list_param(types),
                             versions=self._list_param(versions), limit=limit,
                             lease_ttl=float(lease_ttl), now=now, start=start)
-            self._read_counters(tx, rows)
+            self._claimed(tx, rows, fair)
         return [Claim(to_job(r), int(r["lease_token"]), started=bool(r["started"]))
                 for r in rows]
 
