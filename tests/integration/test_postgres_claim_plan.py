@@ -52,3 +52,25 @@ def test_a_claim_after_a_bulk_load_walks_the_claim_index_in_order(pg_url):
         assert len(claims) == 8
     finally:
         app.close()
+
+
+def test_a_fair_claim_after_a_bulk_load_seeks_each_projects_first_jobs(pg_url):
+    """``claim_jobs_fair`` (the default claim) reaches each (project, priority) level and each
+    level's first jobs through ``jobs_fair`` seeks, whatever the statistics say: it reads
+    about limit rows a level, never the queue."""
+    app = Tether(pg_url)
+    app.register("t", lambda ctx, payload: None)
+    try:
+        for project in ("p0", "p1", "p2"):
+            app.submit_many([{"type": "t", "project": project} for _ in range(1_000)])
+        params = {"worker_id": "w", "queues": None, "types": [], "versions": ["t@"],
+                  "limit": 8, "lease_ttl": 30.0, "now": None, "start": True, "aging_s": 60.0}
+        claimed = _plan(app.store, str(QUERIES["claim_jobs_fair"]), params, CLAIM_PLAN)
+        assert "Index Only Scan using jobs_fair on jobs j" in claimed  # the level walk
+        assert "Index Scan using jobs_fair on jobs j_1 (actual rows=8 loops=3)" in claimed
+        assert "Seq Scan on jobs" not in claimed and "Bitmap" not in claimed
+        claims = app.store.claim("w", queues=None, types=[], versions=["t@"], limit=8,
+                                 lease_ttl=30, start=True)
+        assert [c.job.project for c in claims] == ["p0", "p1", "p2"] * 2 + ["p0", "p1"]
+    finally:
+        app.close()
