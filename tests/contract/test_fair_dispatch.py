@@ -81,3 +81,15 @@ def test_without_fair_dispatch_the_same_load_starves_it(app, clock):
         app.submit("t", {}, priority=0)
         assert claim(app, fair=False) != [low]
         clock.advance(10)
+
+
+def test_with_more_projects_than_a_batch_the_least_served_go_first(app):
+    """A claim of 4 among 12 projects takes one job from each of the 4 whose first jobs are
+    oldest; the next claims go on to the projects that hold nothing yet, and only then back."""
+    register(app)
+    jobs = {p: [app.submit("t", {}, project=f"p{p:02}").id for _ in range(2)] for p in range(12)}
+    firsts = [jobs[p][0] for p in range(12)]
+    assert claim(app, limit=4) == firsts[:4]
+    assert claim(app, limit=4) == firsts[4:8]
+    assert claim(app, limit=4) == firsts[8:]
+    assert claim(app, limit=4) == [jobs[p][1] for p in range(4)]

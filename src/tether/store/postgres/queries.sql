@@ -242,11 +242,13 @@ WITH clock AS (
 SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
 
 -- claim_jobs with fair dispatch and aging (docs/flow-control.md): levels walks jobs_fair to
--- each (project, priority) with queued jobs, picked takes (and locks) the first of each in
--- run_after order, and the batch is chosen by aged priority (ep: priority less one per
--- %(aging_s)s waited), then share (the project's jobs holding a slot plus this one's place
--- among its picked), so projects of one priority are served round-robin. The candidates not
--- chosen stay locked until the commit. Flow control as in claim_jobs.
+-- each (project, priority) with queued jobs; heads reads each level's first claimable job,
+-- the least of its level in claim order, so only the :limit levels with the least heads
+-- (top_levels) can give the batch a job; picked takes (and locks) the first jobs of those,
+-- and the batch is chosen by aged priority (ep: priority less one per %(aging_s)s waited),
+-- then share (the project's jobs holding a slot plus this one's place among its picked), so
+-- projects of one priority are served round-robin. The candidates not chosen stay locked
+-- until the commit. Flow control as in claim_jobs.
 -- name: claim_jobs_fair
 WITH RECURSIVE clock AS (
     SELECT coalesce(%(now)s::timestamptz, statement_timestamp()) AS now
@@ -269,10 +271,36 @@ WITH RECURSIVE clock AS (
 ), fair_held AS MATERIALIZED (
     SELECT project, count(*) AS n FROM jobs
     WHERE state IN ('leased', 'running', 'pausing', 'cancelling') GROUP BY project
+), heads AS (
+    SELECT lv.project, lv.priority, h.run_after AS head FROM levels lv, LATERAL (
+        SELECT j.run_after FROM jobs j
+        WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
+          AND j.run_after <= (SELECT now FROM clock)
+          AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+          AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[])
+               OR j.type || '@' || j.version = ANY (%(versions)s::text[]))
+          AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = j.queue AND q.paused)
+          AND NOT EXISTS (SELECT 1 FROM job_types t WHERE t.name = j.type AND t.paused)
+          AND NOT EXISTS (
+              SELECT 1 FROM flow_limits l
+              WHERE ((l.scope = 'queue' AND l.name = j.queue) OR (l.scope = 'type' AND l.name = j.type))
+                AND (l.total <= (SELECT coalesce(sum(n), 0) FROM held
+                                 WHERE held.scope = l.scope AND held.name = l.name)
+                     OR l.per_key <= (SELECT coalesce(sum(n), 0) FROM held
+                                      WHERE held.scope = l.scope AND held.name = l.name
+                                        AND held.key = CASE WHEN l.key_field IS NULL THEN j.project
+                                 ELSE coalesce(j.payload ->> l.key_field, j.project) END)))
+        ORDER BY j.run_after, j.id LIMIT 1) h
+), top_levels AS (
+    SELECT h.project, h.priority FROM heads h
+    ORDER BY h.priority - floor(extract(epoch FROM (SELECT now FROM clock) - h.head)
+                                / %(aging_s)s)::integer,
+             coalesce((SELECT n FROM fair_held f WHERE f.project = h.project), 0), h.head
+    LIMIT %(limit)s
 ), picked AS (
     SELECT c.*, c.priority - floor(extract(epoch FROM (SELECT now FROM clock) - c.run_after)
                                    / %(aging_s)s)::integer AS ep
-    FROM levels lv, LATERAL (
+    FROM top_levels lv, LATERAL (
         SELECT j.id, j.queue, j.type, j.project, j.payload, j.priority, j.run_after FROM jobs j
         WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
           AND j.run_after <= (SELECT now FROM clock)

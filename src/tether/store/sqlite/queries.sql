@@ -164,10 +164,12 @@ RETURNING *;
 -- name: claim_jobs_fair
 -- claim_jobs with fair dispatch and aging (docs/flow-control.md): levels walks jobs_fair to
 -- each (project, priority) with queued jobs (index seeks: a row-value comparison would scan
--- a project's whole level), picked takes the first of each in run_after
--- order, and the batch is chosen by aged priority (ep: priority less one per :aging_s
--- waited), then share (the project's jobs holding a slot plus this one's place among its
--- picked), so projects of one priority are served round-robin; flow control as in claim_jobs.
+-- a project's whole level); heads reads each level's first claimable job, the least of its
+-- level in claim order, so only the :limit levels with the least heads (top_levels) can give
+-- the batch a job; picked takes the first jobs of those, and the batch is chosen by aged
+-- priority (ep: priority less one per :aging_s waited), then share (the project's jobs
+-- holding a slot plus this one's place among its picked), so projects of one priority are
+-- served round-robin; flow control as in claim_jobs.
 UPDATE jobs
 SET state = CASE WHEN :start AND attempt_count = 0 THEN 'running' ELSE 'leased' END,
     attempt_count = attempt_count + 1, lease_token = attempt_count + 1,
@@ -204,11 +206,40 @@ WHERE id IN (
     ), fair_held AS MATERIALIZED (
         SELECT project, count(*) AS n FROM jobs
         WHERE state IN ('leased', 'running', 'pausing', 'cancelling') GROUP BY project
+    ), heads AS (
+        SELECT lv.project, lv.priority, (
+            SELECT j.run_after FROM jobs j INDEXED BY jobs_fair
+            WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
+              AND j.run_after <= :now
+          AND (:queues IS NULL OR j.queue IN (SELECT value FROM json_each(:queues)))
+          AND (:types IS NULL OR j.type IN (SELECT value FROM json_each(:types))
+               OR j.type || '@' || j.version IN (SELECT value FROM json_each(:versions)))
+          AND j.queue NOT IN (SELECT name FROM queues WHERE paused = 1)
+          AND j.type NOT IN (SELECT name FROM job_types WHERE paused = 1)
+          AND NOT EXISTS (
+              SELECT 1 FROM flow_limits l
+              WHERE ((l.scope = 'queue' AND l.name = j.queue)
+                     OR (l.scope = 'type' AND l.name = j.type))
+                AND (l.total <= (SELECT coalesce(sum(n), 0) FROM held
+                                 WHERE held.scope = l.scope AND held.name = l.name)
+                     OR l.per_key <= (SELECT coalesce(sum(n), 0) FROM held
+                                      WHERE held.scope = l.scope AND held.name = l.name
+                                        AND held.key = CASE WHEN l.key_field IS NULL
+                                            THEN j.project ELSE coalesce(CAST(json_extract(
+                                            j.payload, '$."' || l.key_field || '"') AS TEXT),
+                                            j.project) END)))
+            ORDER BY j.run_after, j.id LIMIT 1) AS head
+        FROM levels lv WHERE lv.project IS NOT NULL
+    ), top_levels AS (
+        SELECT h.project, h.priority FROM heads h WHERE h.head IS NOT NULL
+        ORDER BY h.priority - CAST((:now - h.head) / :aging_s AS INTEGER),
+                 coalesce((SELECT n FROM fair_held f WHERE f.project = h.project), 0), h.head
+        LIMIT :limit
     ), picked AS (
         SELECT j.id, j.queue, j.type, j.project, j.payload, j.priority, j.run_after,
                j.priority - CAST((:now - j.run_after) / :aging_s AS INTEGER) AS ep
-        FROM levels lv, jobs j
-        WHERE lv.project IS NOT NULL AND j.id IN (
+        FROM top_levels lv, jobs j
+        WHERE j.id IN (
         SELECT j.id FROM jobs j INDEXED BY jobs_fair
         WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
           AND j.run_after <= :now
