@@ -69,6 +69,10 @@ class Sizes:
     fanout_pg_max: int = 10_000     # W11: the largest size run on PostgreSQL
     fanout_workers: int = 1         # W11: worker processes
     fanout_timeout_s: float = 900.0
+    fair_backlog: int = 100_000     # W12: tenant A's queued jobs
+    fair_newcomer: int = 100        # W12: tenant B's jobs, submitted once A drains
+    fair_workers: int = 2           # W12: worker processes
+    fair_timeout_s: float = 900.0
     ceiling_seconds: float = 10.0
     ceiling_clients: int = 8
     runs: int = 3
@@ -90,6 +94,7 @@ QUICK = Sizes(throughput_jobs=100, drain_timeout_s=30.0, enqueue_single=30,
               ceiling_seconds=1.0, runs=1, big_finished=20_000, big_queued=500,
               big_claim_samples=40, big_list_calls=20, big_cli_runs=1,
               big_prune_baseline_s=1.0, fanout_children=(50,), fanout_timeout_s=60.0,
+              fair_backlog=2_000, fair_newcomer=20, fair_timeout_s=60.0,
               poll_interval=0.2)
 
 

@@ -25,6 +25,7 @@ from .errors import ConfigurationError, InvalidArgument, JobNotFound
 from .facade.batches import BatchesPart
 from .facade.budgets import BudgetsPart
 from .facade.callbacks import CallbacksPart
+from .facade.flow import FlowPart
 from .facade.forks import ForksPart
 from .facade.queues import QueuesPart
 from .facade.ratelimits import RateLimitsPart
@@ -50,7 +51,8 @@ DEFAULT_URL = "sqlite:///./tether.db"
 
 
 class Tether(WorkflowsPart, CallbacksPart, ForksPart, SchedulesPart, SpendPart, StreamsPart,
-             QueuesPart, WorkersPart, BatchesPart, BudgetsPart, RateLimitsPart, WebhooksPart):
+             QueuesPart, FlowPart, WorkersPart, BatchesPart, BudgetsPart, RateLimitsPart,
+             WebhooksPart):
     """A tether application: job types plus a store.
 
     ``Tether()`` reads ``TETHER_DATABASE_URL`` (default ``sqlite:///./tether.db``). The store

@@ -111,43 +111,6 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class QueueInfo:
-    name: str
-    paused: bool
-    counts: dict[str, int]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    id: str
-    hostname: str
-    pid: int
-    queues: list[str]
-    concurrency: int
-    started_at: datetime
-    last_heartbeat_at: datetime
-    stopped_at: datetime | None
-    leases: int = 0
-    types: list[str] | None = None
-    """The job types it claims (its app's registered types); None for a worker from before
-    workers recorded them, which claims every type."""
-    lease_ttl: float | None = None
-    """Its lease TTL: silent that long, it no longer counts as live (``core/serving.py``)."""
-    versions: dict[str, list[str]] | None = None
-    """The versions it claims of each type it claims only some versions of; a type left out
-    (or None: a worker from before workers recorded them) is claimed at every version."""
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        for k in ("started_at", "last_heartbeat_at", "stopped_at"):
-            out[k] = out[k].isoformat() if out[k] is not None else None
-        return out
-
-
-@dataclass(frozen=True)
 class JournalEntry:
     """One ``ctx.call`` key: reserved, done (with its result), failed or unconfirmed."""
 

@@ -7,7 +7,7 @@ import pytest
 
 from tether import JobNotFound, JobState, Usage
 from tether.errors import InvalidArgument
-from tether.records import WorkerInfo
+from tether.fleet import WorkerInfo
 from tether.store.base import Outcome
 from tests.contract.test_context import claim_and_run
 from tests.money import PRICE, reserve, running_job

@@ -7,6 +7,8 @@ from decimal import Decimal
 EXPECTED = {
     "schema_migrations": {"version", "name", "applied_at"},
     "queues": {"name", "paused", "updated_at"},
+    "job_types": {"name", "paused", "updated_at"},
+    "flow_limits": {"scope", "name", "key_field", "per_key", "total", "updated_at"},
     "jobs": {"id", "type", "project", "queue", "state", "stage", "priority", "run_after",
              "attempt_count", "max_attempts", "safe_to_retry", "idempotency_key",
              "input_config_hash", "payload", "result", "error_code", "error_summary", "budget",
@@ -118,7 +120,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 32
+    assert store.schema_version() == 33
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -197,7 +199,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 32
+        assert new.store.schema_version() == 33
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         assert new.get(job.id).version == ""  # 0024: a job from before is unversioned

@@ -78,7 +78,7 @@ def test_each_worker_counts_its_claims_in_its_own_row(app):
 
 def test_prune_folds_the_counts_of_workers_gone_before_its_cutoff(app, clock):
     from datetime import datetime, timezone
-    from tether.records import WorkerInfo
+    from tether.fleet import WorkerInfo
 
     app.register("t", lambda ctx, payload: payload)
     now = datetime.now(timezone.utc)

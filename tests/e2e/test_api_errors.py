@@ -164,6 +164,9 @@ def test_openapi_documents_every_route_and_problem_responses(api):
         ("get", "/api/v1/jobs/{job_id}/ledger"), ("patch", "/api/v1/jobs/{job_id}/budget"),
         ("get", "/api/v1/queues"), ("post", "/api/v1/queues/{name}/pause"),
         ("post", "/api/v1/queues/{name}/resume"), ("get", "/api/v1/workers"),
+        ("get", "/api/v1/types"), ("post", "/api/v1/types/{name}/pause"),
+        ("post", "/api/v1/types/{name}/resume"), ("get", "/api/v1/limits"),
+        ("put", "/api/v1/limits/{scope}/{name}"), ("delete", "/api/v1/limits/{scope}/{name}"),
         ("get", "/healthz"), ("get", "/metrics"),
     } | {("post", f"/api/v1/jobs/{{job_id}}/{a}")
          for a in ("cancel", "pause", "resume", "retry", "requeue")}

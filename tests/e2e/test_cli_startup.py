@@ -13,8 +13,8 @@ from tests.e2e.clitools import ROOT, cli_env
 HEAVY = ("tether.app", "tether.facade", "tether.store", "tether.worker", "tether.api",
          "tether.mcp", "tether.dashboard", "tether.demo", "fastapi", "uvicorn", "starlette",
          "psycopg", "psycopg_pool", "mcp", "pydantic", "croniter")
-COMMANDS = ("worker", "workers", "submit", "run", "job", "queue", "project", "schedule", "spend",
-            "serve", "mcp", "db", "prune", "prices", "demo", "token")
+COMMANDS = ("worker", "workers", "submit", "run", "job", "queue", "type", "limit", "project",
+            "schedule", "spend", "serve", "mcp", "db", "prune", "prices", "demo", "token")
 
 
 def loaded_after(code: str, database_url: str | None = None) -> dict:

@@ -17,6 +17,8 @@ TOOLS = {
     "tether_requeue_job", "tether_set_job_budget", "tether_fork_job", "tether_signal_job",
     "tether_get_waits", "tether_get_batches", "tether_make_callback", "tether_list_callbacks",
     "tether_list_queues", "tether_pause_queue", "tether_resume_queue", "tether_list_workers",
+    "tether_list_types", "tether_pause_type", "tether_resume_type", "tether_list_limits",
+    "tether_set_limit", "tether_clear_limit",
     "tether_spend", "tether_get_project_budget", "tether_set_project_budget",
     "tether_budget_crossings",
     "tether_create_schedule", "tether_list_schedules", "tether_get_schedule",

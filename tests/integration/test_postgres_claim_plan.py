@@ -4,6 +4,8 @@ and stops after its limit, instead of sorting the whole queue every time."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tether import Tether
@@ -50,5 +52,29 @@ def test_a_claim_after_a_bulk_load_walks_the_claim_index_in_order(pg_url):
                                  lease_ttl=30, start=True)
         assert [c.job.id for c in claims] == sorted(c.job.id for c in claims)
         assert len(claims) == 8
+    finally:
+        app.close()
+
+
+def test_a_fair_claim_after_a_bulk_load_seeks_each_projects_first_jobs(pg_url):
+    """``claim_jobs_fair`` (the default claim) reaches each (project, priority) level, its
+    head and the first jobs of the levels it may take through ``jobs_fair`` seeks, whatever the
+    statistics say: one row a level, then limit rows a chosen level, never the queue."""
+    app = Tether(pg_url)
+    app.register("t", lambda ctx, payload: None)
+    try:
+        for project in ("p0", "p1", "p2"):
+            app.submit_many([{"type": "t", "project": project} for _ in range(1_000)])
+        params = {"worker_id": "w", "queues": None, "types": [], "versions": ["t@"],
+                  "limit": 8, "lease_ttl": 30.0, "now": None, "start": True, "aging_s": 60.0}
+        claimed = _plan(app.store, str(QUERIES["claim_jobs_fair"]), params, CLAIM_PLAN)
+        assert "Index Only Scan using jobs_fair on jobs j (actual rows=1" in claimed  # levels
+        heads, picked = re.findall(r"Index Scan using jobs_fair on jobs j_\d+ "
+                                   r"\(actual rows=(\d+) loops=(\d+)\)", claimed)
+        assert heads == ("1", "3") and picked == ("8", "3")  # a head, then 8, per level
+        assert "Seq Scan on jobs" not in claimed and "Bitmap" not in claimed
+        claims = app.store.claim("w", queues=None, types=[], versions=["t@"], limit=8,
+                                 lease_ttl=30, start=True)
+        assert [c.job.project for c in claims] == ["p0", "p1", "p2"] * 2 + ["p0", "p1"]
     finally:
         app.close()

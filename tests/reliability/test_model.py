@@ -15,6 +15,7 @@ fresh SQLite file, or a fresh schema on the shared PostgreSQL server.
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 import uuid
@@ -33,6 +34,7 @@ from tether.core.budget import Budget
 from tether.core.states import TERMINAL, JobState
 from tether.core.waits import WaitSpec
 from tether.store.base import NewJob, Outcome
+from tether.store.flow import PRIORITY_AGING_S
 from tether.store.open import open_store
 from tether.testing.invariants import history_problems
 from tests.conftest import PG_URL, require_postgres
@@ -58,6 +60,12 @@ DESIGN_EDGES = {
     (S.INTERRUPTED, S.CANCELLED), (S.FAILED, S.QUEUED), (S.QUEUED, S.CANCELLED),
     (S.RETRY_WAIT, S.CANCELLED), (S.PAUSED, S.CANCELLED),
 }
+
+
+def aged(priority: int, waited: float) -> int:
+    """docs/flow-control.md, "Aging": one level better per PRIORITY_AGING_S waited. One
+    project here, so the fair order is (aged priority, run_after, id)."""
+    return priority - math.floor(waited / PRIORITY_AGING_S)
 
 
 def test_design_edges_are_in_the_engine_table():
@@ -286,7 +294,8 @@ class StoreModel(RuleBasedStateMachine):
             (j for j in self.jobs.values()
              if j.state == S.QUEUED and j.run_after <= self.now
              and (queues is None or j.queue in queues) and j.queue not in self.paused_queues),
-            key=lambda j: (j.priority, j.run_after, j.id))[:limit]
+            key=lambda j: (aged(j.priority, self.now - j.run_after), j.run_after, j.id)
+        )[:limit]
         claims = self.store.claim(worker, queues=list(queues) if queues else None, limit=limit,
                                   lease_ttl=TTL, start=start)
         assert [c.job.id for c in claims] == [j.id for j in eligible], "deterministic claims"

@@ -4,6 +4,11 @@ Always present:
   tether_jobs{queue,state}                 jobs by queue and state (gauge; a queue's finished
                                            jobs beyond 50,000 a state are estimated)
   tether_queue_paused{queue}               1 when the queue is paused
+  tether_type_paused{type}                 1 when the job type is paused (types registered
+                                           by the serving app or ever paused)
+  tether_flow_running{scope,name,key}      jobs holding a slot under a concurrency limit of
+                                           a queue or type, per key (key "": in all)
+  tether_flow_limit{scope,name,key}        that limit (per key; key "": the total)
   tether_workers                           workers that have not stopped
   tether_worker_leases                     leases those workers hold
   tether_jobs_unserved{queue,type,version} queued jobs no live worker serves (no running
@@ -70,7 +75,8 @@ class TetherCollector(Collector):
         try:
             metrics = list(self._jobs()) + list(self._workers()) + list(self._budget_paused())
             metrics += list(self._spend()) + list(self._engine()) + list(self._budgets())
-            metrics += list(self._batches()) + list(self._rate_limits())
+            metrics += (list(self._batches()) + list(self._rate_limits())
+                        + list(self._flow()))
         except Exception:  # a scrape must answer even when the store is down
             log.exception("metrics scrape failed")
             self.errors += 1
@@ -90,6 +96,23 @@ class TetherCollector(Collector):
             for state, n in sorted(queue.counts.items()):
                 jobs.add_metric([queue.name, state], n)
         return [jobs, paused]
+
+    def _flow(self) -> Iterable[Metric]:
+        paused = GaugeMetricFamily("tether_type_paused", "1 when the job type is paused",
+                                   labels=["type"])
+        for name, flag in self.app.paused_types().items():
+            paused.add_metric([name], 1.0 if flag else 0.0)
+        labels = ["scope", "name", "key"]
+        running = GaugeMetricFamily("tether_flow_running", "Jobs holding a slot under a "
+                                    "concurrency limit (key \"\": in all)", labels=labels)
+        limit = GaugeMetricFamily("tether_flow_limit", "The concurrency limit (key \"\": "
+                                  "the total)", labels=labels)
+        for u in self.app.flow_usage():
+            at = [u.scope, u.name, u.key or ""]
+            running.add_metric(at, u.running)
+            if u.limit is not None:
+                limit.add_metric(at, u.limit)
+        return [paused, running, limit]
 
     def _workers(self) -> Iterable[Metric]:
         workers = self.app.workers()

@@ -32,9 +32,9 @@ from ..tracing import TraceContextMiddleware
 from .stream_hub import StreamHub
 from .wait_hub import WaitHub
 from . import (
-    background, openapi, problems, redact, routes_budgets, routes_callbacks, routes_jobs,
-    routes_queues, routes_schedules, routes_signals, routes_spend, routes_streams, routes_system,
-    routes_webhooks,
+    background, openapi, problems, redact, routes_budgets, routes_callbacks, routes_flow,
+    routes_jobs, routes_queues, routes_schedules, routes_signals, routes_spend, routes_streams,
+    routes_system, routes_webhooks,
 )
 from .limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from .metrics import registry_for
@@ -127,6 +127,7 @@ def create_app(tether_app: Tether, *, auth: bool = True,
     api.include_router(routes_signals.router)
     api.include_router(routes_callbacks.router)
     api.include_router(routes_queues.router)
+    api.include_router(routes_flow.router)
     api.include_router(routes_schedules.router)
     api.include_router(routes_spend.router)
     api.include_router(routes_budgets.router)

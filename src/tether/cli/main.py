@@ -19,7 +19,7 @@ import typer
 from .. import __version__
 from ..errors import TetherError
 from . import (
-    db, jobs, projects, queues, run, schedules, server, spend, submit, webhooks, worker,
+    db, flow, jobs, projects, queues, run, schedules, server, spend, submit, webhooks, worker,
 )
 from .options import RootOptions, close_all, set_root, show_help_if_bare
 from .output import (
@@ -96,6 +96,8 @@ app.command("submit")(submit.submit)
 app.command("run")(run.run)
 app.add_typer(jobs.job_app, name="job")
 app.add_typer(queues.queue_app, name="queue")
+app.add_typer(flow.type_app, name="type")
+app.add_typer(flow.limit_app, name="limit")
 app.add_typer(projects.project_app, name="project")
 app.add_typer(schedules.schedule_app, name="schedule")
 app.add_typer(webhooks.webhook_app, name="webhook")

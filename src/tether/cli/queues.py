@@ -13,7 +13,7 @@ from .options import DatabaseUrl, Json, open_app, show_help_if_bare
 from .output import emit_json, out, show
 
 if TYPE_CHECKING:
-    from ..records import QueueInfo
+    from ..fleet import QueueInfo
 
 queue_app = typer.Typer(help="See queues; pause or resume one.")
 

@@ -13,7 +13,7 @@ from .views import Column, build
 
 if TYPE_CHECKING:
     from ..core.headroom import RateScope
-    from ..records import QueueInfo, WorkerInfo
+    from ..fleet import FlowUsage, QueueInfo, TypeInfo, WorkerInfo
 
 
 ACTIVE = ("leased", "running", "pausing", "cancelling")
@@ -81,3 +81,26 @@ def rate_scope_table(scopes: Iterable[RateScope], width: int = 160) -> Table:
     """``tether rate-limits``: what the provider last said is left, less what was granted
     since ("-": not told, or refilled since)."""
     return build(RATE_COLUMNS, scopes, width)
+
+
+TYPE_COLUMNS = (Column("TYPE", lambda t: escape(t.name), {"overflow": "ellipsis"}),
+                *QUEUE_COLUMNS[1:])
+
+
+def type_table(types: Iterable[TypeInfo], width: int = 160) -> Table:
+    """Job types with their status (paused on its own) and job counts per state."""
+    return build(TYPE_COLUMNS, types, width)
+
+
+USAGE_COLUMNS = (
+    Column("SCOPE", lambda u: u.scope),
+    Column("NAME", lambda u: escape(u.name), {"overflow": "ellipsis"}),
+    Column("KEY", lambda u: "[dim](all)[/]" if u.key is None else escape(u.key)),
+    Column("RUNNING/LIMIT", lambda u: f"{u.running}/{'-' if u.limit is None else u.limit}",
+           {"justify": "right"}),
+)
+
+
+def usage_table(usage: Iterable[FlowUsage], width: int = 160) -> Table:
+    """Concurrency limits: slots held now against the limit, in all and per key."""
+    return build(USAGE_COLUMNS, usage, width)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 
 from ..errors import QueueNotFound
-from ..records import QueueInfo
+from ..fleet import QueueInfo
 from ..submission import checked_name
 from .host import FacadeHost
 

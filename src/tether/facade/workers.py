@@ -12,7 +12,8 @@ from collections.abc import Iterable
 
 from ..core.serving import Serving
 from ..core.states import JobState
-from ..records import Job, WorkerInfo
+from ..records import Job
+from ..fleet import WorkerInfo
 from .host import FacadeHost
 
 

@@ -1,7 +1,7 @@
 """``tether mcp``: the MCP server (official ``mcp`` SDK, ``MCPServer``), stdio or streamable HTTP.
 
 Every operation of the REST API is a tool (``job_tools``, ``control_tools``, ``admin_tools``,
-``spend_tools``, ``budget_tools``, ``schedule_tools``, ``webhook_tools``);
+``flow_tools``, ``spend_tools``, ``budget_tools``, ``schedule_tools``, ``webhook_tools``);
 every tool refuses arguments it does not know, and every failure is a tool error whose text
 starts with the stable code REST would give (``failures``).
 
@@ -32,6 +32,7 @@ from ..wire.principal import Principal
 from ..wire.problems import Problem
 from . import failures
 from .admin_tools import admin_tools
+from .flow_tools import flow_tools
 from .arguments import PrincipalFor
 from .budget_tools import budget_tools
 from .control_tools import control_tools
@@ -88,9 +89,9 @@ class TetherServer(MCPServer):
 def build_server(app: Tether, principal_for: PrincipalFor) -> MCPServer:
     """An ``MCPServer`` exposing the tether tools; ``principal_for(ctx)`` names the caller."""
     tools = [*job_tools(app, principal_for), *control_tools(app, principal_for),
-             *admin_tools(app, principal_for), *spend_tools(app, principal_for),
-             *budget_tools(app, principal_for), *schedule_tools(app, principal_for),
-             *webhook_tools(app, principal_for)]
+             *admin_tools(app, principal_for), *flow_tools(app, principal_for),
+             *spend_tools(app, principal_for), *budget_tools(app, principal_for),
+             *schedule_tools(app, principal_for), *webhook_tools(app, principal_for)]
     return TetherServer(tools, name="tether", version=__version__, instructions=INSTRUCTIONS)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..core.serving import LEGACY_LIVE_S, Serving
 from ..core.states import TERMINAL, JobState
-from ..records import QueueInfo, WorkerInfo
+from ..fleet import QueueInfo, WorkerInfo
 from ..tokens import TokenInfo, hash_secret, new_secret
 from .base import FINISHED_COUNT_CAP, EngineStats
 from .rows import as_datetime, load_json, to_token

@@ -17,6 +17,7 @@ from ..errors import LeaseLost
 from .accounting import Accounting
 from .admin import upsert_worker
 from .base import Claim
+from .flow import PRIORITY_AGING_S, claim_order
 from .rows import as_seconds, to_job
 from .totals import CLAIMS, LEASE_EXPIRIES, count_engine
 from .tx import Row, Tx
@@ -28,24 +29,27 @@ class Leases(Accounting):
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
               lease_ttl: float, now: float | None = None, start: bool = False,
               types: Sequence[str] | None = None,
-              versions: Sequence[str] | None = None) -> list[Claim]:
+              versions: Sequence[str] | None = None, fair: bool = True) -> list[Claim]:
         """Lease up to ``limit`` eligible jobs. With ``start`` (what a worker that runs them at
         once asks for) the first attempts also begin in the same statement: ``leased`` then
         ``running``, two events each, one commit for the whole batch. A re-attempt (a job with
         an earlier attempt) is left ``leased``: its start must first settle what that attempt
         left open. ``types`` None claims every type; else only jobs of those types, at every
-        version, and of the (type, version) pairs ``versions`` names (``version_key``)."""
+        version, and of the (type, version) pairs ``versions`` names (``version_key``).
+        ``fair`` (the default) serves projects fairly and ages priorities
+        (``claim_jobs_fair``, docs/flow-control.md); False keeps the strict
+        (priority, run_after, id) order."""
         if limit <= 0:
             return []
         with self._write() as tx:
             now = self._now(tx, now)
-            rows = tx.all("claim_jobs", worker_id=worker_id, queues=self._list_param(queues),
-                          types=self._list_param(types),
-                          versions=self._list_param(versions),
-                          limit=limit, lease_ttl=lease_ttl, now=now, start=start)
+            rows = tx.all("claim_jobs_fair" if fair else "claim_jobs", worker_id=worker_id,
+                          queues=self._list_param(queues), types=self._list_param(types),
+                          versions=self._list_param(versions), limit=limit,
+                          lease_ttl=lease_ttl, now=now, start=start, aging_s=PRIORITY_AGING_S)
             if not rows:
                 return []
-            rows.sort(key=lambda r: (r["priority"], as_seconds(r["run_after"]), r["id"]))
+            claim_order(rows, now, fair)
             if start:
                 check_transition(JobState.LEASED, JobState.RUNNING)
             events, attempts = [], []
@@ -68,6 +72,13 @@ class Leases(Accounting):
             self._read_counters(tx, rows)
         return [Claim(to_job(r), int(r["lease_token"]), started=r["state"] == "running")
                 for r in rows]
+
+    def _claimed(self, tx: Tx, rows: list[Row], fair: bool) -> None:
+        """A batch ``claim_jobs`` returned (each row with its ``claimed_at``), in claim order
+        and with its counters."""
+        if rows:
+            claim_order(rows, as_seconds(rows[0]["claimed_at"]), fair)
+        self._read_counters(tx, rows)
 
     def _read_counters(self, tx: Tx, rows: list[Row]) -> None:
         """Add the job accumulators to claimed rows, so a claim's Job is what ``get_job``

@@ -42,10 +42,11 @@ from .ratelimits import RateLimits
 from .replays import Replays
 from .schedules import Schedules
 from .spend import Spend
+from .flow import Flow
 from .webhooks import Webhooks
 
 
 class SQLStore(Forks, Schedules, Webhooks, Jobs, Leases, Outcomes, Batches, Callbacks, Calls,
-               Journal, Spend, Checkpoints, Control, RateLimits, Admin, Feed, Replays):
+               Journal, Spend, Checkpoints, Control, RateLimits, Admin, Flow, Feed, Replays):
     """Store logic shared by every SQL backend; each backend adds its transactions, clock,
     lifecycle (``migrate``, ``close`` ...), ``transaction`` and ``wait_for_work``."""

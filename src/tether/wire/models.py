@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..core.states import JobState
 from ..facade.workflows import WaitingFor
-from ..records import Attempt, Event, Job, QueueInfo, WorkerInfo
+from ..records import Attempt, Event, Job
+from ..fleet import QueueInfo, WorkerInfo
 from . import flowkeys as flow
 from .numbers import (COUNT_MAX, INT32, USD_LIMIT, USD_MAX, JsonNumber, MaybeMoney, Money,
                       UnixSeconds, money_text)
@@ -175,10 +176,11 @@ class JobOut(BaseModel):
         "registers the type): it stays queued, not failed, until such a worker starts"))
     flow_mode: flow.Mode | None = Field(None, description=flow.MODE_HELP)
     flow_key: str | None = Field(None, description=flow.KEY_HELP)
+    type_paused: bool = Field(False, description="its job type is paused: no worker claims it")
 
     @classmethod
     def of(cls, job: Job, waiting: WaitingFor | None = None, *,
-           unserved: bool = False) -> JobOut:
+           unserved: bool = False, type_paused: bool = False) -> JobOut:
         budget = job.budget.to_dict()
         used = BudgetUsed(**{k: v for k, v in budget["used"].items()
                              if k in BudgetUsed.model_fields})
@@ -199,7 +201,8 @@ class JobOut(BaseModel):
             price_profile=job.price_profile, created_at=job.created_at,
             updated_at=job.updated_at, finished_at=job.finished_at,
             waiting_for=WaitingForOut.of(waiting) if waiting is not None else None,
-            unserved=unserved, flow_mode=job.flow_mode, flow_key=job.flow_key)
+            unserved=unserved, type_paused=type_paused, flow_mode=job.flow_mode,
+            flow_key=job.flow_key)
 
 
 class JobReads(Protocol):
@@ -208,6 +211,7 @@ class JobReads(Protocol):
     def waiting_summary(self, job_id: int, *,
                         projects: Iterable[str] | None = None) -> WaitingFor | None: ...
     def unserved(self, jobs: Iterable[Job]) -> set[int]: ...
+    def paused_types(self) -> dict[str, bool]: ...
 
 
 def job_detail(app: JobReads, job: Job, projects: Iterable[str] | None = None) -> JobOut:
@@ -215,13 +219,16 @@ def job_detail(app: JobReads, job: Job, projects: Iterable[str] | None = None) -
     for, a queued one with whether a live worker serves it (one more read for either)."""
     waiting = (app.waiting_summary(job.id, projects=projects)
                if job.state == JobState.WAITING else None)
-    return JobOut.of(job, waiting, unserved=job.id in app.unserved([job]))
+    return JobOut.of(job, waiting, unserved=job.id in app.unserved([job]),
+                     type_paused=app.paused_types().get(job.type, False))
 
 
 def job_page(app: JobReads, jobs: list[Job], next_cursor: str | None) -> JobPage:
-    """A page of jobs, each queued one marked ``unserved`` or not (one read for the page)."""
-    unserved = app.unserved(jobs)
-    return JobPage(items=[JobOut.of(j, unserved=j.id in unserved) for j in jobs],
+    """A page of jobs, each queued one marked ``unserved`` or not (one read for the page),
+    each marked ``type_paused`` when its type is paused (one read of the paused types)."""
+    unserved, paused = app.unserved(jobs), app.paused_types()
+    return JobPage(items=[JobOut.of(j, unserved=j.id in unserved,
+                                    type_paused=paused.get(j.type, False)) for j in jobs],
                    next_cursor=next_cursor)
 
 

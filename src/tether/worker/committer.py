@@ -148,7 +148,7 @@ class WorkerStore(JobStore, Protocol):
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
               lease_ttl: float, now: float | None = None, start: bool = False,
               types: Sequence[str] | None = None,
-              versions: Sequence[str] | None = None) -> list[Claim]: ...
+              versions: Sequence[str] | None = None, fair: bool = True) -> list[Claim]: ...
     def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
                     now: float | None = None) -> list[JobState | LeaseLost]: ...
 
@@ -169,10 +169,10 @@ class CommittingStore(WorkerStore):
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int,
               lease_ttl: float, now: float | None = None, start: bool = False,
               types: Sequence[str] | None = None,
-              versions: Sequence[str] | None = None) -> list[Claim]:
+              versions: Sequence[str] | None = None, fair: bool = True) -> list[Claim]:
         return self._run(self._store.claim, worker_id, queues=queues, limit=limit,
                          lease_ttl=lease_ttl, now=now, start=start, types=types,
-                         versions=versions)
+                         versions=versions, fair=fair)
 
     def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState:
         return self._run(self._store.start, job_id, token, now=now)

@@ -24,7 +24,8 @@ from ..core.serving import EVERY_QUEUE, claim_filter, versions_served
 from ..core.webhooks import DELIVERY_TYPE
 from ..errors import StoreCorrupt, StoreError, WorkerShutdown
 from ..job import Lease
-from ..records import Job, WorkerInfo
+from ..records import Job
+from ..fleet import WorkerInfo
 from ..registry import JobType
 from ..store.base import Store
 from ..wakeup import Wakeup
@@ -65,6 +66,12 @@ def default_lease_ttl() -> float:
     return float(os.environ.get("TETHER_LEASE_TTL", DEFAULT_LEASE_TTL))
 
 
+def default_fair_dispatch() -> bool:
+    """Fair dispatch across projects, with aging (docs/flow-control.md), unless
+    ``TETHER_FAIR_DISPATCH`` is 0, false or off (strict priority order)."""
+    return os.environ.get("TETHER_FAIR_DISPATCH", "1").lower() not in ("0", "false", "off")
+
+
 class Worker:
     def __init__(self, app: WorkerHost, *, concurrency: int = 4,
                  queues: Sequence[str] | None = None, lease_ttl: float | None = None,
@@ -73,7 +80,8 @@ class Worker:
                  schedule_interval: float | None = DEFAULT_INTERVAL,
                  webhook_interval: float | None = OUTBOX_INTERVAL,
                  batch: int | None = None, group_commit: bool = True,
-                 prefetch: int | None = None, prefetch_horizon: float = 0.05) -> None:
+                 prefetch: int | None = None, prefetch_horizon: float = 0.05,
+                 fair_dispatch: bool | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.app = app
@@ -83,6 +91,7 @@ class Worker:
         self.queues = list(queues) if queues else None
         self.lease_ttl = float(lease_ttl if lease_ttl is not None else default_lease_ttl())
         self.poll_interval = poll_interval
+        self.fair = default_fair_dispatch() if fair_dispatch is None else fair_dispatch
         self.prefetch = Prefetch(concurrency, horizon_s=prefetch_horizon, max_ahead=prefetch)
         self.batch = batch or (concurrency + (self.prefetch.max_ahead or 0))
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -220,7 +229,7 @@ class Worker:
         every, versioned = self.claim_filter()
         claims = self.writes.claim(self.id, queues=self.queues, limit=want,
                                    lease_ttl=self.lease_ttl, start=True, types=every,
-                                   versions=versioned)
+                                   versions=versioned, fair=self.fair)
         if claims:
             batch = [(claim.job, Lease(claim.job.id, claim.token), claim.started)
                      for claim in claims]

@@ -103,7 +103,8 @@
       T.el("td", { class: "num mono" }, T.el("a", { href }, "#" + job.id)),
       T.el("td", {}, T.badge(job.state), job.unserved
         ? T.el("div", { class: "muted small unserved", title: "No live worker serves type " + job.type + " on queue " + job.queue }, "no worker")
-        : null),
+        : null,
+        job.type_paused ? T.el("div", { class: "muted small type-paused", title: "Job type " + job.type + " is paused: no worker claims its jobs" }, "type paused") : null),
       T.el("td", {}, T.el("div", {}, job.type),
         key ? T.el("div", { class: "muted small mono truncate", title: key }, key) : null),
       T.el("td", {}, job.project),

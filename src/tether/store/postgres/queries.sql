@@ -138,20 +138,70 @@ SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
 -- (state = 'queued'; priority, run_after, id); the queue and type filters (the worker's
 -- queues and the types its app registers) are checked on the rows that index walk finds.
 -- Its transaction's settings (PgTx.claim, CLAIM_PLAN) keep this plan and commit it without
--- waiting for the WAL flush.
+-- waiting for the WAL flush. Flow control (docs/flow-control.md): no job of a paused queue or
+-- type; held counts the slots each limit's keys hold now, the walk skips a job whose key or
+-- limit is full, and the window (four times the limit while limits exist) loses the
+-- candidates that would fill one past its limit within this batch (per_key_over, then
+-- total_over; locked until the commit, then free). When any limit exists the claim
+-- runs after flow_lock, so its snapshot holds every earlier claim's slots; its clock is
+-- statement_timestamp(), read after that lock is granted (now() would date the claim at
+-- BEGIN, before a slot it takes was freed).
 -- name: claim_jobs
 WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+    SELECT coalesce(%(now)s::timestamptz, statement_timestamp()) AS now
+), held AS MATERIALIZED (
+    SELECT l.scope, l.name,
+           CASE WHEN l.key_field IS NULL THEN h.project
+                             ELSE coalesce(h.payload ->> l.key_field, h.project) END AS key,
+           count(*) AS n
+    FROM flow_limits l JOIN jobs h
+      ON (l.scope = 'queue' AND h.queue = l.name) OR (l.scope = 'type' AND h.type = l.name)
+    WHERE h.state IN ('leased', 'running', 'pausing', 'cancelling')
+    GROUP BY 1, 2, 3
 ), picked AS (
-    SELECT j.id FROM jobs j
+    SELECT j.id, j.queue, j.type, j.project, j.payload, j.priority, j.run_after FROM jobs j
     WHERE j.state = 'queued' AND j.run_after <= (SELECT now FROM clock)
       AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
       AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[])
            OR j.type || '@' || j.version = ANY (%(versions)s::text[]))
       AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = j.queue AND q.paused)
+      AND NOT EXISTS (SELECT 1 FROM job_types t WHERE t.name = j.type AND t.paused)
+      AND NOT EXISTS (
+          SELECT 1 FROM flow_limits l
+          WHERE ((l.scope = 'queue' AND l.name = j.queue) OR (l.scope = 'type' AND l.name = j.type))
+            AND (l.total <= (SELECT coalesce(sum(n), 0) FROM held
+                             WHERE held.scope = l.scope AND held.name = l.name)
+                 OR l.per_key <= (SELECT coalesce(sum(n), 0) FROM held
+                                  WHERE held.scope = l.scope AND held.name = l.name
+                                    AND held.key = CASE WHEN l.key_field IS NULL THEN j.project
+                             ELSE coalesce(j.payload ->> l.key_field, j.project) END)))
     ORDER BY j.priority, j.run_after, j.id
-    LIMIT %(limit)s
+    LIMIT %(limit)s * CASE WHEN EXISTS (SELECT 1 FROM flow_limits) THEN 4 ELSE 1 END
     FOR UPDATE OF j SKIP LOCKED
+), keyed AS (
+    SELECT p.id, p.priority, p.run_after, l.scope, l.name, l.per_key, l.total,
+           CASE WHEN l.key_field IS NULL THEN p.project
+                             ELSE coalesce(p.payload ->> l.key_field, p.project) END AS key
+    FROM picked p JOIN flow_limits l
+      ON (l.scope = 'queue' AND l.name = p.queue) OR (l.scope = 'type' AND l.name = p.type)
+), per_key_over AS (
+    SELECT k.id FROM (
+        SELECT k.*, row_number() OVER (PARTITION BY k.scope, k.name, k.key
+                                       ORDER BY k.priority, k.run_after, k.id) AS nk
+        FROM keyed k) k
+    WHERE k.per_key < nk + (SELECT coalesce(sum(n), 0) FROM held WHERE held.scope = k.scope
+                            AND held.name = k.name AND held.key = k.key)
+), total_over AS (
+    SELECT k.id FROM (
+        SELECT k.*, row_number() OVER (PARTITION BY k.scope, k.name
+                                       ORDER BY k.priority, k.run_after, k.id) AS nt
+        FROM keyed k WHERE k.id NOT IN (SELECT id FROM per_key_over)) k
+    WHERE k.total < nt + (SELECT coalesce(sum(n), 0) FROM held WHERE held.scope = k.scope
+                          AND held.name = k.name)
+), chosen AS (
+    SELECT id FROM picked
+    WHERE id NOT IN (SELECT id FROM per_key_over) AND id NOT IN (SELECT id FROM total_over)
+    ORDER BY priority, run_after, id LIMIT %(limit)s
 ), claimed AS (
     UPDATE jobs j
     SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
@@ -163,7 +213,7 @@ WITH clock AS (
         event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
                                        THEN 2 ELSE 1 END
     FROM picked, clock
-    WHERE j.id = picked.id
+    WHERE j.id = picked.id AND picked.id IN (SELECT id FROM chosen)
     RETURNING j.*, clock.now AS claimed_at
 ), attempts AS (
     INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
@@ -186,6 +236,157 @@ WITH clock AS (
     ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n
 )
 SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
+
+-- claim_jobs with fair dispatch and aging (docs/flow-control.md): levels walks jobs_fair to
+-- each (project, priority) with queued jobs; heads reads each level's first claimable job,
+-- the least of its level in claim order, so only the :limit levels with the least heads
+-- (top_levels) can give the batch a job; picked takes (and locks) the first jobs of those,
+-- and the batch is chosen by aged priority (ep: priority less one per %(aging_s)s waited),
+-- then share (the project's jobs holding a slot plus this one's place among its picked), so
+-- projects of one priority are served round-robin. The candidates not chosen stay locked
+-- until the commit. Flow control as in claim_jobs.
+-- name: claim_jobs_fair
+WITH RECURSIVE clock AS (
+    SELECT coalesce(%(now)s::timestamptz, statement_timestamp()) AS now
+), levels AS (
+    (SELECT project, priority FROM jobs WHERE state = 'queued' ORDER BY project, priority LIMIT 1)
+    UNION ALL
+    SELECT n.project, n.priority FROM levels l, LATERAL (
+        SELECT j.project, j.priority FROM jobs j
+        WHERE j.state = 'queued' AND (j.project, j.priority) > (l.project, l.priority)
+        ORDER BY j.project, j.priority LIMIT 1) n
+), held AS MATERIALIZED (
+    SELECT l.scope, l.name,
+           CASE WHEN l.key_field IS NULL THEN h.project
+                             ELSE coalesce(h.payload ->> l.key_field, h.project) END AS key,
+           count(*) AS n
+    FROM flow_limits l JOIN jobs h
+      ON (l.scope = 'queue' AND h.queue = l.name) OR (l.scope = 'type' AND h.type = l.name)
+    WHERE h.state IN ('leased', 'running', 'pausing', 'cancelling')
+    GROUP BY 1, 2, 3
+), fair_held AS MATERIALIZED (
+    SELECT project, count(*) AS n FROM jobs
+    WHERE state IN ('leased', 'running', 'pausing', 'cancelling') GROUP BY project
+), heads AS (
+    SELECT lv.project, lv.priority, h.run_after AS head FROM levels lv, LATERAL (
+        SELECT j.run_after FROM jobs j
+        WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
+          AND j.run_after <= (SELECT now FROM clock)
+          AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+          AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[])
+               OR j.type || '@' || j.version = ANY (%(versions)s::text[]))
+          AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = j.queue AND q.paused)
+          AND NOT EXISTS (SELECT 1 FROM job_types t WHERE t.name = j.type AND t.paused)
+          AND NOT EXISTS (
+              SELECT 1 FROM flow_limits l
+              WHERE ((l.scope = 'queue' AND l.name = j.queue) OR (l.scope = 'type' AND l.name = j.type))
+                AND (l.total <= (SELECT coalesce(sum(n), 0) FROM held
+                                 WHERE held.scope = l.scope AND held.name = l.name)
+                     OR l.per_key <= (SELECT coalesce(sum(n), 0) FROM held
+                                      WHERE held.scope = l.scope AND held.name = l.name
+                                        AND held.key = CASE WHEN l.key_field IS NULL THEN j.project
+                                 ELSE coalesce(j.payload ->> l.key_field, j.project) END)))
+        ORDER BY j.run_after, j.id LIMIT 1) h
+), top_levels AS (
+    SELECT h.project, h.priority FROM heads h
+    ORDER BY h.priority - floor(extract(epoch FROM (SELECT now FROM clock) - h.head)
+                                / %(aging_s)s)::integer,
+             coalesce((SELECT n FROM fair_held f WHERE f.project = h.project), 0), h.head
+    LIMIT %(limit)s
+), picked AS (
+    SELECT c.*, c.priority - floor(extract(epoch FROM (SELECT now FROM clock) - c.run_after)
+                                   / %(aging_s)s)::integer AS ep
+    FROM top_levels lv, LATERAL (
+        SELECT j.id, j.queue, j.type, j.project, j.payload, j.priority, j.run_after FROM jobs j
+        WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
+          AND j.run_after <= (SELECT now FROM clock)
+          AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+          AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[])
+               OR j.type || '@' || j.version = ANY (%(versions)s::text[]))
+          AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = j.queue AND q.paused)
+          AND NOT EXISTS (SELECT 1 FROM job_types t WHERE t.name = j.type AND t.paused)
+          AND NOT EXISTS (
+              SELECT 1 FROM flow_limits l
+              WHERE ((l.scope = 'queue' AND l.name = j.queue) OR (l.scope = 'type' AND l.name = j.type))
+                AND (l.total <= (SELECT coalesce(sum(n), 0) FROM held
+                                 WHERE held.scope = l.scope AND held.name = l.name)
+                     OR l.per_key <= (SELECT coalesce(sum(n), 0) FROM held
+                                      WHERE held.scope = l.scope AND held.name = l.name
+                                        AND held.key = CASE WHEN l.key_field IS NULL THEN j.project
+                                 ELSE coalesce(j.payload ->> l.key_field, j.project) END)))
+        ORDER BY j.run_after, j.id
+        LIMIT %(limit)s * CASE WHEN EXISTS (SELECT 1 FROM flow_limits) THEN 4 ELSE 1 END
+        FOR UPDATE OF j SKIP LOCKED) c
+), ranked AS (
+    SELECT p.*, coalesce((SELECT n FROM fair_held f WHERE f.project = p.project), 0)
+                + row_number() OVER (PARTITION BY p.project
+                                     ORDER BY p.ep, p.run_after, p.id) AS share
+    FROM picked p
+), keyed AS (
+    SELECT p.id, p.ep, p.share, p.run_after, l.scope, l.name, l.per_key, l.total,
+           CASE WHEN l.key_field IS NULL THEN p.project
+                             ELSE coalesce(p.payload ->> l.key_field, p.project) END AS key
+    FROM ranked p JOIN flow_limits l
+      ON (l.scope = 'queue' AND l.name = p.queue) OR (l.scope = 'type' AND l.name = p.type)
+), per_key_over AS (
+    SELECT k.id FROM (
+        SELECT k.*, row_number() OVER (PARTITION BY k.scope, k.name, k.key
+                                       ORDER BY k.ep, k.share, k.run_after, k.id) AS nk
+        FROM keyed k) k
+    WHERE k.per_key < nk + (SELECT coalesce(sum(n), 0) FROM held WHERE held.scope = k.scope
+                            AND held.name = k.name AND held.key = k.key)
+), total_over AS (
+    SELECT k.id FROM (
+        SELECT k.*, row_number() OVER (PARTITION BY k.scope, k.name
+                                       ORDER BY k.ep, k.share, k.run_after, k.id) AS nt
+        FROM keyed k WHERE k.id NOT IN (SELECT id FROM per_key_over)) k
+    WHERE k.total < nt + (SELECT coalesce(sum(n), 0) FROM held WHERE held.scope = k.scope
+                          AND held.name = k.name)
+), chosen AS (
+    SELECT id FROM ranked
+    WHERE id NOT IN (SELECT id FROM per_key_over) AND id NOT IN (SELECT id FROM total_over)
+    ORDER BY ep, share, run_after, id LIMIT %(limit)s
+), claimed AS (
+    UPDATE jobs j
+    SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
+                     THEN 'running' ELSE 'leased' END,
+        attempt_count = j.attempt_count + 1,
+        lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
+        lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
+        updated_at = clock.now,
+        event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
+                                       THEN 2 ELSE 1 END
+    FROM picked, clock
+    WHERE j.id = picked.id AND picked.id IN (SELECT id FROM chosen)
+    RETURNING j.*, clock.now AS claimed_at
+), attempts AS (
+    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
+    SELECT id, lease_token, %(worker_id)s, claimed_at,
+           CASE WHEN state = 'running' THEN claimed_at END
+    FROM claimed
+), events AS (
+    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+    SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
+           'leased', 'queued', 'leased', lease_token,
+           jsonb_build_object('worker_id', %(worker_id)s::text, 'waited_s',
+                              round(extract(epoch FROM claimed_at - run_after)::numeric, 6))
+    FROM claimed
+    UNION ALL
+    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
+    FROM claimed WHERE state = 'running'
+), counted AS (
+    INSERT INTO engine_counters AS c (name, owner, n)
+    SELECT 'claims', %(worker_id)s, count(*) FROM claimed HAVING count(*) > 0
+    ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n
+)
+SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
+
+-- One claim at a time while any concurrency limit exists: the claims that count slots see
+-- each other's (claim_jobs reads them in a snapshot taken after this lock is granted; it is
+-- released at the claim's commit). Without limits no claim takes it.
+-- name: flow_lock
+SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.tether_flow_limits'))
+FROM (SELECT 1 FROM flow_limits LIMIT 1) l;
 
 -- name: insert_attempt
 INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
@@ -290,6 +491,44 @@ ON CONFLICT (name) DO NOTHING;
 -- name: set_queue_paused
 INSERT INTO queues (name, paused, updated_at) VALUES (%(name)s, %(paused)s, %(now)s)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
+
+-- name: set_type_paused
+INSERT INTO job_types (name, paused, updated_at) VALUES (%(name)s, %(paused)s, %(now)s)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
+
+-- Job types that have a row (paused once) or jobs, with their jobs counted by state.
+-- name: list_types
+SELECT t.name AS name, coalesce(p.paused, false) AS paused, c.state AS state, c.n AS n
+FROM (SELECT name FROM job_types UNION SELECT DISTINCT type FROM jobs) t
+LEFT JOIN job_types p ON p.name = t.name
+LEFT JOIN (SELECT type, state, count(*) AS n FROM jobs GROUP BY type, state) c ON c.type = t.name
+ORDER BY t.name, c.state;
+
+-- Paused flags alone, read without counting jobs (/metrics).
+-- name: type_flags
+SELECT name, paused FROM job_types ORDER BY name;
+
+-- name: put_flow_limit
+INSERT INTO flow_limits (scope, name, key_field, per_key, total, updated_at)
+VALUES (%(scope)s, %(name)s, %(key_field)s, %(per_key)s, %(total)s, %(now)s)
+ON CONFLICT (scope, name) DO UPDATE SET key_field = excluded.key_field,
+    per_key = excluded.per_key, total = excluded.total, updated_at = excluded.updated_at;
+
+-- name: delete_flow_limit
+DELETE FROM flow_limits WHERE scope = %(scope)s AND name = %(name)s;
+
+-- name: list_flow_limits
+SELECT scope, name, key_field, per_key, total FROM flow_limits ORDER BY scope, name;
+
+-- The slots each limit's keys hold now: claim_jobs' held, read alone.
+-- name: flow_usage
+SELECT l.scope, l.name, CASE WHEN l.key_field IS NULL THEN h.project
+            ELSE coalesce(h.payload ->> l.key_field, h.project) END AS key,
+       count(*) AS n
+FROM flow_limits l JOIN jobs h
+  ON (l.scope = 'queue' AND h.queue = l.name) OR (l.scope = 'type' AND h.type = l.name)
+WHERE h.state IN ('leased', 'running', 'pausing', 'cancelling')
+GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 
 -- name: list_queues
 SELECT q.name AS name, q.paused AS paused, j.state AS state, count(j.id) AS n

@@ -74,8 +74,8 @@ def positions(ids: Sequence[int]) -> str:
 
 @retry_transient(
     idempotent=("claim", "start", "finish", "finish_many", "set_stage", "expire_leases",
-                "promote_due",
-                "register_worker", "stop_worker", "prune", "set_queue_paused", "save_profile",
+                "promote_due", "register_worker", "stop_worker", "prune", "set_queue_paused",
+                "save_profile", "set_type_paused", "put_flow_limit", "delete_flow_limit",
                 "put_blob"),
     never=("close", "migrate", "heartbeat", "wait_for_work", "transaction"))
 class PostgresStore(GroupedCalls):
@@ -218,18 +218,18 @@ class PostgresStore(GroupedCalls):
 
     def claim(self, worker_id: str, *, queues: Sequence[str] | None, limit: int, lease_ttl: float,
               now: float | None = None, start: bool = False, types: Sequence[str] | None = None,
-              versions: Sequence[str] | None = None) -> list[Claim]:
-        """Lease up to ``limit`` eligible jobs in one statement (see ``claim_jobs``); with
-        ``start``, first attempts begin in that same statement."""
+              versions: Sequence[str] | None = None, fair: bool = True) -> list[Claim]:
+        """``Leases.claim`` in one statement: ``claim_jobs_fair``, or ``claim_jobs``."""
         if limit <= 0:
             return []
         if now is None and self.clock is not None:
             now = self.clock.time()
         with self._read() as tx:
-            rows = tx.claim(worker_id=worker_id, queues=self._list_param(queues),
-                            types=self._list_param(types), versions=self._list_param(versions),
-                            limit=limit, lease_ttl=float(lease_ttl), now=now, start=start)
-            self._read_counters(tx, rows)
+            rows = tx.claim("claim_jobs_fair" if fair else "claim_jobs", worker_id=worker_id,
+                            queues=self._list_param(queues), types=self._list_param(types),
+                            versions=self._list_param(versions), limit=limit,
+                            lease_ttl=float(lease_ttl), now=now, start=start)
+            self._claimed(tx, rows, fair)
         return [Claim(to_job(r), int(r["lease_token"]), started=bool(r["started"]))
                 for r in rows]
 

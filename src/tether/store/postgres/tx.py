@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 
 from ...errors import ConfigurationError
+from ..flow import PRIORITY_AGING_S
 from ..queries import load_queries
 from ..tx import TIME_PARAMS, present
 from .retry import translate
@@ -149,14 +150,17 @@ class PgTx:
             raise translate(exc, conn=self.conn, during_commit=commit) from exc
         self.committed = commit
 
-    def claim(self, **params: Any) -> list[dict[str, Any]]:
+    def claim(self, _q: str, **params: Any) -> list[dict[str, Any]]:
         """``claim_jobs`` in a transaction of its own whose planner walks ``jobs_claimable``
-        in claim order (``CLAIM_PLAN``), sent with its BEGIN and COMMIT in one round trip."""
+        in claim order (``CLAIM_PLAN``), sent with its BEGIN and COMMIT in one round trip; with
+        ``flow_lock`` first, which serialises claims only while a concurrency limit exists.
+        ``_q``: ``claim_jobs_fair`` or ``claim_jobs``."""
         try:
             with self.conn.pipeline():
                 for statement in CLAIM_PLAN:
                     self.conn.execute(statement)
-                cur = self._execute(QUERIES["claim_jobs"], params)
+                self.conn.execute(QUERIES["flow_lock"])
+                cur = self._execute(QUERIES[_q], {"aging_s": PRIORITY_AGING_S, **params})
                 self.conn.execute("COMMIT")
             return cur.fetchall()
         except psycopg.Error as exc:
