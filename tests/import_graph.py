@@ -30,7 +30,7 @@ The package itself (``tether/__init__.py``, the public names) is part of the fac
 
 _PLACES: dict[str, str] = {
     # core: pure logic, the error tree, records and job types; no I/O of their own
-    "core": "core", "errors": "core", "clock": "core", "records": "core", "wakeup": "core",
+    "core": "core", "errors": "core", "clock": "core", "records": "core", "fleet": "core", "wakeup": "core",
     "registry": "core", "tokens": "core", "optional": "core", "tracing": "core",
     "providers": "providers",
     "store": "store", "blobs": "store",

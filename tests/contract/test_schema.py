@@ -268,7 +268,7 @@ def test_upgrading_moves_batch_answers_to_rows_and_marks_unsent_batches(database
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 27
+        assert new.store.schema_version() == 33
         answers = new.store.batch_answers(job_id, "batch:done")
         assert list(answers) == ["z", "a b", "m"]
         assert answers["a b"] == {"ok": True, "value": {"text": "hi", "n": [1, 2]},
