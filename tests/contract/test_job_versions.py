@@ -5,6 +5,7 @@ backends, the injected clock, no sleeps."""
 import pytest
 
 from tether import JobState, Tether
+from tether.core.webhooks import DELIVERY_TYPE
 from tether.errors import ConfigurationError
 
 S = JobState
@@ -65,7 +66,7 @@ def test_a_worker_claims_only_the_versions_its_code_serves(deploys, app):
     w1.run(install_signals=False, stop_when_idle=True)
     assert [app.get(j.id).result for j in old] == ["1", "1"]
     assert {w.id: w.versions for w in app.workers(include_stopped=True)} == {
-        w1.id: {"t": ["1"]}, w2.id: {"t": ["2"]}}
+        w1.id: {"t": ["1"], DELIVERY_TYPE: [""]}, w2.id: {"t": ["2"], DELIVERY_TYPE: [""]}}
 
 
 def test_a_store_claim_matches_type_at_version_keys(deploys, app):
@@ -93,7 +94,8 @@ def test_replays_any_or_listed_claims_those_versions_too(deploys, app):
     w = every.worker(concurrency=1, schedule_interval=None, group_commit=False)
     w.run(install_signals=False, stop_when_idle=True)
     assert [app.get(j.id).result for j in jobs] == ["2", "4", "4"]
-    assert {x.id: x.versions for x in app.workers(include_stopped=True)}[w.id] == {}
+    assert {x.id: x.versions for x in app.workers(include_stopped=True)}[w.id] == {
+        DELIVERY_TYPE: [""]}
 
 
 def test_a_job_whose_version_no_live_worker_serves_is_unserved(deploys, app):

@@ -62,7 +62,8 @@ TOOL_NAMES = _tool_names()
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def served(request, tmp_path_factory):
-    app = Tether(backend_url(request.param, tmp_path_factory.mktemp("mcp-generated")))
+    app = Tether(backend_url(request.param, tmp_path_factory.mktemp("mcp-generated")),
+                 public_url="https://tether.example")  # callback links need one
     app.register("echo", lambda ctx, payload: payload)
     for i in range(3):  # jobs for reads, control actions and forks to hit
         app.submit("echo", {"i": i})

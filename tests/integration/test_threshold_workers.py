@@ -43,23 +43,29 @@ def test_two_killed_and_surviving_workers_fire_each_threshold_once(client, datab
     log = tmp_path / "workers.log"
     doomed = start_worker(database_url, app="tests.apps.money:app", concurrency=2,
                           lease_ttl=1.0, env=env, log=log)
-    survivor = start_worker(database_url, app="tests.apps.money:app", concurrency=2,
-                            lease_ttl=1.0, env=env, log=log)
+    survivor = None
     try:
-        def doomed_is_paying():
-            held = [j for j in jobs
-                    if f":{doomed.pid}:" in (app.get(j.id).lease_owner or "")]
-            return held and len(read_bill(bill)) >= 10
+        def doomed_holds() -> bool:
+            return any(f":{doomed.pid}:" in (app.get(j.id).lease_owner or "") for j in jobs)
 
-        wait_until(doomed_is_paying, timeout=60, interval=0.005,
-                   what="the doomed worker to hold a job while calls are paid",
+        # The survivor starts once the doomed worker holds a job: started together on a busy
+        # machine, the survivor could take every job before the doomed one asks for any.
+        wait_until(doomed_holds, timeout=60, interval=0.005,
+                   what="the doomed worker to hold a job", watch=doomed, log=log)
+        survivor = start_worker(database_url, app="tests.apps.money:app", concurrency=2,
+                                lease_ttl=1.0, env=env, log=log)
+        wait_until(lambda: doomed_holds() and len(read_bill(bill)) >= 10, timeout=60,
+                   interval=0.005, what="the doomed worker to hold a job while calls are paid",
                    watch=[doomed, survivor], log=log)
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.wait(5)
         wait_until(lambda: all(app.get(j.id).terminal for j in jobs), timeout=120,
                    what="every job to finish on the surviving worker", watch=survivor, log=log)
     finally:
-        stop(survivor)
+        if survivor is not None:
+            stop(survivor)
+        if doomed.poll() is None:
+            stop(doomed)
     assert {app.get(j.id).state for j in jobs} == {JobState.SUCCEEDED}
     assert sum(app.get(j.id).attempt_count for j in jobs) > JOBS, \
         "the killed worker's jobs were taken over"
