@@ -66,7 +66,7 @@ class Sizes:
     big_prune_fraction: float = 0.5
     big_prune_baseline_s: float = 10.0
     fanout_children: tuple[int, ...] = (1_000, 10_000, 100_000)  # W11
-    fanout_pg_max: int = 10_000     # W11: the largest size run on PostgreSQL
+    fanout_pg_max: int = 100_000    # W11: the largest size run on PostgreSQL
     fanout_workers: int = 1         # W11: worker processes
     fanout_timeout_s: float = 900.0
     fair_backlog: int = 100_000     # W12: tenant A's queued jobs

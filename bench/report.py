@@ -257,9 +257,10 @@ def print_table(res: dict) -> None:
     for h in ("target", "value", "limit", "met", "figures"):
         t2.add_column(h, overflow="fold")
     for t in tg:
-        met = {True: "[green]met[/]", False: "[red]missed[/]", None: "n/a"}[t["met"]]
+        met = ({True: "[green]met[/]", False: "[red]missed[/]", None: "n/a"}[t["met"]]
+               if t.get("judged", True) else "reported")
         t2.add_row(escape(t["target"]), _n(t["value"], 2) if isinstance(t["value"], float) else
-                   _n(t["value"]), _n(t["limit"], 1), met, escape(t["note"]))
+                   _n(t["value"]), _n(t["limit"], 2), met, escape(t["note"]))
     console.print(t2)
 
 
@@ -275,10 +276,11 @@ def markdown(res: dict) -> str:
         lines.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
     lines += ["", "| target | value | limit | met | figures |", "| --- | --- | --- | --- | --- |"]
     for t in targets(res):
-        met = {True: "**met**", False: "**missed**", None: "n/a"}[t["met"]]
+        met = ({True: "**met**", False: "**missed**", None: "n/a"}[t["met"]]
+               if t.get("judged", True) else "reported")
         v = t["value"]
         lines.append(f"| {t['target']} | {_n(v, 2) if isinstance(v, float) else _n(v)} | "
-                     f"{_n(t['limit'], 1)} | {met} | {t['note']} |")
+                     f"{_n(t['limit'], 2)} | {met} | {t['note']} |")
     return "\n".join(lines)
 
 

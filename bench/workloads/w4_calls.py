@@ -142,19 +142,19 @@ FLOOR_PAIRS = (
      "both on threads (floor: its threads variant)"),
 )
 """Each in-flight row's job set against a floor: (job, floor, key prefix, label, note). The
-first pair is the judged one."""
+last two are the ones judged (like for like, bench/targets.py)."""
 
 
 def in_flight(backend: str, sz, env) -> dict:
-    """Issue 25's restated target: the ``ctx.map`` job at each of ``sz.call_in_flight`` calls
-    in flight against the floor's durable variant (SQLite: the floor exists there only) at
-    the same, runs interleaved: calls/s as % of the floor's, and CPU per journaled call.
+    """The ``ctx.map`` job and the ``async def`` job at each of ``sz.call_in_flight`` calls
+    in flight against the floor (SQLite: the floor exists there only) at the same, runs
+    interleaved: calls/s as % of the floor's, and CPU per journaled call.
 
-    The durable floor runs its calls as coroutines and the judged job runs them on threads,
-    so each level also sets each job against the floor of its own mechanism: the ``async
-    def`` job (``tether_async``) against the durable floor, the ``ctx.map`` job against the
-    floor's ``threads`` variant (``floor_threads``). The target is judged as before; these
-    say how much of the distance is the engine and how much the threads."""
+    Each job is set against the floor of its own mechanism, which is what the target judges
+    (bench/targets.py): the ``ctx.map`` job (threads) against the floor's ``threads`` variant
+    (``floor_threads``, keys ``threads_*``), the ``async def`` job (``tether_async``) against
+    its coroutine ``durable`` variant (``async_*``). The ``ctx.map`` job against the coroutine
+    floor (unprefixed keys) says how much of the distance the threads add."""
     out: dict = {}
     for c in sz.call_in_flight:
         got: dict[str, list] = {"tether": [], "tether_async": [], "floor": [],
