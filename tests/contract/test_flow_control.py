@@ -94,7 +94,7 @@ def test_waiting_and_retry_waiting_jobs_hold_no_slot(app, clock):
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"per_key": 0}, {"total": True},
-                                    {"per_key": 1, "key": "a.b"}])
+                                    {"per_key": 2**31}, {"per_key": 1, "key": "a.b"}])
 def test_invalid_limits_are_refused(app, kwargs):
     with pytest.raises(InvalidArgument):
         app.set_flow_limit("type", "t", **kwargs)

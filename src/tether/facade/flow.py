@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import re
 
+from ..core.validate import MAX_INT
 from ..errors import InvalidArgument, UnknownJobType
 from ..fleet import FlowLimit, FlowUsage, TypeInfo
 from ..store.flow import FLOW_SCOPES
@@ -63,8 +64,9 @@ class FlowPart(FacadeHost):
                                   f"{scope!r}", argument="scope")
         checked_name(name, scope)
         for what, n in (("per_key", per_key), ("total", total)):
-            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-                raise InvalidArgument(f"{what} must be a whole number of at least 1, got "
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int)
+                                  or not 1 <= n <= MAX_INT):
+                raise InvalidArgument(f"{what} must be a whole number from 1 to {MAX_INT}, got "
                                       f"{n!r}", argument=what)
         if per_key is None and total is None:
             raise InvalidArgument("a limit needs per_key, total or both; clear_flow_limit "

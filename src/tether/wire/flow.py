@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .numbers import INT32
 from ..fleet import FlowLimit, FlowUsage, TypeInfo
 
 Scope = Literal["queue", "type"]
@@ -31,8 +32,10 @@ class LimitIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    per_key: int | None = Field(None, ge=1, description="at most this many running jobs per key")
-    total: int | None = Field(None, ge=1, description="at most this many running jobs in all")
+    per_key: int | None = Field(None, ge=1, le=INT32,
+                                description="at most this many running jobs per key")
+    total: int | None = Field(None, ge=1, le=INT32,
+                              description="at most this many running jobs in all")
     key: str | None = Field(None, min_length=1, max_length=100,
                             description="the payload field that is the key (default: project)")
 
