@@ -173,7 +173,8 @@ def test_a_pruned_jobs_crossings_go_with_it_and_its_projects_stay(app, clock):
     job = app.submit("steady", {"calls": 2}, project="kept",
                      budget={"max_calls": 2, "thresholds": [1]})
     run_next(app)
-    assert sorted(r.scope for r in app.budget_crossings("kept")) == ["job", "project"]
+    assert sorted((r.scope, r.job_id) for r in app.budget_crossings("kept")) == [
+        ("job", job.id), ("project", job.id)]
     clock.advance(120)
     assert app.prune(older_than_s=60) == 1
     assert [r.scope for r in app.budget_crossings("kept")] == ["project"]

@@ -53,6 +53,7 @@ def test_priority_still_comes_first_across_projects(app):
     low = app.submit("t", {}, project="a", priority=1).id
     urgent = app.submit("t", {}, project="b", priority=0).id
     assert claim(app) == [urgent]
+    assert claim(app) == [low]
 
 
 def test_a_low_priority_job_is_claimed_within_the_aging_bound(app, clock):

@@ -5,7 +5,6 @@ processes, the real openai SDK (``tests/apps/ratelimited.py``)."""
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
