@@ -6,7 +6,7 @@ ledger and the invariant checker say what each decision cost (injected clock, no
 
 import pytest
 
-from tether import JobState, JobStateError
+from tether import JobState, JobStateError, Tether
 from tether.errors import InvalidArgument
 from tether.providers.simulated import read_bill
 from tether.testing.invariants import describe, failed, run_checks
@@ -187,3 +187,48 @@ def test_entries_written_before_fingerprints_are_reused_as_before(deploy, backen
     assert run_next(app).state == JobState.SUCCEEDED
     assert len(read_bill(deploy.bill)) == 1
     assert app.journal(job.id)[0].fingerprint is None
+
+
+
+@pytest.mark.parametrize("decision", ["reuse", "repay"])
+def test_a_stage_can_declare_its_own_policy_over_the_job_types(database_url, clock, decision):
+    """``ctx.stage(..., on_change=)`` decides a changed version without a pause, though the
+    job type's policy is ``pause``; a later stage without its own policy still pauses, and the
+    first stage's decision, recorded with its new version, holds on the replay after that."""
+    ran = []
+
+    def deployed(version):
+        app = Tether(database_url, clock=clock)
+
+        @app.job("stager")
+        def stager(ctx, payload):
+            own = ctx.stage("own", lambda: ran.append("own") or version, version=version,
+                            on_change=decision)
+            kept = ctx.stage("kept", lambda: ran.append("kept") or "k", version=version)
+            ctx.wait_for_signal("go")
+            return [own, kept]
+        return app
+
+    first = deployed("1")
+    job = first.submit("stager")
+    assert run_next(first).state == JobState.WAITING and ran == ["own", "kept"]
+    first.signal(job.id, "go", True)
+    first.close()
+
+    app = deployed("2")
+    try:
+        assert run_next(app).error_code == "journal_mismatch"
+        (event,) = [e for e in app.events(job.id) if e.kind == "journal_mismatch"]
+        assert event.data["stage"] == "kept", "the stage without its own policy paused"
+        rerun = ["own"] if decision == "repay" else []
+        assert ran == ["own", "kept", *rerun]
+        app.resume(job.id, on_change="reuse")
+        done = run_next(app)
+        assert done.state == JobState.SUCCEEDED
+        assert done.result == ["1" if decision == "reuse" else "2", "k"]
+        assert ran == ["own", "kept", *rerun], "the first stage decided once"
+        kinds = [e.kind for e in app.events(job.id)]
+        assert kinds.count("stage_reused") == (2 if decision == "reuse" else 1)
+        assert kinds.count("stage_rerun") == len(rerun)
+    finally:
+        app.close()

@@ -41,3 +41,11 @@ def test_the_job_page_shows_the_version_and_which_version_no_worker_serves(conte
     expect(page.locator("#job-unserved")).to_contain_text(
         "No live worker serves type drafter version 3 on queue default")
     expect(page.locator("#job-facts")).to_contain_text("Version3")
+
+    page.goto("/jobs?project=alpha")
+    row = page.locator(f'tr[data-job-id="{job.id}"]')
+    expect(row.locator(".type-version")).to_have_text("version 3")
+    expect(row.locator(".unserved")).to_have_attribute(
+        "title", "No live worker serves type drafter version 3 on queue default")
+    expect(page.locator(f'tr[data-job-id="{site.jobs["loop-alpha"]}"] .type-version')
+           ).to_have_count(0)

@@ -102,10 +102,11 @@
     return T.el("tr", { class: "clickable", dataset: { href, jobId: job.id, state: job.state } },
       T.el("td", { class: "num mono" }, T.el("a", { href }, "#" + job.id)),
       T.el("td", {}, T.badge(job.state), job.unserved
-        ? T.el("div", { class: "muted small unserved", title: "No live worker serves type " + job.type + " on queue " + job.queue }, "no worker")
+        ? T.el("div", { class: "muted small unserved", title: "No live worker serves type " + job.type + (job.version ? " version " + job.version : "") + " on queue " + job.queue }, "no worker")
         : null,
         job.type_paused ? T.el("div", { class: "muted small type-paused", title: "Job type " + job.type + " is paused: no worker claims its jobs" }, "type paused") : null),
       T.el("td", {}, T.el("div", {}, job.type),
+        job.version ? T.el("div", { class: "muted small type-version" }, "version " + job.version) : null,
         key ? T.el("div", { class: "muted small mono truncate", title: key }, key) : null),
       T.el("td", {}, job.project),
       T.el("td", {}, job.stage || T.el("span", { class: "muted" }, "—")),
