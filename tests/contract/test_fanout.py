@@ -32,9 +32,9 @@ def test_a_map_over_fifty_children_enqueues_in_batches_and_returns_every_result(
                                                                                 monkeypatch):
     monkeypatch.setattr(context, "CHILD_BATCH", 20)
     batches = []
-    submit_many = app.submit_many
-    monkeypatch.setattr(app, "submit_many", lambda jobs, **kw: batches.append(len(jobs))
-                        or submit_many(jobs, **kw))
+    submit_children = app.submit_children
+    monkeypatch.setattr(app, "submit_children", lambda jobs, **kw: batches.append(len(jobs))
+                        or submit_children(jobs, **kw))
     _squares(app)
     parent = app.submit("squares", N)
     run_next(app)
@@ -73,6 +73,53 @@ def test_a_replayed_map_jobs_makes_no_second_child_and_takes_no_id(app, monkeypa
     assert sorted(j.id for j in children) == runs[0] == list(range(parent.id + 1,
                                                                    parent.id + N + 1))
     assert app.submit("square", 1).id == parent.id + N + 1
+
+
+def test_a_woken_parent_reads_its_children_by_key_and_writes_no_job(app, monkeypatch):
+    """The replay after the wake finds every child by its key in one read a batch: it
+    submits nothing (no insert is tried), and gets the same children in the same order."""
+    monkeypatch.setattr(context, "CHILD_BATCH", 20)
+    app.job("square")(lambda ctx, n: n * n)
+    runs = []
+
+    @app.job("squares")
+    def squares(ctx, payload):
+        kids = ctx.enqueue_many("square", range(payload))
+        runs.append(kids)
+        return ctx.gather(kids)
+    parent = app.submit("squares", N)
+    run_next(app)
+    for _ in range(N):
+        run_next(app)
+    submitted, reads = [], []
+    submit_ids, ids_of_keys = app.store.submit_ids, app.store.ids_of_keys
+    monkeypatch.setattr(app.store, "submit_ids", lambda jobs, **kw: submitted.append(len(jobs))
+                        or submit_ids(jobs, **kw))
+    monkeypatch.setattr(app.store, "ids_of_keys", lambda jobs: reads.append(len(jobs))
+                        or ids_of_keys(jobs))
+    done = run_next(app)
+    assert done.id == parent.id and done.result == [n * n for n in range(N)]
+    assert submitted == [] and reads == [20, 20, 10]
+    assert len(runs) == 2 and runs[0] == runs[1]
+
+
+def test_a_replay_that_maps_other_items_conflicts_with_its_children(app):
+    """A key found on the replay still names its configuration: a parent whose items
+    changed between its attempts fails with ``idempotency_conflict``, and no child is
+    added."""
+    app.job("square")(lambda ctx, n: n * n)
+
+    @app.job("drifting", max_attempts=1)
+    def drifting(ctx, payload):
+        return ctx.map_jobs("square", [n + ctx.attempt for n in range(payload)])
+    parent = app.submit("drifting", 3)
+    run_next(app)
+    for _ in range(3):
+        run_next(app)
+    done = run_next(app)
+    assert done.id == parent.id and done.state == JobState.FAILED
+    assert done.error_code == "idempotency_conflict"
+    assert len([j for j in app.list(limit=20) if j.parent_id == parent.id]) == 3
 
 
 def test_the_sweep_wakes_a_gather_whose_count_was_lost(app, clock, backend):

@@ -89,6 +89,10 @@ def _walk(value: Any, what: str) -> None:
         raise _too_deep(what) from None
 
 
+_READS_BACK_AS_ITSELF = frozenset({int, float, str, bool, type(None)})
+"""A scalar the encoder accepted reads back equal (a float in its shortest exact form)."""
+
+
 def dumps_back(value: Any, *, what: str = "payload",
                limit: int = MAX_PAYLOAD_BYTES) -> tuple[str, Any]:
     """Canonical JSON text of ``value`` and the value that text reads back as (what a later
@@ -114,6 +118,8 @@ def dumps_back(value: Any, *, what: str = "payload",
         raise InvalidPayload(f"{what} is {size} bytes; the limit is {limit}",
                              size=size, limit=limit)
     _refuse_nul(text, value, what)
+    if value.__class__ in _READS_BACK_AS_ITSELF:
+        return text, value
     try:
         back = json.loads(text)
         same = back == value

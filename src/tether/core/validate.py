@@ -66,7 +66,7 @@ def idempotency_key(value: Any) -> str | None:
     if value is None:
         return None
     if (not isinstance(value, str) or not 1 <= len(value) <= MAX_KEY
-            or not all("!" <= ch <= "~" for ch in value)):
+            or not (value.isascii() and value.isprintable()) or " " in value):
         raise InvalidIdempotencyKey(f"idempotency key must be 1 to {MAX_KEY} visible ASCII "
                                     f"characters, got {value!r:.60}")
     return value

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,6 +15,7 @@ from ..core.serialize import dumps, loads
 from ..core.waits import KINDS
 from ..errors import InvalidArgument
 from ..records import Job, Wait
+from ..store.tx import present
 from .host import FacadeHost
 
 
@@ -50,7 +51,30 @@ class WaitingFor:
 
 
 class WorkflowsPart(FacadeHost):
-    """``signal``, ``waits``, ``waiting_for``, ``waiting_summary`` and ``list_waiting``."""
+    """``signal``, ``waits``, ``waiting_for``, ``waiting_summary``, ``list_waiting``, and
+    ``submit_children`` for ``ctx.enqueue_many``."""
+
+    def submit_children(self, jobs: Iterable[Mapping[str, Any]], *,
+                        again: bool = False) -> list[int]:
+        """The ids of a batch of child jobs, in order, submitted as ``submit_many`` submits
+        them (one transaction; one job per key; a key of another configuration raises
+        ``IdempotencyConflict``). ``again``: the batch was likely submitted before (its parent
+        replays): its keys are read first, narrowly, and only the jobs not found are
+        submitted, so a replayed fan-out writes nothing and builds no ``Job``."""
+        specs = self._resolver().many(jobs)
+        ids: list[int | None] = [None] * len(specs)
+        if again:  # a flow-keyed job (singleton, debounce) is always decided by the store
+            keyed = [i for i, spec in enumerate(specs) if spec.flow_mode is None]
+            found = self.store.ids_of_keys([specs[i] for i in keyed])
+            for i, job_id in zip(keyed, found, strict=True):
+                ids[i] = job_id
+        missing = [i for i, job_id in enumerate(ids) if job_id is None]
+        if missing:
+            made = self.store.submit_ids([specs[i] for i in missing],
+                                         profile=self.price_profile)
+            for i, job_id in zip(missing, made, strict=True):
+                ids[i] = job_id
+        return [present(job_id) for job_id in ids]
 
     def signal(self, job_id: int, name: str, value: Any = None, *,
                projects: Iterable[str] | None = None) -> Job:

@@ -246,10 +246,12 @@ class JobContext:
         return ids
 
     def _submit_children(self, batch: list[dict[str, Any]]) -> list[int]:
+        """A later attempt replays the batch an earlier one submitted (``again``: its keys
+        are read before anything is written)."""
         if not batch:
             return []
         self.check()
-        return [job.id for job in self.app.submit_many(batch)]
+        return self.app.submit_children(batch, again=self.attempt > 1)
 
     def map_jobs(self, type: str, items: Iterable[Any], *, fail: str = "fast",
                  key: str = "item", **options: Any) -> list[Any]:

@@ -52,8 +52,10 @@ class JobHost(Protocol):
         """Submit a job (``ctx.enqueue``'s children); also says whether it was created."""
         ...
 
-    def submit_many(self, jobs: Iterable[Mapping[str, Any]], *, conn: Any = None) -> list[Job]:
-        """Submit a batch of jobs in one transaction (``ctx.enqueue_many``'s children)."""
+    def submit_children(self, jobs: Iterable[Mapping[str, Any]], *,
+                        again: bool = False) -> list[int]:
+        """Submit a batch of child jobs in one transaction (``ctx.enqueue_many``'s): their
+        ids. ``again``: likely submitted before (a replay): the keys are read first."""
         ...
 
 

@@ -34,10 +34,7 @@ class Jobs(FlowKeys):
         queues, pin = self._setup_rows(jobs, profile, conn)
         with self._write(conn) as tx:
             now = self._now(tx, None)
-            if pin:
-                self._save_profile(tx, present(profile), now)
-            for queue in queues:
-                tx.run("ensure_queue", name=queue, now=now)
+            self._write_setup(tx, queues, profile if pin else None, now)
             flowed = [i for i, j in enumerate(jobs) if j.flow_mode is not None]
             if flowed:
                 new, flows = self._insert_with_flows(tx, jobs, flowed, now)
@@ -51,11 +48,45 @@ class Jobs(FlowKeys):
                 for i in repeats:
                     out[i] = (self._existing(jobs[i], found), False)
         if conn is None:
-            known = self._known_rows()
-            known.update(queues)
-            if pin:
-                known.add(("profile", present(profile).id))
+            self._remember(queues, profile if pin else None)
         return [present(o) for o in out]
+
+    def submit_ids(self, jobs: Sequence[NewJob], *,
+                   profile: PriceProfile | None = None) -> list[int]:
+        """``submit`` for a submitter that needs only the ids (``ctx.enqueue_many``'s
+        children): the same transaction and rules, but no ``Job`` is built and a repeated
+        key's job is read narrowly (``ids_of_keys``). A batch with flow keys is ``submit``'s."""
+        if any(j.flow_mode is not None for j in jobs):
+            return [job.id for job, _ in self.submit(jobs, profile=profile)]
+        queues, pin = self._setup_rows(jobs, profile, None)
+        with self._write() as tx:
+            now = self._now(tx, None)
+            self._write_setup(tx, queues, profile if pin else None, now)
+            ids = [None if r is None else int(r["id"])
+                   for r in self._insert_rows(tx, jobs, now)]
+            repeats = [j for j, job_id in zip(jobs, ids, strict=True) if job_id is None]
+            if repeats:
+                found = iter(self._ids_by_keys(tx, repeats))
+                ids = [next(found) if job_id is None else job_id for job_id in ids]
+        self._remember(queues, profile if pin else None)
+        if None in ids:  # pragma: no cover - a repeat's row vanished mid-transaction
+            raise IdempotencyConflict("idempotency key conflict could not be resolved")
+        return [present(job_id) for job_id in ids]
+
+    def _write_setup(self, tx: Tx, queues: list[str], profile: PriceProfile | None,
+                     now: float) -> None:
+        """The queue rows and the price profile (when it must be written) a submission needs."""
+        if profile is not None:
+            self._save_profile(tx, profile, now)
+        for queue in queues:
+            tx.run("ensure_queue", name=queue, now=now)
+
+    def _remember(self, queues: list[str], profile: PriceProfile | None) -> None:
+        """After the commit: these rows need not be written again (``_setup_rows``)."""
+        known = self._known_rows()
+        known.update(queues)
+        if profile is not None:
+            known.add(("profile", profile.id))
 
     def _insert_with_flows(self, tx: Tx, jobs: Sequence[NewJob], flowed: list[int],
                            now: float) -> tuple[list[Job | None], dict[int, tuple[Job, bool]]]:
@@ -82,10 +113,29 @@ class Jobs(FlowKeys):
 
     def _insert_jobs(self, tx: Tx, jobs: Sequence[NewJob], now: float | None) -> list[Job | None]:
         """Insert ``jobs`` with one statement; the new job at each position, or None where
-        the idempotency key already existed (or came earlier in this batch). Rows are
-        matched back by key, and unkeyed rows by id order, which follows insertion order.
-        The statement returns only what the database chose (id, times, the stored payload);
-        the rest of each Job comes from its spec."""
+        the idempotency key already existed (or came earlier in this batch). The statement
+        returns only what the database chose (id, times, the stored payload); the rest of each
+        Job comes from its spec."""
+        times: dict[Any, Any] = {}
+        out: list[Job | None] = []
+        for j, r in zip(jobs, self._insert_rows(tx, jobs, now), strict=True):
+            if r is None:
+                out.append(None)
+                continue
+            created, run_after = r["created_at"], r["run_after"]
+            if created not in times:
+                times[created] = as_datetime(created)
+            if run_after not in times:
+                times[run_after] = as_datetime(run_after)
+            payload = r["payload"]
+            out.append(new_job(j, int(r["id"]), times[created], times[run_after],
+                               None if payload == "null" else load_json(payload)))
+        return out
+
+    def _insert_rows(self, tx: Tx, jobs: Sequence[NewJob], now: float | None) -> list[Row | None]:
+        """``_insert_jobs``' statement (and, where it does not write them, the submitted
+        events): the inserted row at each position, or None for a key that existed. Rows are
+        matched back by key, and unkeyed rows by id order, which follows insertion order."""
         if not jobs:
             return []
         batch = _first_of_each_key(jobs)
@@ -103,27 +153,14 @@ class Jobs(FlowKeys):
                  if r["idempotency_key"] is not None}
         plain = iter(sorted((r for r in rows if r["idempotency_key"] is None),
                             key=lambda r: r["id"]))
-        times: dict[Any, Any] = {}
-        out: list[Job | None] = []
-        for j in jobs:
-            r = next(plain) if j.idempotency_key is None else keyed.pop(
-                (j.project, j.idempotency_key), None)
-            if r is None:
-                out.append(None)
-                continue
-            created, run_after = r["created_at"], r["run_after"]
-            if created not in times:
-                times[created] = as_datetime(created)
-            if run_after not in times:
-                times[run_after] = as_datetime(run_after)
-            payload = r["payload"]
-            out.append(new_job(j, int(r["id"]), times[created], times[run_after],
-                               None if payload == "null" else load_json(payload)))
+        out: list[Row | None] = [
+            next(plain) if j.idempotency_key is None
+            else keyed.pop((j.project, j.idempotency_key), None) for j in jobs]
         if not self._submit_writes_events:
             tx.many("insert_event", [self._event_row(
-                job.id, 1, present(now), "submitted", None, "queued", None,
-                {"type": job.type, "queue": job.queue,
-                 "idempotency_key": job.idempotency_key}) for job in out if job is not None])
+                int(r["id"]), 1, present(now), "submitted", None, "queued", None,
+                {"type": j.type, "queue": j.queue, "idempotency_key": j.idempotency_key})
+                for j, r in zip(jobs, out, strict=True) if r is not None])
         return out
 
     def _jobs_by_keys(self, tx: Tx, jobs: Sequence[NewJob]) -> dict[tuple[str, str | None], Row]:
@@ -131,6 +168,32 @@ class Jobs(FlowKeys):
         keys = sorted({(j.project, j.idempotency_key) for j in jobs})
         rows = tx.all("jobs_by_keys", keys=compact_json([list(k) for k in keys]))
         return {(r["project"], r["idempotency_key"]): r for r in rows}
+
+    def ids_of_keys(self, jobs: Sequence[NewJob]) -> list[int | None]:
+        """The job each spec's idempotency key names, None where it names none (or the spec
+        has no key): a narrow read per project (no Job is built, nothing is written), for a
+        submitter that only needs the ids of a batch it has likely submitted before. A key
+        that names a job of another configuration raises ``IdempotencyConflict``, as
+        submitting it again would."""
+        with self._read() as tx:
+            return self._ids_by_keys(tx, jobs)
+
+    def _ids_by_keys(self, tx: Tx, jobs: Sequence[NewJob]) -> list[int | None]:
+        by_project: dict[str, list[str]] = {}
+        for j in jobs:
+            if j.idempotency_key is not None:
+                by_project.setdefault(j.project, []).append(j.idempotency_key)
+        found: dict[tuple[str, str | None], Row] = {}
+        for project, keys in by_project.items():
+            for r in tx.all("job_ids_by_keys", project=project, keys=self._array_param(keys)):
+                found[(project, r["idempotency_key"])] = r
+        out: list[int | None] = []
+        for j in jobs:
+            row = found.get((j.project, j.idempotency_key))
+            if row is not None and row["input_config_hash"] != j.input_config_hash:
+                self._existing(j, found)  # raises IdempotencyConflict
+            out.append(None if row is None else int(row["id"]))
+        return out
 
     @staticmethod
     def _existing(spec: NewJob, found: dict[tuple[str, str | None], Row]) -> Job:

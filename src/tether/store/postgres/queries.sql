@@ -94,6 +94,13 @@ WHERE j.idempotency_key IS NOT NULL
   AND (j.project, j.idempotency_key) IN (
       SELECT k ->> 0, k ->> 1 FROM jsonb_array_elements(%(keys)s::jsonb) AS k);
 
+-- name: job_ids_by_keys
+-- The id and configuration hash of each job of %(project)s named by a key of %(keys)s (a
+-- repeated batch's ids, read without building its jobs), by the jobs_idempotency index.
+SELECT idempotency_key, id, input_config_hash FROM jobs
+WHERE idempotency_key IS NOT NULL
+  AND project = %(project)s AND idempotency_key = ANY (%(keys)s::text[]);
+
 -- name: get_job
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
        b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples

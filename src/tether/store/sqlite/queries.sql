@@ -54,6 +54,13 @@ WHERE j.idempotency_key IS NOT NULL
       SELECT json_extract(k.value, '$[0]'), json_extract(k.value, '$[1]')
       FROM json_each(:keys) AS k);
 
+-- name: job_ids_by_keys
+-- The id and configuration hash of each job of :project named by a key of :keys (a JSON
+-- array; a repeated batch's ids, read without building its jobs), by jobs_idempotency.
+SELECT idempotency_key, id, input_config_hash FROM jobs
+WHERE idempotency_key IS NOT NULL
+  AND project = :project AND idempotency_key IN (SELECT value FROM json_each(:keys));
+
 -- name: get_job
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
        b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
