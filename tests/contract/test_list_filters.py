@@ -38,6 +38,21 @@ def test_each_filter_returns_the_matching_jobs_newest_first(app, jobs):
         jobs[5].id, jobs[3].id]
 
 
+def test_one_projects_jobs_in_a_state_queued_or_not(app, jobs):
+    """PostgreSQL lists a project's queued jobs from other indexes than its other states
+    (jobs_project_state holds no queued job): the same jobs, newest first, paged alike."""
+    for _ in range(2):  # p2 has queued, cancelled and running jobs
+        app.submit("t", project="p2", queue="now")
+    claimed = app.store.claim("w", queues=["now"], limit=2, lease_ttl=30, start=True)
+    assert {c.job.project for c in claimed} == {"p2"}
+    for state in ("queued", "cancelled", "running"):
+        want = [j.id for j in sorted(app.list(limit=100), key=lambda j: -j.id)
+                if j.project == "p2" and j.state == state]
+        assert want and _ids(app.list(project="p2", state=state)) == want, state
+        assert _ids(app.list(project="p2", state=state, before_id=want[0], limit=1)) == want[1:2]
+    assert app.list(project="p9", state="queued") == []
+
+
 def test_a_search_finds_a_job_by_id_or_by_key_in_its_scope(app, jobs):
     target = jobs[7]
     assert _ids(app.list(search=str(target.id))) == [target.id]

@@ -87,7 +87,8 @@ EXPECTED_INDEXES = {"jobs_idempotency", "jobs_claimable", "jobs_retry_due", "job
                     "job_signals_job", "jobs_idempotency_key",
                     "wait_children_child", "provider_batches_due",
                     "cost_ledger_created", "provider_batches_unsent",
-                    "webhook_deliveries_subscription", "schedule_misses_pending"}
+                    "webhook_deliveries_subscription", "schedule_misses_pending",
+                    "jobs_queue_finished"}
 
 
 def _schema(store, backend):
@@ -120,7 +121,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 33
+    assert store.schema_version() == 34
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -199,7 +200,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 33
+        assert new.store.schema_version() == 34
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         assert new.get(job.id).version == ""  # 0024: a job from before is unversioned
@@ -268,7 +269,7 @@ def test_upgrading_moves_batch_answers_to_rows_and_marks_unsent_batches(database
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 33
+        assert new.store.schema_version() == 34
         answers = new.store.batch_answers(job_id, "batch:done")
         assert list(answers) == ["z", "a b", "m"]
         assert answers["a b"] == {"ok": True, "value": {"text": "hi", "n": [1, 2]},

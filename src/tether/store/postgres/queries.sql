@@ -467,14 +467,26 @@ ORDER BY j.id DESC LIMIT %(limit)s;
 
 -- name: list_jobs_in_project_state
 -- One project and a state (the dashboard's "failed jobs of this project"): jobs_project_state
--- (project, state, id) read backwards, however many jobs other projects or states hold.
+-- (project, state, id) read backwards, however many jobs other projects or states hold. That
+-- index holds no queued job, so queued ones are a branch of their own (jobs_fair narrowed to
+-- the project, or jobs_state); each branch names its state literally, so that even a generic
+-- plan knows which index may serve it and runs only the branch the state asks for.
 SELECT j.*, b.spent_usd, b.reserved_usd, b.calls, b.reserved_calls, b.input_tokens,
        b.output_tokens, b.reserved_input_tokens, b.reserved_output_tokens, b.examples
-FROM jobs j LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
-WHERE j.project = %(project)s::text AND j.state = %(state)s::text
-  AND (%(type)s::text IS NULL OR j.type = %(type)s::text)
-  AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
-  AND (%(before_id)s::bigint IS NULL OR j.id < %(before_id)s::bigint)
+FROM ((SELECT * FROM jobs WHERE project = %(project)s::text AND state = %(state)s::text
+         AND state <> 'queued'
+         AND (%(type)s::text IS NULL OR type = %(type)s::text)
+         AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+         AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
+       ORDER BY id DESC LIMIT %(limit)s)
+      UNION ALL
+      (SELECT * FROM jobs WHERE project = %(project)s::text AND state = %(state)s::text
+         AND state = 'queued'
+         AND (%(type)s::text IS NULL OR type = %(type)s::text)
+         AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+         AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
+       ORDER BY id DESC LIMIT %(limit)s)) j
+LEFT JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
 ORDER BY j.id DESC LIMIT %(limit)s;
 
 -- name: list_jobs_search
@@ -544,7 +556,8 @@ GROUP BY q.name, q.paused, j.state ORDER BY q.name;
 
 -- Jobs by queue and state for /metrics, read in time that does not grow with the history:
 -- the live states exactly through jobs_state (only their rows), and each finished state
--- counted up to %(cap)s jobs a queue through jobs_queue_state (estimate_jobs beyond that).
+-- counted up to %(cap)s jobs a queue through jobs_queue_finished (estimate_jobs beyond that;
+-- the index holds finished jobs only, so the statement says the states it may be asked for).
 -- name: count_live_jobs
 SELECT queue, state, count(*) AS n FROM jobs
 WHERE state = ANY (%(states)s::text[])
@@ -553,6 +566,7 @@ GROUP BY queue, state;
 -- name: count_finished_jobs
 SELECT q.name AS queue, q.paused AS paused, s.state AS state,
        (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.queue = q.name AND j.state = s.state
+                                AND j.state IN ('succeeded', 'failed', 'cancelled')
                               LIMIT %(cap)s) c) AS n
 FROM queues q CROSS JOIN unnest(%(states)s::text[]) AS s(state);
 

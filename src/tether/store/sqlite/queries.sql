@@ -442,7 +442,8 @@ GROUP BY q.name, q.paused, j.state ORDER BY q.name;
 
 -- Jobs by queue and state for /metrics, read in time that does not grow with the history:
 -- the live states exactly through jobs_state (only their rows), and each finished state
--- counted up to :cap jobs a queue through jobs_queue_state (estimate_jobs beyond that).
+-- counted up to :cap jobs a queue through jobs_queue_finished (estimate_jobs beyond that;
+-- the index holds finished jobs only, so the statements say the states they may be asked for).
 -- name: count_live_jobs
 SELECT queue, state, count(*) AS n FROM jobs
 WHERE state IN (SELECT value FROM json_each(:states))
@@ -451,12 +452,14 @@ GROUP BY queue, state;
 -- name: count_finished_jobs
 SELECT q.name AS queue, q.paused AS paused, s.value AS state,
        (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.queue = q.name AND j.state = s.value
+                                AND j.state IN ('succeeded', 'failed', 'cancelled')
                               LIMIT :cap)) AS n
 FROM queues q, json_each(:states) s;
 
 -- SQLite keeps no statistics to estimate from: a queue's jobs in one state, counted.
 -- name: estimate_jobs
-SELECT count(*) AS n FROM jobs WHERE queue = :queue AND state = :state;
+SELECT count(*) AS n FROM jobs WHERE queue = :queue AND state = :state
+  AND state IN ('succeeded', 'failed', 'cancelled');
 
 -- name: upsert_worker
 INSERT INTO workers (id, hostname, pid, queues, types, versions, lease_ttl, concurrency,
