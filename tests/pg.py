@@ -182,13 +182,20 @@ class _Slot:
                                 ).fetchone()[0]:
                     with conn.cursor().copy(sql.SQL("COPY {} TO STDOUT").format(name)) as cp:
                         self.seeds[table] = b"".join(bytes(chunk) for chunk in cp)
-            self.sequences = dict(conn.execute(
-                "SELECT sequencename, last_value FROM pg_sequences WHERE schemaname = %s",
-                (schema,)).fetchall())
+            self.sequences = [r[0] for r in conn.execute(
+                "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace "
+                "AND relkind = 'S' ORDER BY relname", (schema,))]
+            self.positions = self._positions(conn)
             self.sizes = conn.execute(
-                "SELECT oid, relpages, reltuples FROM pg_class WHERE relnamespace = %s::regnamespace",
-                (schema,)).fetchall()
+                "SELECT oid, relpages, reltuples FROM pg_class "
+                "WHERE relnamespace = %s::regnamespace", (schema,)).fetchall()
             self.fingerprint = conn.execute(_FINGERPRINT, {"s": schema}).fetchone()[0]
+
+    def _positions(self, conn: psycopg.Connection) -> list[tuple[int, bool]]:
+        """(last_value, is_called) of each sequence, read from the sequences themselves (the
+        ``pg_sequences`` view reads every sequence of the database)."""
+        return [conn.execute(sql.SQL("SELECT last_value, is_called FROM {}").format(
+            sql.Identifier(self.schema, seq))).fetchone() for seq in self.sequences]
 
     def reset(self) -> bool:
         """Put the schema back as migration left it; False (and nothing kept) if it cannot be
@@ -212,17 +219,11 @@ class _Slot:
                             with conn.cursor().copy(sql.SQL("COPY {} FROM STDIN").format(
                                     sql.Identifier(self.schema, table))) as cp:
                                 cp.write(self.seeds[table])
-                    for seq, last in conn.execute(
-                            "SELECT sequencename, last_value FROM pg_sequences "
-                            "WHERE schemaname = %s", (self.schema,)).fetchall():
-                        if last == self.sequences.get(seq, last):
-                            continue
-                        name = sql.Identifier(self.schema, seq)
-                        if self.sequences[seq] is None:
-                            conn.execute(sql.SQL("ALTER SEQUENCE {} RESTART").format(name))
-                        else:
-                            conn.execute(sql.SQL("SELECT setval({}, %s)").format(
-                                sql.Literal(f"{self.schema}.{seq}")), (self.sequences[seq],))
+                    for seq, now, then in zip(self.sequences, self._positions(conn),
+                                              self.positions):
+                        if now != then:
+                            conn.execute("SELECT setval(%s::regclass, %s, %s)",
+                                         (f'"{self.schema}"."{seq}"', *then))
                     with conn.cursor() as cur:
                         cur.executemany("UPDATE pg_class SET relpages = %s, reltuples = %s "
                                         "WHERE oid = %s AND (relpages, reltuples) <> (%s, %s)",
