@@ -5,7 +5,9 @@ and named at the end of the run with the package that provides it."""
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -89,19 +91,54 @@ def backend(request) -> str:
 
 
 @pytest.fixture
-def pg_url() -> str:
-    """A fresh private schema on the shared PostgreSQL server (for postgres-only tests)."""
+def pg_url(request) -> Iterator[str]:
+    """A fresh private schema on the shared PostgreSQL server (for postgres-only tests); one
+    already migrated for a test that uses a fixture of ``OPENS_AN_APP``, as ``database_url``
+    does."""
     require_postgres()
-    from tests.pg import fresh_schema_url
-    return fresh_schema_url(PG_URL, f"t_{uuid.uuid4().hex[:12]}")
+    from tests.pg import fresh_schema_url, migrated_schema_url
+    if _migrates(request):
+        yield from migrated_schema_url(PG_URL)
+    else:
+        yield fresh_schema_url(PG_URL, f"t_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture(scope="session")
+def _migrated_sqlite(tmp_path_factory) -> Path:
+    """A SQLite database file as migrating an empty one leaves it, made once per process."""
+    path = tmp_path_factory.mktemp("migrated") / "tether.db"
+    template = Tether(f"sqlite:///{path}")
+    template.migrate()
+    template.close()
+    return path
+
+
+OPENS_AN_APP = {"app", "local", "hooks", "seeded"}
+"""Fixtures (by name, in any test module) that open a ``Tether`` on ``database_url`` or
+``pg_url`` with its defaults, which migrates the database on first use."""
+
+
+def _migrates(request) -> bool:
+    return not OPENS_AN_APP.isdisjoint(request.fixturenames)
 
 
 @pytest.fixture
-def database_url(backend, tmp_path) -> str:
+def database_url(backend, tmp_path, request) -> Iterator[str]:
+    """An empty database of ``backend`` for this test alone; for a test that uses a fixture of
+    ``OPENS_AN_APP`` one already migrated, as that fixture would leave it: a copy of a file
+    migrated once (SQLite), a reused schema reset after each test (PostgreSQL,
+    ``tests.pg.migrated_schema_url``), so that contract tests do not each pay for migrating."""
+    migrated = _migrates(request)
     if backend == "sqlite":
-        return f"sqlite:///{tmp_path}/tether.db"
-    from tests.pg import fresh_schema_url
-    return fresh_schema_url(PG_URL, f"t_{uuid.uuid4().hex[:12]}")
+        if migrated:
+            shutil.copyfile(request.getfixturevalue("_migrated_sqlite"), tmp_path / "tether.db")
+        yield f"sqlite:///{tmp_path}/tether.db"
+    elif migrated:
+        from tests.pg import migrated_schema_url
+        yield from migrated_schema_url(PG_URL)
+    else:
+        from tests.pg import fresh_schema_url
+        yield fresh_schema_url(PG_URL, f"t_{uuid.uuid4().hex[:12]}")
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -126,3 +128,139 @@ class PrivateServer:
         except subprocess.CalledProcessError:
             pass
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_FINGERPRINT = """
+SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
+    SELECT 'c:' || c.relname || ':' || c.relkind::text || ':' || c.relpages || ':' || c.reltuples
+           || ':' || coalesce(array_to_string(c.reloptions, ';'), '') AS x
+      FROM pg_class c WHERE c.relnamespace = %(s)s::regnamespace
+    UNION ALL
+    SELECT 'a:' || c.relname || '.' || a.attname || ':' || format_type(a.atttypid, a.atttypmod)
+           || ':' || a.attnotnull || ':' || a.attgenerated::text || ':' || a.attidentity::text
+           || ':' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+      FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+      LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+     WHERE c.relnamespace = %(s)s::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL
+    SELECT 'k:' || conname || ':' || pg_get_constraintdef(k.oid)
+      FROM pg_constraint k WHERE k.connamespace = %(s)s::regnamespace
+    UNION ALL
+    SELECT 't:' || t.tgname || ':' || t.tgenabled::text || ':' || pg_get_triggerdef(t.oid)
+      FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+     WHERE c.relnamespace = %(s)s::regnamespace
+    UNION ALL
+    SELECT 'f:' || p.oid::regprocedure::text || ':' || md5(p.prosrc)
+      FROM pg_proc p WHERE p.pronamespace = %(s)s::regnamespace
+    UNION ALL
+    SELECT 's:' || count(*) FROM pg_statistic st JOIN pg_class c ON c.oid = st.starelid
+     WHERE c.relnamespace = %(s)s::regnamespace
+    UNION ALL
+    SELECT 'p:' || polname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
+     WHERE c.relnamespace = %(s)s::regnamespace
+) parts
+"""
+"""Everything about a schema that a test could change and ``TRUNCATE`` would not put back:
+relations (with the planner's size estimates), columns, constraints, triggers, functions,
+gathered statistics, row policies."""
+
+
+class _Slot:
+    """One migrated schema of the pool, with what it held right after migrating."""
+
+    def __init__(self, base: str, schema: str) -> None:
+        self.base, self.schema = base, schema
+        self.url = f"{with_search_path(base, schema)}&application_name={schema}"
+        with psycopg.connect(base, autocommit=True) as conn:
+            self.tables = [r[0] for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename",
+                (schema,))]
+            self.seeds: dict[str, bytes] = {}
+            for table in self.tables:
+                name = sql.Identifier(schema, table)
+                if conn.execute(sql.SQL("SELECT EXISTS (SELECT FROM {})").format(name)
+                                ).fetchone()[0]:
+                    with conn.cursor().copy(sql.SQL("COPY {} TO STDOUT").format(name)) as cp:
+                        self.seeds[table] = b"".join(bytes(chunk) for chunk in cp)
+            self.sequences = [r[0] for r in conn.execute(
+                "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace "
+                "AND relkind = 'S' ORDER BY relname", (schema,))]
+            self.positions = self._positions(conn)
+            self.sizes = conn.execute(
+                "SELECT oid, relpages, reltuples FROM pg_class "
+                "WHERE relnamespace = %s::regnamespace", (schema,)).fetchall()
+            self.fingerprint = conn.execute(_FINGERPRINT, {"s": schema}).fetchone()[0]
+
+    def _positions(self, conn: psycopg.Connection) -> list[tuple[int, bool]]:
+        """(last_value, is_called) of each sequence, read from the sequences themselves (the
+        ``pg_sequences`` view reads every sequence of the database)."""
+        return [conn.execute(sql.SQL("SELECT last_value, is_called FROM {}").format(
+            sql.Identifier(self.schema, seq))).fetchone() for seq in self.sequences]
+
+    def reset(self) -> bool:
+        """Put the schema back as migration left it; False (and nothing kept) if it cannot be
+        shown to be: a connection of the last test still open, or anything but rows changed."""
+        try:
+            with psycopg.connect(self.base, autocommit=True) as conn:
+                conn.execute("SET lock_timeout = '2s'")
+                if conn.execute("SELECT count(*) FROM pg_stat_activity "
+                                "WHERE application_name = %s", (self.schema,)).fetchone()[0]:
+                    return False
+                with conn.transaction():
+                    written = [r[0] for r in conn.execute(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = %s AND "
+                        "pg_relation_size(format('%%I.%%I', schemaname, tablename)) > 0",
+                        (self.schema,))]
+                    if written:
+                        conn.execute(sql.SQL("TRUNCATE {} CASCADE").format(sql.SQL(", ").join(
+                            sql.Identifier(self.schema, t) for t in written)))
+                    for table in written:
+                        if table in self.seeds:
+                            with conn.cursor().copy(sql.SQL("COPY {} FROM STDIN").format(
+                                    sql.Identifier(self.schema, table))) as cp:
+                                cp.write(self.seeds[table])
+                    for seq, now, then in zip(self.sequences, self._positions(conn),
+                                              self.positions):
+                        if now != then:
+                            conn.execute("SELECT setval(%s::regclass, %s, %s)",
+                                         (f'"{self.schema}"."{seq}"', *then))
+                    with conn.cursor() as cur:
+                        cur.executemany("UPDATE pg_class SET relpages = %s, reltuples = %s "
+                                        "WHERE oid = %s AND (relpages, reltuples) <> (%s, %s)",
+                                        [(p, t, oid, p, t) for oid, p, t in self.sizes])
+                    if conn.execute(_FINGERPRINT, {"s": self.schema}).fetchone()[0] \
+                            != self.fingerprint:
+                        raise _Changed
+        except (psycopg.Error, _Changed):
+            return False
+        return True
+
+
+class _Changed(Exception):
+    pass
+
+
+_free: list[_Slot] = []
+
+
+def migrated_schema_url(base: str) -> Iterator[str]:
+    """(A generator for a fixture) a schema on the server at ``base`` with every migration
+    applied and no rows but those the migrations write, as a fresh one migrated for this test
+    would be; the URL names the schema as ``application_name`` too.
+
+    Migrating costs far more than the test itself for most contract tests, so a schema is
+    migrated once and reused: after the test it is truncated, its migration rows and sequences
+    restored, and kept for the next test only if nothing else is left of the test (no open
+    connection, the same relations, columns, constraints, triggers, functions and planner
+    statistics as after migrating); otherwise it is left to be dropped at exit."""
+    slot = _free.pop() if _free else None
+    if slot is None:
+        from tether import Tether
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        app = Tether(fresh_schema_url(base, schema))
+        app.migrate()
+        app.close()
+        slot = _Slot(base, schema)
+    yield slot.url
+    if slot.reset():
+        _free.append(slot)
