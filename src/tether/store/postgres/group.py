@@ -44,6 +44,7 @@ from ..base import AccountResult, CallEntry, CallReserve, CallSettle
 from ..calls import group_keys
 from ..sql import SQLStore
 from ..tx import present
+from . import onetrip
 from .retry import TransientStoreError, translate
 from .tx import QUERIES, PgTx
 
@@ -57,11 +58,17 @@ class CallGroup(Combiner):
     def __init__(self, store: SQLStore, *, max_batch: int = 128) -> None:
         super().__init__(max_batch=max_batch)
         self._store = store
+        self._projects: dict[int, str] = {}
+        """Each job's project, as the one-statement writes returned it (their order)."""
 
     def _flush(self, entries: Sequence[CallEntry]) -> list[_Outcome]:
         store = self._store
         out: list[_Outcome | None] = [None] * len(entries)
-        together = store._groupable(entries)
+        ready = store._call_budgets_ready()
+        fast = [i for i, entry in enumerate(entries) if onetrip.eligible(ready, entry)]
+        if fast:
+            self._one_trip(entries, fast, out)
+        together = [i for i in store._groupable(entries) if out[i] is None]
         if together:
             try:
                 results = self._together([entries[i] for i in together])
@@ -83,6 +90,32 @@ class CallGroup(Combiner):
                 except BaseException as exc:  # noqa: BLE001 - this entry's own failure
                     out[i] = (None, exc)
         return [present(o) for o in out]
+
+    def _one_trip(self, entries: Sequence[CallEntry], fast: list[int],
+                  out: list[_Outcome | None]) -> None:
+        """Write the entries at ``fast`` the one-statement way (``onetrip.py``) where they
+        allow it: those of jobs whose project is known together, each other alone (which
+        learns its project). ``out`` gets each written entry's outcome."""
+        projects = self._projects
+        if len(projects) > 10_000:
+            projects.clear()
+        known = [i for i in fast if entries[i][0] in projects]
+        batches = [[i] for i in fast if entries[i][0] not in projects]
+        if known:
+            batches.append(known)
+        for batch in batches:
+            try:
+                results = onetrip.write(self._store, [entries[i] for i in batch], projects)
+            except TransientStoreError as exc:
+                if exc.during_commit:  # the outcome is unknown: never write them again
+                    for i in batch:
+                        out[i] = (None, exc)
+            except TetherError:
+                pass  # rolled back: written the general way below
+            else:
+                for i, result in zip(batch, results, strict=True):
+                    if result is not None:
+                        out[i] = (result, None)
 
     def _together(self, entries: Sequence[CallEntry]) -> list[list[AccountResult] | None]:
         """One transaction for ``entries`` (one per job): see the module's docstring."""
