@@ -16,6 +16,10 @@ afresh each time cost a lone call more than the round trips saved. (psycopg's pi
 would save the reads' round trips too, but cost the worker more CPU than it saved, and on a
 busy machine the CPU is what runs out.)
 
+Operations with nothing to decide (one operation of a job without parent or limits, in a
+project without limits: ``onetrip.py``) are first written without a book, one statement
+each, all of a group's in one round trip; only those the statements leave go the way above.
+
 What each call is promised does not change: its reservation has committed before ``account``
 returns, so before the provider is asked; its limits are checked in the transaction that
 writes it, against every reservation before it in that transaction, of any job; an operation
@@ -58,8 +62,6 @@ class CallGroup(Combiner):
     def __init__(self, store: SQLStore, *, max_batch: int = 128) -> None:
         super().__init__(max_batch=max_batch)
         self._store = store
-        self._projects: dict[int, str] = {}
-        """Each job's project, as the one-statement writes returned it (their order)."""
 
     def _flush(self, entries: Sequence[CallEntry]) -> list[_Outcome]:
         store = self._store
@@ -96,9 +98,7 @@ class CallGroup(Combiner):
         """Write the entries at ``fast`` the one-statement way (``onetrip.py``) where they
         allow it: those of jobs whose project is known together, each other alone (which
         learns its project). ``out`` gets each written entry's outcome."""
-        projects = self._projects
-        if len(projects) > 10_000:
-            projects.clear()
+        projects = self._store._job_projects()  # type: ignore[attr-defined]
         known = [i for i in fast if entries[i][0] in projects]
         batches = [[i] for i in fast if entries[i][0] not in projects]
         if known:
@@ -179,6 +179,17 @@ def _began(cur: Any, clock: Any) -> float:
 class GroupedCalls(SQLStore):
     """``account`` through the store's ``CallGroup``: concurrent calls of different jobs
     share a transaction."""
+
+    def _job_projects(self) -> dict[int, str]:
+        """The project of each job this store claimed or wrote a call of: the order in which
+        a group's one-statement writes lock project rows (``onetrip.write``). A hint, bounded:
+        a job missing from it is written alone."""
+        projects = self.__dict__.get("_projects")
+        if projects is None:
+            projects = self.__dict__.setdefault("_projects", {})
+        if len(projects) > 10_000:
+            projects.clear()
+        return projects
 
     def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
                 now: float | None = None) -> list[AccountResult]:

@@ -22,7 +22,7 @@ applies twice; a crash between the two leaves the row reserved for the orphan pa
 (``Accounting._settle_orphans``), as before.
 
 Several jobs' operations that arrive together (``CallGroup``) go in one pipeline with one
-Sync: one round trip and one implicit transaction for all of them, in the order of their
+Sync: one round trip and one transaction for all of them, in the order of their
 projects and then their ids, the order every path adds to shared rows in. Job rows and own
 accumulators another transaction holds are skipped, never waited for (that operation goes the
 general way), so a group waits only on project rows and their totals, in that order.
@@ -55,7 +55,8 @@ def params(store: Any, entry: CallEntry, now: float | None) -> tuple[str, dict[s
     if isinstance(op, CallReserve):
         want = op.reservation
         return "reserve_call", {
-            "job_id": job_id, "attempt": token, "key": op.key, "stage": op.stage,
+            "job_id": job_id, "job_key": str(job_id), "attempt": token, "key": op.key,
+            "stage": op.stage,
             "provider": op.provider, "model": op.model, "request_hash": op.request_hash,
             "fingerprint": op.fingerprint, "reserved_usd": store._money_param(want.cost_usd),
             "reserved_input_tokens": want.input_tokens,
@@ -63,7 +64,7 @@ def params(store: Any, entry: CallEntry, now: float | None) -> tuple[str, dict[s
     assert isinstance(op, CallSettle)
     usage, price, money = op.usage, op.price, store._money_param
     return "settle_call", {
-        "job_id": job_id, "attempt": token, "key": op.key,
+        "job_id": job_id, "job_key": str(job_id), "attempt": token, "key": op.key,
         "status": "failed" if op.refused else "done", "result": op.result_json,
         "usage": store._json_param(usage.to_dict()), "cost_usd": money(price.cost(usage)),
         "error_code": "policy_block" if op.refused else None,
@@ -85,7 +86,7 @@ def write(store: Any, entries: Sequence[CallEntry],
           projects: dict[int, str]) -> list[list[AccountResult] | None]:
     """Write ``entries`` (each ``eligible``) the one-statement way: ``account``'s result for
     each one written, None for each that must go the general way. One entry alone is one
-    autocommit statement; several are one pipeline, one implicit transaction, ordered by
+    autocommit statement; several are one pipeline, one transaction, ordered by
     ``projects`` (each job's project, learnt from earlier statements; every entry must be
     in it). Raises the transaction's failure as a tether error (``during_commit``: the
     outcome of the entries is unknown)."""
@@ -102,8 +103,10 @@ def write(store: Any, entries: Sequence[CallEntry],
             if len(order) == 1:
                 cursors.append(_send(c, store, entries[0], now))
             else:
-                with c.pipeline():
+                with c.pipeline():  # BEGIN: a client-side failure midway commits nothing
+                    c.execute("BEGIN")
                     cursors = [_send(c, store, entries[i], now) for i in order]
+                    c.execute("COMMIT")
             rows = [cur.fetchone() for cur in cursors]
         except psycopg.Error as exc:  # with no word from the server, it may have committed
             raise translate(exc, conn=c, during_commit=not getattr(exc, "sqlstate", None)

@@ -678,41 +678,50 @@ WHERE call_journal.status IN ('failed', 'unconfirmed');
 WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), j AS MATERIALIZED (
-    SELECT id, project FROM jobs
+    SELECT project FROM jobs
     WHERE id = %(job_id)s AND lease_token = %(attempt)s AND state = 'running'
       AND parent_id IS NULL AND budget = '{}'::jsonb
     FOR NO KEY UPDATE SKIP LOCKED
 ), own AS MATERIALIZED (
-    SELECT b.key FROM j JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
-    FOR UPDATE OF b SKIP LOCKED
+    SELECT key FROM budgets
+    WHERE scope = 'job' AND key = %(job_key)s AND EXISTS (SELECT FROM j)
+    FOR UPDATE SKIP LOCKED
 ), go AS MATERIALIZED (
-    SELECT j.id, j.project FROM j, own
-    WHERE EXISTS (SELECT FROM budgets p WHERE p.scope = 'project' AND p.key = j.project
-                                          AND p.limits = '{}'::jsonb)
-      AND NOT EXISTS (SELECT FROM call_journal c WHERE c.job_id = j.id AND c.key = %(key)s)
+    SELECT project FROM j
+    WHERE EXISTS (SELECT FROM own)
+      AND EXISTS (SELECT FROM budgets WHERE scope = 'project' AND key = (SELECT project FROM j)
+                                        AND limits = '{}'::jsonb)
+      AND NOT EXISTS (SELECT FROM call_journal WHERE job_id = %(job_id)s AND key = %(key)s)
 ), r AS MATERIALIZED (
     INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model,
                               request_hash, fingerprint, reserved_usd, reserved_input_tokens,
                               reserved_output_tokens, created_at, updated_at)
-    SELECT go.id, %(key)s, %(stage)s, 'reserved', %(attempt)s, %(provider)s, %(model)s,
+    SELECT %(job_id)s, %(key)s, %(stage)s, 'reserved', %(attempt)s, %(provider)s, %(model)s,
            %(request_hash)s, %(fingerprint)s, %(reserved_usd)s::numeric,
            %(reserved_input_tokens)s, %(reserved_output_tokens)s, clock.now, clock.now
     FROM go, clock
     ON CONFLICT (job_id, key) DO NOTHING
     RETURNING job_id
-), a AS (
-    UPDATE budgets b
-    SET reserved_usd = b.reserved_usd + %(reserved_usd)s::numeric,
-        reserved_calls = b.reserved_calls + 1,
-        reserved_input_tokens = b.reserved_input_tokens + %(reserved_input_tokens)s,
-        reserved_output_tokens = b.reserved_output_tokens + %(reserved_output_tokens)s,
-        updated_at = clock.now
-    FROM r, go, clock
-    WHERE (b.scope = 'job' AND b.key = go.id::text)
-       OR (b.scope = 'project' AND b.key = go.project)
-    RETURNING b.scope
+), own_add AS MATERIALIZED (
+    UPDATE budgets
+    SET reserved_usd = reserved_usd + %(reserved_usd)s::numeric,
+        reserved_calls = reserved_calls + 1,
+        reserved_input_tokens = reserved_input_tokens + %(reserved_input_tokens)s,
+        reserved_output_tokens = reserved_output_tokens + %(reserved_output_tokens)s,
+        updated_at = (SELECT now FROM clock)
+    WHERE scope = 'job' AND key = %(job_key)s AND EXISTS (SELECT FROM r)
+    RETURNING 1
+), project_add AS (
+    UPDATE budgets
+    SET reserved_usd = reserved_usd + %(reserved_usd)s::numeric,
+        reserved_calls = reserved_calls + 1,
+        reserved_input_tokens = reserved_input_tokens + %(reserved_input_tokens)s,
+        reserved_output_tokens = reserved_output_tokens + %(reserved_output_tokens)s,
+        updated_at = (SELECT now FROM clock)
+    WHERE scope = 'project' AND key = (SELECT project FROM go) AND EXISTS (SELECT FROM own_add)
+    RETURNING 1
 )
-SELECT (SELECT count(*) FROM r) AS applied, (SELECT count(*) FROM a) AS rows,
+SELECT (SELECT count(*) FROM r) AS applied, (SELECT count(*) FROM project_add) AS rows,
        (SELECT project FROM j) AS project;
 
 -- A settlement in one statement, for the same common case as reserve_call: attempt
@@ -726,38 +735,48 @@ SELECT (SELECT count(*) FROM r) AS applied, (SELECT count(*) FROM a) AS rows,
 WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), j AS MATERIALIZED (
-    SELECT id, project FROM jobs
+    SELECT project FROM jobs
     WHERE id = %(job_id)s AND lease_token = %(attempt)s AND parent_id IS NULL
       AND budget = '{}'::jsonb
     FOR NO KEY UPDATE SKIP LOCKED
 ), own AS MATERIALIZED (
-    SELECT b.key FROM j JOIN budgets b ON b.scope = 'job' AND b.key = j.id::text
-    FOR UPDATE OF b SKIP LOCKED
+    SELECT key FROM budgets
+    WHERE scope = 'job' AND key = %(job_key)s AND EXISTS (SELECT FROM j)
+    FOR UPDATE SKIP LOCKED
 ), f AS MATERIALIZED (
-    UPDATE call_journal c
+    UPDATE call_journal
     SET status = %(status)s, result = %(result)s::jsonb, usage = %(usage)s::jsonb,
         cost_usd = %(cost_usd)s::numeric, error_code = %(error_code)s,
-        error_summary = %(error_summary)s, updated_at = clock.now
-    FROM j, own, clock
-    WHERE c.job_id = j.id AND c.key = %(key)s AND c.status = 'reserved'
-      AND c.attempt = %(attempt)s AND c.reserved_input_tokens >= %(input_tokens)s
-      AND c.reserved_output_tokens >= %(output_tokens)s
-      AND EXISTS (SELECT FROM budgets p WHERE p.scope = 'project' AND p.key = j.project
-                                          AND p.limits = '{}'::jsonb)
-    RETURNING c.job_id, j.project, c.stage, c.key, c.attempt, c.provider, c.model,
-              c.reserved_usd, c.reserved_input_tokens, c.reserved_output_tokens
-), a AS MATERIALIZED (
+        error_summary = %(error_summary)s, updated_at = (SELECT now FROM clock)
+    WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'reserved'
+      AND attempt = %(attempt)s AND reserved_input_tokens >= %(input_tokens)s
+      AND reserved_output_tokens >= %(output_tokens)s AND EXISTS (SELECT FROM own)
+      AND EXISTS (SELECT FROM budgets WHERE scope = 'project' AND key = (SELECT project FROM j)
+                                        AND limits = '{}'::jsonb)
+    RETURNING stage, attempt, provider, model, reserved_usd, reserved_input_tokens,
+              reserved_output_tokens
+), own_add AS MATERIALIZED (
     UPDATE budgets b
     SET reserved_usd = b.reserved_usd - f.reserved_usd, reserved_calls = b.reserved_calls - 1,
         reserved_input_tokens = b.reserved_input_tokens - f.reserved_input_tokens,
         reserved_output_tokens = b.reserved_output_tokens - f.reserved_output_tokens,
         spent_usd = b.spent_usd + %(cost_usd)s::numeric, calls = b.calls + 1,
         input_tokens = b.input_tokens + %(input_tokens)s,
-        output_tokens = b.output_tokens + %(output_tokens)s, updated_at = clock.now
-    FROM f, clock
-    WHERE (b.scope = 'job' AND b.key = f.job_id::text)
-       OR (b.scope = 'project' AND b.key = f.project)
-    RETURNING b.scope
+        output_tokens = b.output_tokens + %(output_tokens)s, updated_at = (SELECT now FROM clock)
+    FROM f
+    WHERE b.scope = 'job' AND b.key = %(job_key)s
+    RETURNING 1
+), project_add AS MATERIALIZED (
+    UPDATE budgets b
+    SET reserved_usd = b.reserved_usd - f.reserved_usd, reserved_calls = b.reserved_calls - 1,
+        reserved_input_tokens = b.reserved_input_tokens - f.reserved_input_tokens,
+        reserved_output_tokens = b.reserved_output_tokens - f.reserved_output_tokens,
+        spent_usd = b.spent_usd + %(cost_usd)s::numeric, calls = b.calls + 1,
+        input_tokens = b.input_tokens + %(input_tokens)s,
+        output_tokens = b.output_tokens + %(output_tokens)s, updated_at = (SELECT now FROM clock)
+    FROM f
+    WHERE b.scope = 'project' AND b.key = (SELECT project FROM j) AND EXISTS (SELECT FROM own_add)
+    RETURNING 1
 ), l AS (
     INSERT INTO cost_ledger (job_id, project, stage, key, attempt, provider, model,
                              input_tokens, output_tokens, cached_input_tokens, reasoning_tokens,
@@ -765,20 +784,21 @@ WITH clock AS (
                              output_per_mtok, cached_input_per_mtok, cache_write_per_mtok,
                              cache_write_1h_per_mtok, price_profile, cost_usd, reserved_usd,
                              confirmed, overrun, created_at)
-    SELECT f.job_id, f.project, f.stage, f.key, f.attempt, f.provider, f.model,
-           %(input_tokens)s, %(output_tokens)s, %(cached_input_tokens)s, %(reasoning_tokens)s,
-           %(cache_write_tokens)s, %(cache_write_1h_tokens)s, %(input_per_mtok)s::numeric,
-           %(output_per_mtok)s::numeric, %(cached_input_per_mtok)s::numeric,
-           %(cache_write_per_mtok)s::numeric, %(cache_write_1h_per_mtok)s::numeric,
-           %(price_profile)s, %(cost_usd)s::numeric, f.reserved_usd, true, false, clock.now
-    FROM f, clock
+    SELECT %(job_id)s, (SELECT project FROM j), f.stage, %(key)s, f.attempt, f.provider,
+           f.model, %(input_tokens)s, %(output_tokens)s, %(cached_input_tokens)s,
+           %(reasoning_tokens)s, %(cache_write_tokens)s, %(cache_write_1h_tokens)s,
+           %(input_per_mtok)s::numeric, %(output_per_mtok)s::numeric,
+           %(cached_input_per_mtok)s::numeric, %(cache_write_per_mtok)s::numeric,
+           %(cache_write_1h_per_mtok)s::numeric, %(price_profile)s, %(cost_usd)s::numeric,
+           f.reserved_usd, true, false, (SELECT now FROM clock)
+    FROM f
     RETURNING 1
 ), t AS (
     INSERT INTO spend_totals AS t (project, provider, model, calls, input_tokens,
                                    output_tokens, cost_usd, unconfirmed_calls)
-    SELECT f.project, f.provider, f.model, 1, %(input_tokens)s, %(output_tokens)s,
-           %(cost_usd)s::numeric, 0
-    FROM f WHERE (SELECT count(*) FROM a) = 2
+    SELECT (SELECT project FROM j), f.provider, f.model, 1, %(input_tokens)s,
+           %(output_tokens)s, %(cost_usd)s::numeric, 0
+    FROM f WHERE EXISTS (SELECT FROM project_add)
     ON CONFLICT (project, provider, model) DO UPDATE
     SET calls = t.calls + 1, input_tokens = t.input_tokens + excluded.input_tokens,
         output_tokens = t.output_tokens + excluded.output_tokens,
