@@ -22,7 +22,6 @@ from tether.core.budget import Reservation
 from tether.core.usage import Usage
 from tether.records import JournalEntry
 from tether.store.base import CallReserve, CallSettle
-from tether.store.postgres.group import CallGroup
 from tether.store.postgres.store import conninfo_from_url
 
 from tests.money import PRICE, running_job
@@ -76,12 +75,6 @@ def job_with_a_first_call(app, **submit):
     job, tok = running_job(app, **submit)
     assert errors(app.store.account(job.id, tok, [res("first")])) == [None]
     return job, tok
-
-
-def xmins(app, job_id):
-    with psycopg.connect(conninfo_from_url(app.store.url)) as c:
-        return {r[0]: r[1] for r in c.execute(
-            "SELECT key, xmin::text FROM call_journal WHERE job_id = %s", (job_id,))}
 
 
 def test_a_reservation_and_a_settlement_are_one_round_trip_each(app):
@@ -168,12 +161,3 @@ def test_a_lost_lease_writes_nothing(app):
     ((_, error),) = app.store.account(job.id, tok + 7, [settle("first")])
     assert isinstance(error, LeaseLost)
     assert app.ledger(job.id) == [] and app.get(job.id).budget.used.reserved_calls == 1
-
-
-def test_several_jobs_calls_are_one_round_trip_and_one_transaction(app):
-    jobs = [job_with_a_first_call(app) for _ in range(3)]
-    with round_trips(app) as counted:
-        out = CallGroup(app.store)._flush([(job.id, tok, [res("next")]) for job, tok in jobs])
-    assert [errors(r) for r, _ in out] == [[None]] * 3 and counted[0] == 1
-    assert len({xmins(app, job.id)["next"] for job, _ in jobs}) == 1
-    assert app.project_budget("default").used.reserved_calls == 6

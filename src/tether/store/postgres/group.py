@@ -16,9 +16,10 @@ afresh each time cost a lone call more than the round trips saved. (psycopg's pi
 would save the reads' round trips too, but cost the worker more CPU than it saved, and on a
 busy machine the CPU is what runs out.)
 
-Operations with nothing to decide (one operation of a job without parent or limits, in a
-project without limits: ``onetrip.py``) are first written without a book, one statement
-each, all of a group's in one round trip; only those the statements leave go the way above.
+A call written alone with nothing to decide (one operation of a job without parent or
+limits, in a project without limits) is one statement instead, one round trip, when the
+statement allows it (``onetrip.py``); a group of several keeps the way above, which adds to
+shared rows once for all of them.
 
 What each call is promised does not change: its reservation has committed before ``account``
 returns, so before the provider is asked; its limits are checked in the transaction that
@@ -66,10 +67,8 @@ class CallGroup(Combiner):
     def _flush(self, entries: Sequence[CallEntry]) -> list[_Outcome]:
         store = self._store
         out: list[_Outcome | None] = [None] * len(entries)
-        ready = store._call_budgets_ready()
-        fast = [i for i, entry in enumerate(entries) if onetrip.eligible(ready, entry)]
-        if fast:
-            self._one_trip(entries, fast, out)
+        if len(entries) == 1 and onetrip.eligible(store._call_budgets_ready(), entries[0]):
+            self._one_trip(entries[0], out)
         together = [i for i in store._groupable(entries) if out[i] is None]
         if together:
             try:
@@ -93,29 +92,18 @@ class CallGroup(Combiner):
                     out[i] = (None, exc)
         return [present(o) for o in out]
 
-    def _one_trip(self, entries: Sequence[CallEntry], fast: list[int],
-                  out: list[_Outcome | None]) -> None:
-        """Write the entries at ``fast`` the one-statement way (``onetrip.py``) where they
-        allow it: those of jobs whose project is known together, each other alone (which
-        learns its project). ``out`` gets each written entry's outcome."""
-        projects = self._store._job_projects()  # type: ignore[attr-defined]
-        known = [i for i in fast if entries[i][0] in projects]
-        batches = [[i] for i in fast if entries[i][0] not in projects]
-        if known:
-            batches.append(known)
-        for batch in batches:
-            try:
-                results = onetrip.write(self._store, [entries[i] for i in batch], projects)
-            except TransientStoreError as exc:
-                if exc.during_commit:  # the outcome is unknown: never write them again
-                    for i in batch:
-                        out[i] = (None, exc)
-            except TetherError:
-                pass  # rolled back: written the general way below
-            else:
-                for i, result in zip(batch, results, strict=True):
-                    if result is not None:
-                        out[i] = (result, None)
+    def _one_trip(self, entry: CallEntry, out: list[_Outcome | None]) -> None:
+        """Write a lone ``entry`` the one-statement way (``onetrip.py``) if it allows it."""
+        try:
+            result = onetrip.write(self._store, entry)
+        except TransientStoreError as exc:
+            if exc.during_commit:  # the outcome is unknown: never write it again
+                out[0] = (None, exc)
+        except TetherError:
+            pass  # rolled back: written the general way below
+        else:
+            if result is not None:
+                out[0] = (result, None)
 
     def _together(self, entries: Sequence[CallEntry]) -> list[list[AccountResult] | None]:
         """One transaction for ``entries`` (one per job): see the module's docstring."""
@@ -179,17 +167,6 @@ def _began(cur: Any, clock: Any) -> float:
 class GroupedCalls(SQLStore):
     """``account`` through the store's ``CallGroup``: concurrent calls of different jobs
     share a transaction."""
-
-    def _job_projects(self) -> dict[int, str]:
-        """The project of each job this store claimed or wrote a call of: the order in which
-        a group's one-statement writes lock project rows (``onetrip.write``). A hint, bounded:
-        a job missing from it is written alone."""
-        projects = self.__dict__.get("_projects")
-        if projects is None:
-            projects = self.__dict__.setdefault("_projects", {})
-        if len(projects) > 10_000:
-            projects.clear()
-        return projects
 
     def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
                 now: float | None = None) -> list[AccountResult]:

@@ -21,17 +21,16 @@ provider is asked. A settlement matches only a row still reserved by its attempt
 applies twice; a crash between the two leaves the row reserved for the orphan path
 (``Accounting._settle_orphans``), as before.
 
-Several jobs' operations that arrive together (``CallGroup``) go in one pipeline with one
-Sync: one round trip and one transaction for all of them, in the order of their
-projects and then their ids, the order every path adds to shared rows in. Job rows and own
-accumulators another transaction holds are skipped, never waited for (that operation goes the
-general way), so a group waits only on project rows and their totals, in that order.
+Only a write alone takes this way (``CallGroup``: no other job's call arrived while the last
+one was written). Calls of several jobs that arrive together still share the general group's
+transaction (``group.py``), which adds them to the project's accumulator and totals once: one
+statement per call would update those shared rows once per call, and on a busy project the
+versions of those few rows, not the round trips, then cost the server the most.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Sequence
 
 import psycopg
 
@@ -82,48 +81,16 @@ def params(store: Any, entry: CallEntry, now: float | None) -> tuple[str, dict[s
         "price_profile": op.profile_id, "now": now}
 
 
-def write(store: Any, entries: Sequence[CallEntry],
-          projects: dict[int, str]) -> list[list[AccountResult] | None]:
-    """Write ``entries`` (each ``eligible``) the one-statement way: ``account``'s result for
-    each one written, None for each that must go the general way. One entry alone is one
-    autocommit statement; several are one pipeline, one transaction, ordered by
-    ``projects`` (each job's project, learnt from earlier statements; every entry must be
-    in it). Raises the transaction's failure as a tether error (``during_commit``: the
-    outcome of the entries is unknown)."""
+def write(store: Any, entry: CallEntry) -> list[AccountResult] | None:
+    """Write ``entry`` (``eligible``) the one-statement way: ``account``'s result, or None
+    when it must go the general way (nothing was written). Raises a failure as a tether
+    error (``during_commit``: with no word from the server, it may have committed)."""
     now = store.clock.time() if store.clock is not None else None
-    if len(entries) > 1:
-        order = sorted(range(len(entries)),
-                       key=lambda i: (projects[entries[i][0]] + "@", entries[i][0]))
-    else:
-        order = [0]
-    out: list[list[AccountResult] | None] = [None] * len(entries)
+    name, values = params(store, entry, now)
     with store._connection() as c:
-        cursors = []
         try:
-            if len(order) == 1:
-                cursors.append(_send(c, store, entries[0], now))
-            else:
-                with c.pipeline():  # BEGIN: a client-side failure midway commits nothing
-                    c.execute("BEGIN")
-                    cursors = [_send(c, store, entries[i], now) for i in order]
-                    c.execute("COMMIT")
-            rows = [cur.fetchone() for cur in cursors]
-        except psycopg.Error as exc:  # with no word from the server, it may have committed
+            row = c.execute(QUERIES[name], _bound(values)).fetchone()
+        except psycopg.Error as exc:
             raise translate(exc, conn=c, during_commit=not getattr(exc, "sqlstate", None)
                             ) from exc
-    for i, row in zip(order, rows, strict=True):
-        if row is None:
-            continue
-        if row["project"] is not None:
-            projects[entries[i][0]] = row["project"]
-        if row["applied"]:
-            out[i] = _DONE
-    return out
-
-
-def _send(c: psycopg.Connection[Any], store: Any, entry: CallEntry,
-          now: float | None) -> psycopg.Cursor[Any]:
-    name, values = params(store, entry, now)
-    cur = c.cursor()
-    cur.execute(QUERIES[name], _bound(values))
-    return cur
+    return _DONE if row is not None and row["applied"] else None

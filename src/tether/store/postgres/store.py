@@ -12,7 +12,8 @@ The storage rules live in ``store/sql.py``; this module decides how they meet Po
   times bound as timestamptz. Money is numeric (read as ``Decimal``).
 * Claims are one statement (``claim_jobs`` in queries.sql); rows read for a read-modify-write
   are locked (``FOR UPDATE``), queue-like scans skip locked rows.
-* ``migrate()`` takes a transaction-level advisory lock: workers starting together never race.
+* ``migrate()`` takes a transaction-level advisory lock, so workers starting together do not
+  race.
 * ``wait_for_work()`` is the LISTEN/NOTIFY wake-up (``notify.py``).
 * Behind a transaction-pooling PgBouncer (``?pooler=transaction``) nothing outlives a
   transaction and LISTEN goes on a direct URL, or is off (``pooler.py``).
@@ -229,7 +230,6 @@ class PostgresStore(GroupedCalls):
                             versions=self._list_param(versions), limit=limit,
                             lease_ttl=float(lease_ttl), now=now, start=start)
             self._claimed(tx, rows, fair)
-        self._job_projects().update((int(r["id"]), r["project"]) for r in rows)
         return [Claim(to_job(r), int(r["lease_token"]), started=bool(r["started"]))
                 for r in rows]
 
