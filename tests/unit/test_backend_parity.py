@@ -17,6 +17,7 @@ ONLY_SQLITE = {
 }
 ONLY_POSTGRES = {
     "flow_lock",  # SQLite claims one at a time anyway (its write lock)
+    "reserve_call", "settle_call",  # a call in one round trip; SQLite has no round trips
 }
 
 

@@ -16,6 +16,11 @@ afresh each time cost a lone call more than the round trips saved. (psycopg's pi
 would save the reads' round trips too, but cost the worker more CPU than it saved, and on a
 busy machine the CPU is what runs out.)
 
+A call written alone with nothing to decide (one operation of a job without parent or
+limits, in a project without limits) is one statement instead, one round trip, when the
+statement allows it (``onetrip.py``); a group of several keeps the way above, which adds to
+shared rows once for all of them.
+
 What each call is promised does not change: its reservation has committed before ``account``
 returns, so before the provider is asked; its limits are checked in the transaction that
 writes it, against every reservation before it in that transaction, of any job; an operation
@@ -44,6 +49,7 @@ from ..base import AccountResult, CallEntry, CallReserve, CallSettle
 from ..calls import group_keys
 from ..sql import SQLStore
 from ..tx import present
+from . import onetrip
 from .retry import TransientStoreError, translate
 from .tx import QUERIES, PgTx
 
@@ -61,7 +67,9 @@ class CallGroup(Combiner):
     def _flush(self, entries: Sequence[CallEntry]) -> list[_Outcome]:
         store = self._store
         out: list[_Outcome | None] = [None] * len(entries)
-        together = store._groupable(entries)
+        if len(entries) == 1 and onetrip.eligible(store._call_budgets_ready(), entries[0]):
+            self._one_trip(entries[0], out)
+        together = [i for i in store._groupable(entries) if out[i] is None]
         if together:
             try:
                 results = self._together([entries[i] for i in together])
@@ -83,6 +91,19 @@ class CallGroup(Combiner):
                 except BaseException as exc:  # noqa: BLE001 - this entry's own failure
                     out[i] = (None, exc)
         return [present(o) for o in out]
+
+    def _one_trip(self, entry: CallEntry, out: list[_Outcome | None]) -> None:
+        """Write a lone ``entry`` the one-statement way (``onetrip.py``) if it allows it."""
+        try:
+            result = onetrip.write(self._store, entry)
+        except TransientStoreError as exc:
+            if exc.during_commit:  # the outcome is unknown: never write it again
+                out[0] = (None, exc)
+        except TetherError:
+            pass  # rolled back: written the general way below
+        else:
+            if result is not None:
+                out[0] = (result, None)
 
     def _together(self, entries: Sequence[CallEntry]) -> list[list[AccountResult] | None]:
         """One transaction for ``entries`` (one per job): see the module's docstring."""

@@ -686,6 +686,149 @@ SET stage = excluded.stage, status = 'reserved', attempt = excluded.attempt,
     cost_usd = NULL, error_code = NULL, error_summary = NULL, updated_at = excluded.updated_at
 WHERE call_journal.status IN ('failed', 'unconfirmed');
 
+-- A reservation in one statement, for the common case only (store/postgres/onetrip.py): a
+-- job without parent or limits of its own, in a project without limits, whose accumulator
+-- rows exist, reserving a key it has never journaled. The job row and its own accumulator
+-- are locked (SKIP LOCKED: a row another transaction holds is never waited for), the
+-- project's row is read unlocked, as lock_calls reads it; the journal row is inserted and
+-- the reservation added to both accumulators (own row first, the lock order of every path)
+-- only if every condition holds, else nothing is written and applied is 0: the caller then
+-- writes the reservation the general way (store/calls.py), which tells why.
+-- %(now)s NULL: the statement's own now().
+-- name: reserve_call
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), j AS MATERIALIZED (
+    SELECT project FROM jobs
+    WHERE id = %(job_id)s AND lease_token = %(attempt)s AND state = 'running'
+      AND parent_id IS NULL AND budget = '{}'::jsonb
+    FOR NO KEY UPDATE SKIP LOCKED
+), own AS MATERIALIZED (
+    SELECT key FROM budgets
+    WHERE scope = 'job' AND key = %(job_key)s AND EXISTS (SELECT FROM j)
+    FOR UPDATE SKIP LOCKED
+), go AS MATERIALIZED (
+    SELECT project FROM j
+    WHERE EXISTS (SELECT FROM own)
+      AND EXISTS (SELECT FROM budgets WHERE scope = 'project' AND key = (SELECT project FROM j)
+                                        AND limits = '{}'::jsonb)
+      AND NOT EXISTS (SELECT FROM call_journal WHERE job_id = %(job_id)s AND key = %(key)s)
+), r AS MATERIALIZED (
+    INSERT INTO call_journal (job_id, key, stage, status, attempt, provider, model,
+                              request_hash, fingerprint, reserved_usd, reserved_input_tokens,
+                              reserved_output_tokens, created_at, updated_at)
+    SELECT %(job_id)s, %(key)s, %(stage)s, 'reserved', %(attempt)s, %(provider)s, %(model)s,
+           %(request_hash)s, %(fingerprint)s, %(reserved_usd)s::numeric,
+           %(reserved_input_tokens)s, %(reserved_output_tokens)s, clock.now, clock.now
+    FROM go, clock
+    ON CONFLICT (job_id, key) DO NOTHING
+    RETURNING job_id
+), own_add AS MATERIALIZED (
+    UPDATE budgets
+    SET reserved_usd = reserved_usd + %(reserved_usd)s::numeric,
+        reserved_calls = reserved_calls + 1,
+        reserved_input_tokens = reserved_input_tokens + %(reserved_input_tokens)s,
+        reserved_output_tokens = reserved_output_tokens + %(reserved_output_tokens)s,
+        updated_at = (SELECT now FROM clock)
+    WHERE scope = 'job' AND key = %(job_key)s AND EXISTS (SELECT FROM r)
+    RETURNING 1
+), project_add AS (
+    UPDATE budgets
+    SET reserved_usd = reserved_usd + %(reserved_usd)s::numeric,
+        reserved_calls = reserved_calls + 1,
+        reserved_input_tokens = reserved_input_tokens + %(reserved_input_tokens)s,
+        reserved_output_tokens = reserved_output_tokens + %(reserved_output_tokens)s,
+        updated_at = (SELECT now FROM clock)
+    WHERE scope = 'project' AND key = (SELECT project FROM go) AND EXISTS (SELECT FROM own_add)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM r) AS applied, (SELECT count(*) FROM project_add) AS rows,
+       (SELECT project FROM j) AS project;
+
+-- A settlement in one statement, for the same common case as reserve_call: attempt
+-- %(attempt)s holds the job and reserved the key, and the usage is within the reservation
+-- (an overrun appends an event: the general way). The journal row is finished, the
+-- reservation replaced by the cost in both accumulators (own row, then the project's), the
+-- confirmed ledger row inserted and the spend counted in the project's totals (after its
+-- accumulator, the order every writer of those totals follows); or nothing, applied 0.
+-- A settlement that already happened matches no reserved row: nothing is written twice.
+-- name: settle_call
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), j AS MATERIALIZED (
+    SELECT project FROM jobs
+    WHERE id = %(job_id)s AND lease_token = %(attempt)s AND parent_id IS NULL
+      AND budget = '{}'::jsonb
+    FOR NO KEY UPDATE SKIP LOCKED
+), own AS MATERIALIZED (
+    SELECT key FROM budgets
+    WHERE scope = 'job' AND key = %(job_key)s AND EXISTS (SELECT FROM j)
+    FOR UPDATE SKIP LOCKED
+), f AS MATERIALIZED (
+    UPDATE call_journal
+    SET status = %(status)s, result = %(result)s::jsonb, usage = %(usage)s::jsonb,
+        cost_usd = %(cost_usd)s::numeric, error_code = %(error_code)s,
+        error_summary = %(error_summary)s, updated_at = (SELECT now FROM clock)
+    WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'reserved'
+      AND attempt = %(attempt)s AND reserved_input_tokens >= %(input_tokens)s
+      AND reserved_output_tokens >= %(output_tokens)s AND EXISTS (SELECT FROM own)
+      AND EXISTS (SELECT FROM budgets WHERE scope = 'project' AND key = (SELECT project FROM j)
+                                        AND limits = '{}'::jsonb)
+    RETURNING stage, attempt, provider, model, reserved_usd, reserved_input_tokens,
+              reserved_output_tokens
+), own_add AS MATERIALIZED (
+    UPDATE budgets b
+    SET reserved_usd = b.reserved_usd - f.reserved_usd, reserved_calls = b.reserved_calls - 1,
+        reserved_input_tokens = b.reserved_input_tokens - f.reserved_input_tokens,
+        reserved_output_tokens = b.reserved_output_tokens - f.reserved_output_tokens,
+        spent_usd = b.spent_usd + %(cost_usd)s::numeric, calls = b.calls + 1,
+        input_tokens = b.input_tokens + %(input_tokens)s,
+        output_tokens = b.output_tokens + %(output_tokens)s, updated_at = (SELECT now FROM clock)
+    FROM f
+    WHERE b.scope = 'job' AND b.key = %(job_key)s
+    RETURNING 1
+), project_add AS MATERIALIZED (
+    UPDATE budgets b
+    SET reserved_usd = b.reserved_usd - f.reserved_usd, reserved_calls = b.reserved_calls - 1,
+        reserved_input_tokens = b.reserved_input_tokens - f.reserved_input_tokens,
+        reserved_output_tokens = b.reserved_output_tokens - f.reserved_output_tokens,
+        spent_usd = b.spent_usd + %(cost_usd)s::numeric, calls = b.calls + 1,
+        input_tokens = b.input_tokens + %(input_tokens)s,
+        output_tokens = b.output_tokens + %(output_tokens)s, updated_at = (SELECT now FROM clock)
+    FROM f
+    WHERE b.scope = 'project' AND b.key = (SELECT project FROM j) AND EXISTS (SELECT FROM own_add)
+    RETURNING 1
+), l AS (
+    INSERT INTO cost_ledger (job_id, project, stage, key, attempt, provider, model,
+                             input_tokens, output_tokens, cached_input_tokens, reasoning_tokens,
+                             cache_write_tokens, cache_write_1h_tokens, input_per_mtok,
+                             output_per_mtok, cached_input_per_mtok, cache_write_per_mtok,
+                             cache_write_1h_per_mtok, price_profile, cost_usd, reserved_usd,
+                             confirmed, overrun, created_at)
+    SELECT %(job_id)s, (SELECT project FROM j), f.stage, %(key)s, f.attempt, f.provider,
+           f.model, %(input_tokens)s, %(output_tokens)s, %(cached_input_tokens)s,
+           %(reasoning_tokens)s, %(cache_write_tokens)s, %(cache_write_1h_tokens)s,
+           %(input_per_mtok)s::numeric, %(output_per_mtok)s::numeric,
+           %(cached_input_per_mtok)s::numeric, %(cache_write_per_mtok)s::numeric,
+           %(cache_write_1h_per_mtok)s::numeric, %(price_profile)s, %(cost_usd)s::numeric,
+           f.reserved_usd, true, false, (SELECT now FROM clock)
+    FROM f
+    RETURNING 1
+), t AS (
+    INSERT INTO spend_totals AS t (project, provider, model, calls, input_tokens,
+                                   output_tokens, cost_usd, unconfirmed_calls)
+    SELECT (SELECT project FROM j), f.provider, f.model, 1, %(input_tokens)s,
+           %(output_tokens)s, %(cost_usd)s::numeric, 0
+    FROM f WHERE EXISTS (SELECT FROM project_add)
+    ON CONFLICT (project, provider, model) DO UPDATE
+    SET calls = t.calls + 1, input_tokens = t.input_tokens + excluded.input_tokens,
+        output_tokens = t.output_tokens + excluded.output_tokens,
+        cost_usd = t.cost_usd + excluded.cost_usd
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM f) AS applied, (SELECT count(*) FROM t) AS rows,
+       (SELECT project FROM j) AS project;
+
 -- name: journal_finish
 UPDATE call_journal
 SET status = %(status)s, result = %(result)s::jsonb, usage = %(usage)s::jsonb,
