@@ -249,12 +249,13 @@ SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after
 WITH RECURSIVE clock AS (
     SELECT coalesce(%(now)s::timestamptz, statement_timestamp()) AS now
 ), levels AS (
-    (SELECT project, priority FROM jobs WHERE state = 'queued' ORDER BY project, priority LIMIT 1)
+    (SELECT project, priority, run_after, id, queue FROM jobs WHERE state = 'queued'
+     ORDER BY project, priority, run_after, id LIMIT 1)
     UNION ALL
-    SELECT n.project, n.priority FROM levels l, LATERAL (
-        SELECT j.project, j.priority FROM jobs j
+    SELECT n.* FROM levels l, LATERAL (
+        SELECT j.project, j.priority, j.run_after, j.id, j.queue FROM jobs j
         WHERE j.state = 'queued' AND (j.project, j.priority) > (l.project, l.priority)
-        ORDER BY j.project, j.priority LIMIT 1) n
+        ORDER BY j.project, j.priority, j.run_after, j.id LIMIT 1) n
 ), held AS MATERIALIZED (
     SELECT l.scope, l.name,
            CASE WHEN l.key_field IS NULL THEN h.project
@@ -266,11 +267,15 @@ WITH RECURSIVE clock AS (
     GROUP BY 1, 2, 3
 ), fair_held AS MATERIALIZED (
     SELECT project, count(*) AS n FROM jobs
-    WHERE state IN ('leased', 'running', 'pausing', 'cancelling') GROUP BY project
+    WHERE state IN ('leased', 'running', 'pausing', 'cancelling')
+      AND (SELECT count(DISTINCT project) FROM levels) > 1
+    GROUP BY project
 ), heads AS (
-    SELECT lv.project, lv.priority, h.run_after AS head FROM levels lv, LATERAL (
+    SELECT lv.project, lv.priority, lv.run_after, lv.id, h.run_after AS head
+    FROM levels lv, LATERAL (
         SELECT j.run_after FROM jobs j
         WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
+          AND (j.run_after, j.id) >= (lv.run_after, lv.id)
           AND j.run_after <= (SELECT now FROM clock)
           AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
           AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[])
@@ -288,7 +293,7 @@ WITH RECURSIVE clock AS (
                                  ELSE coalesce(j.payload ->> l.key_field, j.project) END)))
         ORDER BY j.run_after, j.id LIMIT 1) h
 ), top_levels AS (
-    SELECT h.project, h.priority FROM heads h
+    SELECT h.project, h.priority, h.run_after, h.id FROM heads h
     ORDER BY h.priority - floor(extract(epoch FROM (SELECT now FROM clock) - h.head)
                                 / %(aging_s)s)::integer,
              coalesce((SELECT n FROM fair_held f WHERE f.project = h.project), 0), h.head
@@ -299,6 +304,7 @@ WITH RECURSIVE clock AS (
     FROM top_levels lv, LATERAL (
         SELECT j.id, j.queue, j.type, j.project, j.payload, j.priority, j.run_after FROM jobs j
         WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
+          AND (j.run_after, j.id) >= (lv.run_after, lv.id)
           AND j.run_after <= (SELECT now FROM clock)
           AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
           AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[])
