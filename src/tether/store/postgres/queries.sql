@@ -129,6 +129,44 @@ LIMIT %(limit)s;
 -- name: list_attempts
 SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
 
+-- The end both claims share: the chosen jobs leased (and started with :start), their
+-- attempt rows, events and the claims counter; the batch in claim order.
+-- fragment: claim_tail
+claimed AS (
+    UPDATE jobs j
+    SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
+                     THEN 'running' ELSE 'leased' END,
+        attempt_count = j.attempt_count + 1,
+        lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
+        lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
+        updated_at = clock.now,
+        event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
+                                       THEN 2 ELSE 1 END
+    FROM picked, clock
+    WHERE j.id = picked.id AND picked.id IN (SELECT id FROM chosen)
+    RETURNING j.*, clock.now AS claimed_at
+), attempts AS (
+    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
+    SELECT id, lease_token, %(worker_id)s, claimed_at,
+           CASE WHEN state = 'running' THEN claimed_at END
+    FROM claimed
+), events AS (
+    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+    SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
+           'leased', 'queued', 'leased', lease_token,
+           jsonb_build_object('worker_id', %(worker_id)s::text, 'waited_s',
+                              round(extract(epoch FROM claimed_at - run_after)::numeric, 6))
+    FROM claimed
+    UNION ALL
+    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
+    FROM claimed WHERE state = 'running'
+), counted AS (
+    INSERT INTO engine_counters AS c (name, owner, n)
+    SELECT 'claims', %(worker_id)s, count(*) FROM claimed HAVING count(*) > 0
+    ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n
+)
+SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
+
 -- The whole claim is this one statement: pick eligible rows in claim order, skipping rows
 -- another worker has locked; lease them (the attempt is counted here, before any job code
 -- runs); record the attempt and the 'leased' event, and count the claims in the worker's own
@@ -202,49 +240,21 @@ WITH clock AS (
     SELECT id FROM picked
     WHERE id NOT IN (SELECT id FROM per_key_over) AND id NOT IN (SELECT id FROM total_over)
     ORDER BY priority, run_after, id LIMIT %(limit)s
-), claimed AS (
-    UPDATE jobs j
-    SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
-                     THEN 'running' ELSE 'leased' END,
-        attempt_count = j.attempt_count + 1,
-        lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
-        lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
-        updated_at = clock.now,
-        event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
-                                       THEN 2 ELSE 1 END
-    FROM picked, clock
-    WHERE j.id = picked.id AND picked.id IN (SELECT id FROM chosen)
-    RETURNING j.*, clock.now AS claimed_at
-), attempts AS (
-    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
-    SELECT id, lease_token, %(worker_id)s, claimed_at,
-           CASE WHEN state = 'running' THEN claimed_at END
-    FROM claimed
-), events AS (
-    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
-    SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
-           'leased', 'queued', 'leased', lease_token,
-           jsonb_build_object('worker_id', %(worker_id)s::text, 'waited_s',
-                              round(extract(epoch FROM claimed_at - run_after)::numeric, 6))
-    FROM claimed
-    UNION ALL
-    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
-    FROM claimed WHERE state = 'running'
-), counted AS (
-    INSERT INTO engine_counters AS c (name, owner, n)
-    SELECT 'claims', %(worker_id)s, count(*) FROM claimed HAVING count(*) > 0
-    ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n
-)
-SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
+),
+-- include: claim_tail
 
 -- claim_jobs with fair dispatch and aging (docs/flow-control.md): levels walks jobs_fair to
--- each (project, priority) with queued jobs; heads reads each level's first claimable job,
+-- each (project, priority) with queued jobs and its first live entry (a plain index scan,
+-- which marks the entries of claimed jobs it passes as dead; heads and picked seek from that
+-- entry, so a level's claimed jobs are passed once a claim); heads reads each level's first
+-- claimable job,
 -- the least of its level in claim order, so only the :limit levels with the least heads
 -- (top_levels) can give the batch a job; picked takes (and locks) the first jobs of those,
 -- and the batch is chosen by aged priority (ep: priority less one per %(aging_s)s waited),
 -- then share (the project's jobs holding a slot plus this one's place among its picked), so
 -- projects of one priority are served round-robin. The candidates not chosen stay locked
--- until the commit. Flow control as in claim_jobs.
+-- until the commit. fair_held is read only when more than one project has queued jobs: with
+-- one, the share orders nothing. Flow control as in claim_jobs.
 -- name: claim_jobs_fair
 WITH RECURSIVE clock AS (
     SELECT coalesce(%(now)s::timestamptz, statement_timestamp()) AS now
@@ -352,40 +362,8 @@ WITH RECURSIVE clock AS (
     SELECT id FROM ranked
     WHERE id NOT IN (SELECT id FROM per_key_over) AND id NOT IN (SELECT id FROM total_over)
     ORDER BY ep, share, run_after, id LIMIT %(limit)s
-), claimed AS (
-    UPDATE jobs j
-    SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
-                     THEN 'running' ELSE 'leased' END,
-        attempt_count = j.attempt_count + 1,
-        lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
-        lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
-        updated_at = clock.now,
-        event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
-                                       THEN 2 ELSE 1 END
-    FROM picked, clock
-    WHERE j.id = picked.id AND picked.id IN (SELECT id FROM chosen)
-    RETURNING j.*, clock.now AS claimed_at
-), attempts AS (
-    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
-    SELECT id, lease_token, %(worker_id)s, claimed_at,
-           CASE WHEN state = 'running' THEN claimed_at END
-    FROM claimed
-), events AS (
-    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
-    SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
-           'leased', 'queued', 'leased', lease_token,
-           jsonb_build_object('worker_id', %(worker_id)s::text, 'waited_s',
-                              round(extract(epoch FROM claimed_at - run_after)::numeric, 6))
-    FROM claimed
-    UNION ALL
-    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
-    FROM claimed WHERE state = 'running'
-), counted AS (
-    INSERT INTO engine_counters AS c (name, owner, n)
-    SELECT 'claims', %(worker_id)s, count(*) FROM claimed HAVING count(*) > 0
-    ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n
-)
-SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
+),
+-- include: claim_tail
 
 -- One claim at a time while any concurrency limit exists: the claims that count slots see
 -- each other's (claim_jobs reads them in a snapshot taken after this lock is granted; it is
