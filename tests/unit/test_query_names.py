@@ -6,7 +6,7 @@ import functools
 import re
 from pathlib import Path
 
-from tether.store.queries import load_queries
+from tether.store.queries import fragments, load_queries
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tether"
 RUN = re.compile(r"\.(?:one|all|run|many)\(\s*\"(\w+)\"")
@@ -32,3 +32,11 @@ def test_every_named_statement_is_used():
 def test_every_statement_run_by_name_exists():
     store = "\n".join(p.read_text() for p in sorted((SRC / "store").rglob("*.py")))
     assert sorted(set(RUN.findall(store)) - defined()) == []
+
+
+def test_every_fragment_is_included():
+    """A fragment no statement includes is dead weight, as an unused statement is."""
+    for backend in ("sqlite", "postgres"):
+        text = (SRC / "store" / backend / "queries.sql").read_text()
+        included = set(re.findall(r"^\s*--\s*include:\s*(\w+)\s*$", text, re.MULTILINE))
+        assert sorted(set(fragments(text)) - included) == [], backend

@@ -1,4 +1,8 @@
-"""Named SQL: each backend keeps its statements in one ``queries.sql``, ``-- name: x`` per block."""
+"""Named SQL: each backend keeps its statements in one ``queries.sql``, ``-- name: x`` per block.
+
+A block headed ``-- fragment: x`` is no statement: it is text that statements share, and a line
+``-- include: x`` in a statement (or in another fragment) stands for it, expanded before
+comments are stripped (``expand_includes``)."""
 
 from __future__ import annotations
 
@@ -9,10 +13,52 @@ from typing import Any
 from collections.abc import Callable, Mapping
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_BLOCK = re.compile(r"^--\s*(name|fragment):\s*(\w+)\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^([ \t]*)--\s*include:\s*(\w+)\s*$", re.MULTILINE)
+
+
+def fragments(text: str, source: object = "") -> dict[str, str]:
+    """The ``-- fragment: x`` blocks of ``text`` by name, each up to the next block."""
+    parts = _BLOCK.split(text)
+    found: dict[str, str] = {}
+    for kind, name, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        if kind == "fragment":
+            if name in found:
+                raise ValueError(f"{source}: fragment {name!r} is defined twice")
+            lines = body.strip().splitlines()
+            while (lines and lines[-1].lstrip().startswith("--")
+                   and not _INCLUDE.match(lines[-1])):
+                lines.pop()  # the comments heading the next block
+            found[name] = "\n".join(lines).rstrip().rstrip(";")
+    return found
+
+
+def expand_includes(text: str, source: object = "") -> str:
+    """``text`` with its fragment blocks removed and every ``-- include: x`` line replaced by
+    fragment ``x`` (indented as the line was; a fragment may include others, never itself)."""
+    found = fragments(text, source)
+
+    def expand(body: str, chain: tuple[str, ...]) -> str:
+        def one(m: re.Match[str]) -> str:
+            indent, name = m.group(1), m.group(2)
+            if name not in found:
+                raise ValueError(f"{source}: include of unknown fragment {name!r}")
+            if name in chain:
+                raise ValueError(f"{source}: fragment {name!r} includes itself")
+            inner = expand(found[name], (*chain, name))
+            return "\n".join(indent + ln if ln else ln for ln in inner.splitlines())
+        return _INCLUDE.sub(one, body)
+
+    parts = _BLOCK.split(text)
+    out = [expand(parts[0], ())]
+    for kind, name, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        if kind == "name":
+            out.append(f"-- name: {name}\n" + expand(body, ()))
+    return "\n".join(out)
 
 
 def load_queries(path: Path) -> dict[str, str]:
-    text = path.read_text()
+    text = expand_includes(path.read_text(), path)
     parts = _NAME.split(text)
     queries: dict[str, str] = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):

@@ -136,6 +136,44 @@ LIMIT %(limit)s;
 -- name: list_attempts
 SELECT * FROM job_attempts WHERE job_id = %(job_id)s ORDER BY attempt;
 
+-- The end both claims share: the chosen jobs leased (and started with :start), their
+-- attempt rows, events and the claims counter; the batch in claim order.
+-- fragment: claim_tail
+claimed AS (
+    UPDATE jobs j
+    SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
+                     THEN 'running' ELSE 'leased' END,
+        attempt_count = j.attempt_count + 1,
+        lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
+        lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
+        updated_at = clock.now,
+        event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
+                                       THEN 2 ELSE 1 END
+    FROM picked, clock
+    WHERE j.id = picked.id AND picked.id IN (SELECT id FROM chosen)
+    RETURNING j.*, clock.now AS claimed_at
+), attempts AS (
+    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
+    SELECT id, lease_token, %(worker_id)s, claimed_at,
+           CASE WHEN state = 'running' THEN claimed_at END
+    FROM claimed
+), events AS (
+    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
+    SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
+           'leased', 'queued', 'leased', lease_token,
+           jsonb_build_object('worker_id', %(worker_id)s::text, 'waited_s',
+                              round(extract(epoch FROM claimed_at - run_after)::numeric, 6))
+    FROM claimed
+    UNION ALL
+    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
+    FROM claimed WHERE state = 'running'
+), counted AS (
+    INSERT INTO engine_counters AS c (name, owner, n)
+    SELECT 'claims', %(worker_id)s, count(*) FROM claimed HAVING count(*) > 0
+    ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n
+)
+SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
+
 -- The whole claim is this one statement: pick eligible rows in claim order, skipping rows
 -- another worker has locked; lease them (the attempt is counted here, before any job code
 -- runs); record the attempt and the 'leased' event, and count the claims in the worker's own
@@ -209,59 +247,32 @@ WITH clock AS (
     SELECT id FROM picked
     WHERE id NOT IN (SELECT id FROM per_key_over) AND id NOT IN (SELECT id FROM total_over)
     ORDER BY priority, run_after, id LIMIT %(limit)s
-), claimed AS (
-    UPDATE jobs j
-    SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
-                     THEN 'running' ELSE 'leased' END,
-        attempt_count = j.attempt_count + 1,
-        lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
-        lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
-        updated_at = clock.now,
-        event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
-                                       THEN 2 ELSE 1 END
-    FROM picked, clock
-    WHERE j.id = picked.id AND picked.id IN (SELECT id FROM chosen)
-    RETURNING j.*, clock.now AS claimed_at
-), attempts AS (
-    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
-    SELECT id, lease_token, %(worker_id)s, claimed_at,
-           CASE WHEN state = 'running' THEN claimed_at END
-    FROM claimed
-), events AS (
-    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
-    SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
-           'leased', 'queued', 'leased', lease_token,
-           jsonb_build_object('worker_id', %(worker_id)s::text, 'waited_s',
-                              round(extract(epoch FROM claimed_at - run_after)::numeric, 6))
-    FROM claimed
-    UNION ALL
-    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
-    FROM claimed WHERE state = 'running'
-), counted AS (
-    INSERT INTO engine_counters AS c (name, owner, n)
-    SELECT 'claims', %(worker_id)s, count(*) FROM claimed HAVING count(*) > 0
-    ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n
-)
-SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
+),
+-- include: claim_tail
 
 -- claim_jobs with fair dispatch and aging (docs/flow-control.md): levels walks jobs_fair to
--- each (project, priority) with queued jobs; heads reads each level's first claimable job,
+-- each (project, priority) with queued jobs and its first live entry (a plain index scan,
+-- which marks the entries of claimed jobs it passes as dead; heads and picked seek from that
+-- entry, so a level's claimed jobs are passed once a claim); heads reads each level's first
+-- claimable job,
 -- the least of its level in claim order, so only the :limit levels with the least heads
 -- (top_levels) can give the batch a job; picked takes (and locks) the first jobs of those,
 -- and the batch is chosen by aged priority (ep: priority less one per %(aging_s)s waited),
 -- then share (the project's jobs holding a slot plus this one's place among its picked), so
 -- projects of one priority are served round-robin. The candidates not chosen stay locked
--- until the commit. Flow control as in claim_jobs.
+-- until the commit. fair_held is read only when more than one project has queued jobs: with
+-- one, the share orders nothing. Flow control as in claim_jobs.
 -- name: claim_jobs_fair
 WITH RECURSIVE clock AS (
     SELECT coalesce(%(now)s::timestamptz, statement_timestamp()) AS now
 ), levels AS (
-    (SELECT project, priority FROM jobs WHERE state = 'queued' ORDER BY project, priority LIMIT 1)
+    (SELECT project, priority, run_after, id, queue FROM jobs WHERE state = 'queued'
+     ORDER BY project, priority, run_after, id LIMIT 1)
     UNION ALL
-    SELECT n.project, n.priority FROM levels l, LATERAL (
-        SELECT j.project, j.priority FROM jobs j
+    SELECT n.* FROM levels l, LATERAL (
+        SELECT j.project, j.priority, j.run_after, j.id, j.queue FROM jobs j
         WHERE j.state = 'queued' AND (j.project, j.priority) > (l.project, l.priority)
-        ORDER BY j.project, j.priority LIMIT 1) n
+        ORDER BY j.project, j.priority, j.run_after, j.id LIMIT 1) n
 ), held AS MATERIALIZED (
     SELECT l.scope, l.name,
            CASE WHEN l.key_field IS NULL THEN h.project
@@ -273,11 +284,15 @@ WITH RECURSIVE clock AS (
     GROUP BY 1, 2, 3
 ), fair_held AS MATERIALIZED (
     SELECT project, count(*) AS n FROM jobs
-    WHERE state IN ('leased', 'running', 'pausing', 'cancelling') GROUP BY project
+    WHERE state IN ('leased', 'running', 'pausing', 'cancelling')
+      AND (SELECT count(DISTINCT project) FROM levels) > 1
+    GROUP BY project
 ), heads AS (
-    SELECT lv.project, lv.priority, h.run_after AS head FROM levels lv, LATERAL (
+    SELECT lv.project, lv.priority, lv.run_after, lv.id, h.run_after AS head
+    FROM levels lv, LATERAL (
         SELECT j.run_after FROM jobs j
         WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
+          AND (j.run_after, j.id) >= (lv.run_after, lv.id)
           AND j.run_after <= (SELECT now FROM clock)
           AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
           AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[])
@@ -295,7 +310,7 @@ WITH RECURSIVE clock AS (
                                  ELSE coalesce(j.payload ->> l.key_field, j.project) END)))
         ORDER BY j.run_after, j.id LIMIT 1) h
 ), top_levels AS (
-    SELECT h.project, h.priority FROM heads h
+    SELECT h.project, h.priority, h.run_after, h.id FROM heads h
     ORDER BY h.priority - floor(extract(epoch FROM (SELECT now FROM clock) - h.head)
                                 / %(aging_s)s)::integer,
              coalesce((SELECT n FROM fair_held f WHERE f.project = h.project), 0), h.head
@@ -306,6 +321,7 @@ WITH RECURSIVE clock AS (
     FROM top_levels lv, LATERAL (
         SELECT j.id, j.queue, j.type, j.project, j.payload, j.priority, j.run_after FROM jobs j
         WHERE j.state = 'queued' AND j.project = lv.project AND j.priority = lv.priority
+          AND (j.run_after, j.id) >= (lv.run_after, lv.id)
           AND j.run_after <= (SELECT now FROM clock)
           AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
           AND (%(types)s::text[] IS NULL OR j.type = ANY (%(types)s::text[])
@@ -353,40 +369,8 @@ WITH RECURSIVE clock AS (
     SELECT id FROM ranked
     WHERE id NOT IN (SELECT id FROM per_key_over) AND id NOT IN (SELECT id FROM total_over)
     ORDER BY ep, share, run_after, id LIMIT %(limit)s
-), claimed AS (
-    UPDATE jobs j
-    SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
-                     THEN 'running' ELSE 'leased' END,
-        attempt_count = j.attempt_count + 1,
-        lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
-        lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
-        updated_at = clock.now,
-        event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
-                                       THEN 2 ELSE 1 END
-    FROM picked, clock
-    WHERE j.id = picked.id AND picked.id IN (SELECT id FROM chosen)
-    RETURNING j.*, clock.now AS claimed_at
-), attempts AS (
-    INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
-    SELECT id, lease_token, %(worker_id)s, claimed_at,
-           CASE WHEN state = 'running' THEN claimed_at END
-    FROM claimed
-), events AS (
-    INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
-    SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
-           'leased', 'queued', 'leased', lease_token,
-           jsonb_build_object('worker_id', %(worker_id)s::text, 'waited_s',
-                              round(extract(epoch FROM claimed_at - run_after)::numeric, 6))
-    FROM claimed
-    UNION ALL
-    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
-    FROM claimed WHERE state = 'running'
-), counted AS (
-    INSERT INTO engine_counters AS c (name, owner, n)
-    SELECT 'claims', %(worker_id)s, count(*) FROM claimed HAVING count(*) > 0
-    ON CONFLICT (name, owner) DO UPDATE SET n = c.n + excluded.n
-)
-SELECT *, state = 'running' AS started FROM claimed ORDER BY priority, run_after, id;
+),
+-- include: claim_tail
 
 -- One claim at a time while any concurrency limit exists: the claims that count slots see
 -- each other's (claim_jobs reads them in a snapshot taken after this lock is granted; it is

@@ -208,7 +208,9 @@ WHERE id IN (
         GROUP BY 1, 2, 3
     ), fair_held AS MATERIALIZED (
         SELECT project, count(*) AS n FROM jobs
-        WHERE state IN ('leased', 'running', 'pausing', 'cancelling') GROUP BY project
+        WHERE state IN ('leased', 'running', 'pausing', 'cancelling')
+          AND (SELECT count(DISTINCT project) FROM levels) > 1
+        GROUP BY project
     ), heads AS (
         SELECT lv.project, lv.priority, (
             SELECT j.run_after FROM jobs j INDEXED BY jobs_fair
