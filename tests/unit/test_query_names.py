@@ -72,4 +72,5 @@ def test_the_folder_is_read_whole_in_name_order(tmp_path):
 def test_no_backend_keeps_a_single_queries_file_beside_its_folder():
     """The loader reads ``queries/`` only: a ``queries.sql`` left beside it (say, brought back
     by a merge) would be edited in vain."""
-    assert [b for b in ("sqlite", "postgres") if (SRC / "store" / b / "queries.sql").exists()] == []
+    left = [b for b in ("sqlite", "postgres") if (SRC / "store" / b / "queries.sql").exists()]
+    assert left == []
