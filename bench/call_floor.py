@@ -13,7 +13,7 @@ CPython and this disk allow at all:
   transaction (the lock read, then ``executemany`` per statement) — tether's own batching
   (``core/combining.py``) without its layers.
 
-The rows are tether's, written with tether's own SQL (``queries.sql``) into a database its
+The rows are tether's, written with tether's own SQL (``queries/``) into a database its
 migrations made, so every commit writes the pages tether's commits write. Left out, which
 tether must do: limit checks, lease and cancel checks, the canonical JSON and size checks of
 a result, usage validation, error classification, rate limits, stats, the group committer's

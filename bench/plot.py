@@ -39,7 +39,7 @@ def _shape(text: str) -> str:
 
 
 def statement(prefix: str) -> str:
-    """The name in ``queries.sql`` of the statement ``pg_stat_activity`` showed ``prefix``
+    """The name in ``queries/`` of the statement ``pg_stat_activity`` showed ``prefix``
     of (names joined with ``|`` when several start so), else the prefix itself."""
     if prefix.strip().upper() in ("COMMIT", "BEGIN", "ROLLBACK"):
         return prefix.strip().upper()

@@ -1,4 +1,4 @@
-"""Which named statements (``queries.sql``) a store runs: a test's window onto the SQL behind a
+"""Which named statements (``queries/*.sql``) a store runs: a test's window onto the SQL behind a
 facade call, on either backend."""
 
 from __future__ import annotations

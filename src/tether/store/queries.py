@@ -1,8 +1,9 @@
-"""Named SQL: each backend keeps its statements in one ``queries.sql``, ``-- name: x`` per block.
+"""Named SQL: each backend keeps its statements in a ``queries/`` folder, one ``<concept>.sql``
+per store module that runs them, ``-- name: x`` per block.
 
 A block headed ``-- fragment: x`` is no statement: it is text that statements share, and a line
-``-- include: x`` in a statement (or in another fragment) stands for it, expanded before
-comments are stripped (``expand_includes``)."""
+``-- include: x`` in a statement (or in another fragment) stands for it, expanded over the whole
+folder's text before comments are stripped (``expand_includes``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,25 @@ from collections.abc import Callable, Mapping
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _BLOCK = re.compile(r"^--\s*(name|fragment):\s*(\w+)\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^([ \t]*)--\s*include:\s*(\w+)\s*$", re.MULTILINE)
+
+_DEFINED = re.compile(r"^--\s*(?:name|fragment):\s*(\w+)\s*$", re.MULTILINE)
+
+
+def gather(folder: Path) -> str:
+    """The text of every ``*.sql`` in ``folder``, in name order, one after another. A name
+    (a query's or a fragment's) defined twice is refused with both files named: which of
+    two files wins must never depend on the order they are read in."""
+    seen: dict[str, str] = {}
+    texts = []
+    for path in sorted(folder.glob("*.sql")):
+        text = path.read_text()
+        for name in _DEFINED.findall(text):
+            if name in seen:
+                raise ValueError(f"{folder}: {name!r} is defined in both {seen[name]} and "
+                                 f"{path.name}")
+            seen[name] = path.name
+        texts.append(text)
+    return "\n".join(texts)
 
 
 def fragments(text: str, source: object = "") -> dict[str, str]:
@@ -58,7 +78,8 @@ def expand_includes(text: str, source: object = "") -> str:
 
 
 def load_queries(path: Path) -> dict[str, str]:
-    text = expand_includes(path.read_text(), path)
+    """The named statements of a backend's ``queries/`` folder (or of one ``.sql`` file)."""
+    text = expand_includes(gather(path) if path.is_dir() else path.read_text(), path)
     parts = _NAME.split(text)
     queries: dict[str, str] = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):

@@ -1,6 +1,6 @@
 """Spend reports from the cost ledger, grouped and summed in the database.
 
-One named statement per backend (``spend_report`` in ``queries.sql``) serves every grouping:
+One named statement per backend (``spend_report`` in ``queries/spend.sql``) serves every grouping:
 each dimension is switched on or off by a parameter, and a dimension switched off is a
 constant NULL, so it does not split groups. The database returns one row per group, never
 one per call; money comes back exact (PostgreSQL ``numeric``, SQLite ``tether_decimal_sum``

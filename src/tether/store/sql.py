@@ -1,8 +1,9 @@
 """The engine's storage logic, written once over named SQL; backends supply SQL and transactions.
 
-Each backend (``sqlite/``, ``postgres/``) keeps its statements in ``queries.sql`` and provides
-``_write()``/``_read()`` transactions whose handle (``tx.Tx``) runs a statement by name. The
-rules live in one module per concept, each a class on ``transitions.Transitions``:
+Each backend (``sqlite/``, ``postgres/``) keeps its statements in ``queries/`` (one
+``<concept>.sql`` per module below that runs them) and provides ``_write()``/``_read()``
+transactions whose handle (``tx.Tx``) runs a statement by name. The rules live in one module
+per concept, each a class on ``transitions.Transitions``:
 
 * ``jobs.py``: submit, idempotency, reads of jobs, events and attempts
 * ``leases.py``: claim, start, heartbeat (lease renewal), lease expiry

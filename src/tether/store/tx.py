@@ -1,6 +1,6 @@
 """The transaction handle a backend gives the shared store logic, and how it binds times.
 
-The logic in this package runs named statements (``queries.sql`` of each backend) through a
+The logic in this package runs named statements (each backend's ``queries/``) through a
 ``Tx``. Times are always given as unix seconds, under one of the names in ``TIME_PARAMS``;
 the backend binds them as its own column type (SQLite keeps the seconds, PostgreSQL binds a
 ``timestamptz``), so no caller converts a time itself.

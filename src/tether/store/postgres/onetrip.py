@@ -8,7 +8,7 @@ writes: BEGIN, the reads and the writes with COMMIT are round trips of their own
 costs the worker and the server CPU. Most calls need none of that deciding: a job without a
 parent or limits, in a project without limits, reserving a key it has never journaled, and
 settling within what it reserved. For those, ``reserve_call`` and ``settle_call``
-(``queries.sql``) are one statement each that checks those conditions under the same locks
+(``queries/calls.sql``) are one statement each that checks those conditions under the same locks
 and writes what the book would have written, or writes nothing and says so; an autocommit
 statement is its own transaction, so one round trip and one commit carry the whole write.
 

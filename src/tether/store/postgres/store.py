@@ -10,7 +10,7 @@ The storage rules live in ``store/sql.py``; this module decides how they meet Po
   that injects ``clock=`` gets that time bound instead.
 * Statements run through ``tx.PgTx``: JSON read back as text, the shape SQLite returns,
   times bound as timestamptz. Money is numeric (read as ``Decimal``).
-* Claims are one statement (``claim_jobs`` in queries.sql); rows read for a read-modify-write
+* Claims are one statement (``claim_jobs`` in queries/leases.sql); rows read for a read-modify-write
   are locked (``FOR UPDATE``), queue-like scans skip locked rows.
 * ``migrate()`` takes a transaction-level advisory lock, so workers starting together do not
   race.

@@ -1,5 +1,5 @@
 """How the PostgreSQL store talks to the server: connection settings, and the transaction
-handle (``tx.Tx``) that runs the named statements of ``queries.sql``.
+handle (``tx.Tx``) that runs the named statements of ``queries/``.
 
 JSON columns are jsonb but are read back as text, the shape SQLite returns, so the shared
 logic sees one shape; times (``TIME_PARAMS``) are bound as timestamptz; psycopg errors become
@@ -28,7 +28,7 @@ from ..tx import TIME_PARAMS, present
 from .retry import translate
 
 HERE = Path(__file__).parent
-QUERIES = load_queries(HERE / "queries.sql")
+QUERIES = load_queries(HERE / "queries")
 PLANNED_EACH_TIME = frozenset({"journal_keys"})
 """Statements never prepared. psycopg prepares a statement after its fifth run, and the server
 then keeps the generic plan it chose at that moment until the table's statistics change. For

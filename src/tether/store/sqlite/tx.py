@@ -1,4 +1,4 @@
-"""How the SQLite store runs its named statements (``queries.sql``, bound positionally) on a
+"""How the SQLite store runs its named statements (``queries/``, bound positionally) on a
 connection, and how SQLite's errors become tether's: a full disk (or file size limit) is
 ``StorageFull``, a damaged file ``StoreCorrupt``, the rest ``StoreError``."""
 
@@ -14,7 +14,7 @@ from ...errors import StorageFull, StoreCorrupt, StoreError
 from ..queries import load_queries, positional
 
 HERE = Path(__file__).parent
-QUERIES = load_queries(HERE / "queries.sql")
+QUERIES = load_queries(HERE / "queries")
 BOUND = {name: positional(sql) for name, sql in QUERIES.items()}
 
 
