@@ -55,7 +55,7 @@ def run(backend: str, n: int) -> dict[str, float]:
         def step() -> float:
             (c,) = app.store.claim("bench", queues=None, limit=1, lease_ttl=600)
             t = time.perf_counter()
-            execute(app, c.job, Lease(c.job.id, c.token))
+            execute(app, c.job, Lease(c.job.id, c.attempt))
             return time.perf_counter() - t
         upload = step()
         assert app.get(job.id).state == JobState.WAITING

@@ -160,7 +160,7 @@ def _resolve(futures) -> None:
         f.set_result(None)
 
 
-def _open_writer(db: str, job, token: int, price, profile_id: str):
+def _open_writer(db: str, job, attempt: int, price, profile_id: str):
     """``write(ops)``: one transaction writing a batch of reservations and settlements, as
     tether's rows, on a connection of its own; and ``close()``."""
     from tether.store.queries import positional
@@ -196,7 +196,7 @@ def _open_writer(db: str, job, token: int, price, profile_id: str):
                 totals["reserved_usd"] += want.cost_usd
                 totals["reserved_calls"] += 1
                 reserves.append({
-                    "job_id": job.id, "key": key, "stage": None, "attempt": token,
+                    "job_id": job.id, "key": key, "stage": None, "attempt": attempt,
                     "provider": "simulated", "model": "sim-small", "request_hash": None,
                     "fingerprint": fingerprint, "reserved_usd": money(want.cost_usd),
                     "reserved_input_tokens": want.input_tokens,
@@ -209,13 +209,13 @@ def _open_writer(db: str, job, token: int, price, profile_id: str):
                 totals["spent_usd"] += cost
                 totals["calls"] += 1
                 finishes.append({
-                    "job_id": job.id, "key": key, "attempt": token, "status": "done",
+                    "job_id": job.id, "key": key, "attempt": attempt, "status": "done",
                     "result": result, "usage": json.dumps(usage.to_dict()),
                     "cost_usd": money(cost), "error_code": None, "error_summary": None,
                     "now": now})
                 ledger.append(dict(
                     rates, job_id=job.id, project=job.project, stage=None, key=key,
-                    attempt=token, provider="simulated", model="sim-small",
+                    attempt=attempt, provider="simulated", model="sim-small",
                     input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                     cached_input_tokens=0, reasoning_tokens=0, cache_write_tokens=0,
                     cache_write_1h_tokens=0, price_profile=profile_id,
@@ -394,12 +394,12 @@ VARIANTS = {
 }
 
 
-def _calls(db: str, job, token: int, price, profile_id: str, n: int, concurrency: int,
+def _calls(db: str, job, attempt: int, price, profile_id: str, n: int, concurrency: int,
            bill: str, variant: Variant) -> dict:
     from tether.providers.simulated import SimulatedProvider
 
     provider = SimulatedProvider(bill, latency_s=0)
-    open_writer = functools.partial(_open_writer, db, job, token, price, profile_id)
+    open_writer = functools.partial(_open_writer, db, job, attempt, price, profile_id)
     write, close = _writer_process(open_writer) if variant.writer_process else open_writer()
     calls = _Calls(job, price, provider, write, n, concurrency)
     cpu = time.process_time()  # this process's threads; a writer process's are not counted
@@ -435,11 +435,11 @@ def measure(concurrency: int, calls: int, runs: int = 1, only: tuple[str, ...] =
             folder.mkdir(parents=True, exist_ok=True)
             app = Tether(database_url=f"sqlite:///{folder}/tether.db")
             try:
-                job, token = _running_job(app)
+                job, attempt = _running_job(app)
                 profile = app.profile_for(job)
                 price = profile.price("simulated", "sim-small")
                 app.close()
-                out[name].append(_calls(str(folder / "tether.db"), job, token, price,
+                out[name].append(_calls(str(folder / "tether.db"), job, attempt, price,
                                         profile.id, calls, concurrency, str(folder / "bill"),
                                         variant))
             finally:

@@ -36,8 +36,8 @@ def _running_job(app):
     app.register("w4-commit-cost", lambda ctx, payload: None)
     job = app.submit("w4-commit-cost", {})
     (claim,) = app.store.claim("commit-cost", queues=None, limit=1, lease_ttl=60)
-    app.store.start(job.id, claim.token)
-    return job, claim.token
+    app.store.start(job.id, claim.attempt)
+    return job, claim.attempt
 
 
 def batch_pages(concurrency: int, batches: int) -> dict:
@@ -53,7 +53,7 @@ def batch_pages(concurrency: int, batches: int) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     app = Tether(database_url=f"sqlite:///{folder}/tether.db")
     try:
-        job, token = _running_job(app)
+        job, attempt = _running_job(app)
         price = app.profile_for(job).price("simulated", "sim-small")
         provider = SimulatedProvider(folder / "bill", latency_s=0)
         store = app.store
@@ -75,14 +75,14 @@ def batch_pages(concurrency: int, batches: int) -> dict:
                 ops.append(CallReserve(key, None, "simulated", "sim-small",
                                        price.reservation(est)))
             before = frames()
-            _ok(store.account(job.id, token, ops))
+            _ok(store.account(job.id, attempt, ops))
             middle = frames()
             ops = []
             for key in keys:
                 answer = provider.complete(f"item {key}", key=key, max_tokens=64)
                 ops.append(CallSettle(key, answer.usage, price, "default",
                                       dumps(answer.value), False))
-            _ok(store.account(job.id, token, ops))
+            _ok(store.account(job.id, attempt, ops))
             if b >= 2:
                 reserve.append(middle - before)
                 settle.append(frames() - middle)

@@ -30,7 +30,7 @@ def measure(app: Tether, *, limit: int, samples: int, **kwargs) -> dict:
         claims = app.store.claim("bench", queues=None, limit=limit, lease_ttl=60, start=True,
                                  **kwargs)
         times.append((time.perf_counter() - t) * 1000)
-        app.store.finish_many([(c.job.id, c.token, Outcome(JobState.SUCCEEDED,
+        app.store.finish_many([(c.job.id, c.attempt, Outcome(JobState.SUCCEEDED,
                                                            result_json="null"))
                                for c in claims])
     return {"median_ms": median(times), "p99_ms": percentile(times, 99)}

@@ -66,7 +66,7 @@ def seed(app: Tether, clock: FakeClock, bill: Path, *, first_day: datetime) -> S
                                                 "tag": f"{project}/{model}/{d}"},
                                  project=project)
                 (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-                execute(app, claim.job, Lease(claim.job.id, claim.token))
+                execute(app, claim.job, Lease(claim.job.id, claim.attempt))
                 assert app.get(job.id).state == "succeeded", app.get(job.id)
                 out.jobs[(project, model, out.days[d])] = job.id
     sim.close()

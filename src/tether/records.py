@@ -37,7 +37,7 @@ class Job:
     updated_at: datetime
     payload: Any = None
     safe_to_retry: bool = True
-    lease_token: int | None = None
+    lease_attempt: int | None = None
     finished_at: datetime | None = None
     price_profile: str | None = None
     estimated_cost_usd: Decimal | None = None
@@ -91,7 +91,7 @@ class Event:
 
 @dataclass(frozen=True)
 class Attempt:
-    """One claim of a job by a worker; ``attempt`` is also the lease's fencing token."""
+    """One claim of a job by a worker; ``attempt`` is also the attempt that fences its lease."""
 
     job_id: int
     attempt: int

@@ -210,7 +210,7 @@ _NO_STAGE = _StageHandle()
 NO_TRACE = AttemptTrace()
 
 
-def attempt(job: Any, token: int) -> AttemptTrace:
+def attempt(job: Any, lease_attempt: int) -> AttemptTrace:
     """The trace of one attempt of ``job``, started: its span is current in this thread
     until ``end``. The span's parent is the job's stored trace context (the submitter's span),
     or none (a new trace) when it has none."""
@@ -218,13 +218,13 @@ def attempt(job: Any, token: int) -> AttemptTrace:
         return AttemptTrace(job.trace_context) if job.trace_context else NO_TRACE
     api = _api()
     assert api is not None  # enabled() saw it
-    return _LiveAttempt(api, job, token)
+    return _LiveAttempt(api, job, lease_attempt)
 
 
 class _LiveAttempt(AttemptTrace):
     """An attempt's spans when a tracer provider is configured."""
 
-    def __init__(self, api: ModuleType, job: Any, token: int) -> None:
+    def __init__(self, api: ModuleType, job: Any, attempt: int) -> None:
         super().__init__(None)
         from opentelemetry import context
         self._api, self._context = api, context
@@ -234,7 +234,7 @@ class _LiveAttempt(AttemptTrace):
             kind=api.SpanKind.CONSUMER,
             attributes={"tether.job.id": job.id, "tether.job.type": job.type,
                         "tether.project": job.project, "tether.queue": job.queue,
-                        "tether.attempt": token})
+                        "tether.attempt": attempt})
         self._inner = api.set_span_in_context(self.span)
         self._token = context.attach(self._inner)
 

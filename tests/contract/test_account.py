@@ -135,7 +135,7 @@ def test_an_earlier_attempts_open_reservation_is_spent_unconfirmed_then_reserved
     job, tok = running_job(app)
     app.store.account(job.id, tok, [res("a", cost="0.20")])
     with app.store._write() as tx:  # a re-lease that left the reservation open
-        tx.conn.execute(f"UPDATE jobs SET lease_token = lease_token + 1 WHERE id = {job.id}")
+        tx.conn.execute(f"UPDATE jobs SET lease_attempt = lease_attempt + 1 WHERE id = {job.id}")
     ((value, exc),) = app.store.account(job.id, tok + 1, [res("a", cost="0.20")])
     assert exc is None and value is None
     used = app.get(job.id).budget.used

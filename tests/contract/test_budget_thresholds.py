@@ -137,7 +137,7 @@ def test_a_call_left_open_by_a_crash_counts_once(app, clock):
     job = app.submit("steady", {"calls": 1}, budget={"max_calls": 2, "thresholds": [0.5]})
     (claim,) = store.claim("w", queues=None, limit=1, lease_ttl=10, start=True)
     want = Reservation(Decimal("0.001"), 10, 10)
-    store.reserve(job.id, claim.token, key="k0", stage=None, provider="simulated",
+    store.reserve(job.id, claim.attempt, key="k0", stage=None, provider="simulated",
                   model="sim-small", reservation=want)
     assert _fired(app, job.id) == []
     clock.advance(60)
@@ -145,10 +145,10 @@ def test_a_call_left_open_by_a_crash_counts_once(app, clock):
     fired = _fired(app, job.id)
     assert [(d["threshold"], d["used"]) for d in fired] == [(0.5, 1)]
     (again,) = store.claim("w", queues=None, limit=1, lease_ttl=10)
-    store.start(job.id, again.token)
-    store.reserve(job.id, again.token, key="k1", stage=None, provider="simulated",
+    store.start(job.id, again.attempt)
+    store.reserve(job.id, again.attempt, key="k1", stage=None, provider="simulated",
                   model="sim-small", reservation=want)
-    store.settle(job.id, again.token, key="k1", usage=Usage(10, 10),
+    store.settle(job.id, again.attempt, key="k1", usage=Usage(10, 10),
                  price=ModelPrice("simulated", "sim-small", Decimal(0), Decimal(0)),
                  profile_id="p", result_json='"x"')
     assert len(_fired(app, job.id)) == 1
@@ -197,7 +197,7 @@ def test_a_childs_call_left_open_crosses_its_parents_threshold_once(app, clock):
     assert run_next(app).state == JobState.WAITING
     (claim,) = store.claim("w", queues=None, limit=1, lease_ttl=10, start=True)
     assert claim.job.parent_id == job.id
-    store.reserve(claim.job.id, claim.token, key="k0", stage=None, provider="simulated",
+    store.reserve(claim.job.id, claim.attempt, key="k0", stage=None, provider="simulated",
                   model="sim-small", reservation=Reservation(Decimal("0.001"), 10, 10))
     clock.advance(60)
     store.expire_leases()

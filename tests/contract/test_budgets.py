@@ -118,8 +118,8 @@ def test_a_crashed_attempts_open_reservation_is_settled_as_spent_unconfirmed(app
     (entry,) = app.store.journal(job.id)
     assert entry.status == "unconfirmed"
     (c,) = app.store.claim("w2", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, c.token)
-    assert reserve(app, job, c.token, "in-flight", cost="0.30") is None
+    app.store.start(job.id, c.attempt)
+    assert reserve(app, job, c.attempt, "in-flight", cost="0.30") is None
 
 
 def test_no_reservation_after_cancel_and_none_with_a_stale_lease(app, clock):

@@ -13,8 +13,8 @@ def _without(row: dict, *names: str) -> dict:
 
 def test_the_many_job_reads_match_the_one_job_reads(app, store):
     jobs = [running_job(app, project=p) for p in ("p1", "p2", "p1")]
-    for n, (job, token) in enumerate(jobs):
-        reserve(app, job, token, f"k{n}")
+    for n, (job, attempt) in enumerate(jobs):
+        reserve(app, job, attempt, f"k{n}")
     ids = [job.id for job, _ in jobs]
     with store._write() as tx:
         many = tx.all("lock_calls_many", job_ids=store._array_param(ids),

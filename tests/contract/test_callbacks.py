@@ -25,7 +25,7 @@ def run_next(app):
     if not claims:
         return None
     (c,) = claims
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     return app.get(c.job.id)
 
 
@@ -187,7 +187,7 @@ def test_only_a_job_waiting_for_a_signal_takes_a_callback_and_it_needs_a_public_
         app.issue_callback(job.id)
     with pytest.raises(LeaseLost):
         app.store.issue_callback(job.id, id="0" * 16, token_hash="x", expires_in=1,
-                                 issued_by="job", token=99)
+                                 issued_by="job", attempt=99)
 
 
 def race(calls) -> list[str]:

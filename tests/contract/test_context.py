@@ -12,7 +12,7 @@ from tether.worker.executor import execute
 
 def claim_and_run(app):
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     return app.get(c.job.id)
 
 

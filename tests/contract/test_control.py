@@ -40,12 +40,12 @@ def test_retry_only_from_failed(app):
     register(app)
     job = app.submit("t", {}, max_attempts=1)
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, c.token)
-    app.store.finish(job.id, c.token, Outcome(S.FAILED, error_code="boom", error_summary="x"))
+    app.store.start(job.id, c.attempt)
+    app.store.finish(job.id, c.attempt, Outcome(S.FAILED, error_code="boom", error_summary="x"))
     j = app.retry(job.id)
     assert j.state == S.QUEUED and j.max_attempts == 2 and j.error_code is None
     (c2,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    assert c2.token == 2
+    assert c2.attempt == 2
 
 
 def test_unknown_job_and_project_scoping(app):
@@ -64,15 +64,15 @@ def test_events_are_gap_free_and_follow_the_state_machine(app, clock):
     job = app.submit("t", {})
     for _ in range(2):
         (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-        app.store.start(job.id, c.token)
-        app.store.append_event(job.id, "note", {"i": 1}, token=c.token)
-        app.store.finish(job.id, c.token, Outcome(S.RETRY_WAIT, error_code="transient",
+        app.store.start(job.id, c.attempt)
+        app.store.append_event(job.id, "note", {"i": 1}, attempt=c.attempt)
+        app.store.finish(job.id, c.attempt, Outcome(S.RETRY_WAIT, error_code="transient",
                                                   error_summary="x", delay_s=1))
         clock.advance(2)
         app.store.promote_due()
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, c.token)
-    app.store.finish(job.id, c.token, Outcome(S.SUCCEEDED, result_json="{}"))
+    app.store.start(job.id, c.attempt)
+    app.store.finish(job.id, c.attempt, Outcome(S.SUCCEEDED, result_json="{}"))
     events = app.events(job.id)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     state = None

@@ -212,7 +212,7 @@ def test_a_batch_of_children_finished_together_wakes_their_parent_once(app):
     assert len(claims) == N and all(c.started for c in claims)
 
     def finish(part):
-        return app.store.finish_many([(c.job.id, c.token, Outcome(
+        return app.store.finish_many([(c.job.id, c.attempt, Outcome(
             JobState.SUCCEEDED, result_json=str(c.job.payload ** 2))) for c in part])
     assert finish(claims[:N // 2]) == [JobState.SUCCEEDED] * (N // 2)
     assert_parked(app, parent.id)

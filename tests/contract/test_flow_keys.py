@@ -177,7 +177,7 @@ def test_a_failed_singleton_is_not_retried_while_another_of_its_key_is_live(app)
 
     first = app.submit("flaky", {})
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     assert app.get(first.id).state == JobState.FAILED
     second = app.submit("flaky", {})
     assert second.id != first.id, "a failed job is not live"
@@ -199,7 +199,7 @@ def test_a_fork_is_a_new_job_outside_flow_control(app):
 
     source = app.submit("staged", {"customer": "c1"})
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     fork = app.fork(source.id, from_stage="staged", payload={"other": 1})
     assert (fork.flow_mode, fork.flow_key) == (None, None) and fork.id != source.id
     assert (app.get(fork.id).flow_mode, app.get(fork.id).flow_key) == (None, None)

@@ -10,13 +10,13 @@ from tether.store.base import CallReserve, CallSettle, Outcome
 from tests.money import PRICE, reserve, running_job
 
 
-def spend(app, job, token):
+def spend(app, job, attempt):
     """One call paid (settled) and one left reserved: every accumulator moves."""
-    out = app.store.account(job.id, token, [
+    out = app.store.account(job.id, attempt, [
         CallReserve("paid", "s", "simulated", "sim-small", Reservation(Decimal("0.10"), 100, 50)),
         CallReserve("open", "s", "simulated", "sim-small", Reservation(Decimal("0.20"), 80, 30)),
     ])
-    out += app.store.account(job.id, token, [
+    out += app.store.account(job.id, attempt, [
         CallSettle("paid", Usage(60, 40), PRICE, "p@1", '{"text": "ok"}')])
     assert [e for _, e in out] == [None, None, None]
     used = app.get(job.id).budget.used
@@ -68,7 +68,7 @@ def test_a_reattempt_is_claimed_with_what_it_spent_before(app):
                                           error_summary="boom", delay_s=0))
     assert app.store.promote_due() == 1
     (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30, start=True)
-    assert claim.token == tok + 1 and not claim.started
+    assert claim.attempt == tok + 1 and not claim.started
     assert claim.job == app.get(job.id)
     assert claim.job.budget.used.calls == 2  # the open call was spent at the attempt's end
 

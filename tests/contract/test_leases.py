@@ -35,7 +35,7 @@ def test_claim_counts_the_attempt_and_sets_the_lease(app, clock):
     job = app.submit("t", {})
     (claim,) = app.store.claim("w1", queues=None, limit=5, lease_ttl=30)
     j = app.get(job.id)
-    assert j.state == S.LEASED and j.attempt_count == 1 and claim.token == 1
+    assert j.state == S.LEASED and j.attempt_count == 1 and claim.attempt == 1
     assert j.lease_owner == "w1"
     assert j.lease_expires_at.timestamp() == pytest.approx(clock.time() + 30)
     (attempt,) = app.attempts(job.id)
@@ -74,7 +74,7 @@ def test_expired_running_job_requeues_when_safe(app, clock):
     register(app, safe=True)
     job = app.submit("t", {})
     (c,) = app.store.claim("w1", queues=None, limit=1, lease_ttl=30)
-    assert app.store.start(job.id, c.token) == S.RUNNING
+    assert app.store.start(job.id, c.attempt) == S.RUNNING
     clock.advance(31)
     assert app.store.expire_leases() == [(job.id, S.QUEUED)]
     j = app.get(job.id)
@@ -89,7 +89,7 @@ def test_expired_running_job_is_interrupted_when_not_safe(app, clock):
     register(app, safe=False)
     job = app.submit("t", {})
     (c,) = app.store.claim("w1", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, c.token)
+    app.store.start(job.id, c.attempt)
     clock.advance(31)
     assert app.store.expire_leases() == [(job.id, S.INTERRUPTED)]
     assert app.get(job.id).error_code == "interrupted"
@@ -109,8 +109,8 @@ def test_crash_loop_is_bounded_by_max_attempts(app, clock):
     job = app.submit("t", {})
     for attempt in (1, 2, 3):
         (c,) = app.store.claim(f"w{attempt}", queues=None, limit=1, lease_ttl=30)
-        assert c.token == attempt
-        app.store.start(job.id, c.token)
+        assert c.attempt == attempt
+        app.store.start(job.id, c.attempt)
         clock.advance(31)
         app.store.expire_leases()
     j = app.get(job.id)
@@ -122,24 +122,24 @@ def test_a_stale_token_can_write_nothing(app, clock):
     register(app)
     job = app.submit("t", {})
     (old,) = app.store.claim("zombie", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, old.token)
+    app.store.start(job.id, old.attempt)
     clock.advance(31)
     app.store.expire_leases()
     (new,) = app.store.claim("w2", queues=None, limit=1, lease_ttl=30)
-    assert new.token == 2
+    assert new.attempt == 2
     events_before = len(app.events(job.id))
     with pytest.raises(LeaseLost):
-        app.store.finish(job.id, old.token, Outcome(S.SUCCEEDED, result_json='"zombie"'))
+        app.store.finish(job.id, old.attempt, Outcome(S.SUCCEEDED, result_json='"zombie"'))
     with pytest.raises(LeaseLost):
-        app.store.set_stage(job.id, old.token, "zombie-stage")
+        app.store.set_stage(job.id, old.attempt, "zombie-stage")
     with pytest.raises(LeaseLost):
-        app.store.append_event(job.id, "zombie", {}, token=old.token)
+        app.store.append_event(job.id, "zombie", {}, attempt=old.attempt)
     assert app.store.heartbeat("zombie", lease_ttl=30) == {}
     j = app.get(job.id)
     assert j.state == S.LEASED and j.lease_owner == "w2" and j.stage is None
     assert len(app.events(job.id)) == events_before
-    app.store.start(job.id, new.token)
-    assert app.store.finish(job.id, new.token, Outcome(S.SUCCEEDED, result_json='"ok"')) == (
+    app.store.start(job.id, new.attempt)
+    assert app.store.finish(job.id, new.attempt, Outcome(S.SUCCEEDED, result_json='"ok"')) == (
         S.SUCCEEDED)
     assert app.get(job.id).result == "ok"
 
@@ -148,8 +148,8 @@ def test_retry_wait_then_queued_when_backoff_elapses(app, clock):
     register(app)
     job = app.submit("t", {})
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, c.token)
-    app.store.finish(job.id, c.token, Outcome(S.RETRY_WAIT, error_code="transient",
+    app.store.start(job.id, c.attempt)
+    app.store.finish(job.id, c.attempt, Outcome(S.RETRY_WAIT, error_code="transient",
                                               error_summary="429", delay_s=8))
     j = app.get(job.id)
     assert j.state == S.RETRY_WAIT and j.run_after.timestamp() == pytest.approx(clock.time() + 8)
@@ -165,9 +165,9 @@ def test_finish_after_cancel_ends_cancelled(app):
     register(app)
     job = app.submit("t", {})
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, c.token)
+    app.store.start(job.id, c.attempt)
     assert app.cancel(job.id).state == S.CANCELLING
-    assert app.store.finish(job.id, c.token, Outcome(S.SUCCEEDED, result_json="1")) == S.CANCELLED
+    assert app.store.finish(job.id, c.attempt, Outcome(S.SUCCEEDED, result_json="1")) == S.CANCELLED
     j = app.get(job.id)
     assert j.state == S.CANCELLED and j.error_code == "cancelled"
 
@@ -177,14 +177,14 @@ def test_cancel_between_claim_and_start(app):
     job = app.submit("t", {})
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
     assert app.cancel(job.id).state == S.CANCELLING
-    assert app.store.start(job.id, c.token) == S.CANCELLING
+    assert app.store.start(job.id, c.attempt) == S.CANCELLING
 
 
 def test_dead_workers_cancelling_and_pausing_jobs_settle(app, clock):
     register(app)
     a, b = app.submit("t", {}), app.submit("t", {})
     for c in app.store.claim("w", queues=None, limit=2, lease_ttl=30):
-        app.store.start(c.job.id, c.token)
+        app.store.start(c.job.id, c.attempt)
     app.cancel(a.id)
     app.pause(b.id)
     clock.advance(31)
@@ -208,9 +208,9 @@ def test_finish_many_writes_a_batch_and_reports_lost_leases_in_place(app, clock)
     assert all(c.started for c in claims) and [c.job.id for c in claims] == [j.id for j in jobs]
     stale = claims[1]
     results = app.store.finish_many([
-        (claims[0].job.id, claims[0].token, Outcome(S.SUCCEEDED, result_json="0")),
-        (stale.job.id, stale.token + 5, Outcome(S.SUCCEEDED, result_json="1")),
-        (claims[2].job.id, claims[2].token, Outcome(S.FAILED, error_code="x",
+        (claims[0].job.id, claims[0].attempt, Outcome(S.SUCCEEDED, result_json="0")),
+        (stale.job.id, stale.attempt + 5, Outcome(S.SUCCEEDED, result_json="1")),
+        (claims[2].job.id, claims[2].attempt, Outcome(S.FAILED, error_code="x",
                                                     error_summary="boom")),
     ])
     assert results[0] == S.SUCCEEDED and isinstance(results[1], LeaseLost)
@@ -229,7 +229,7 @@ def test_finish_many_of_successes_writes_those_it_can_and_reports_the_rest(app, 
     claims = app.store.claim("w", queues=None, limit=3, lease_ttl=30, start=True)
     clock.advance(2)
     results = app.store.finish_many([
-        (c.job.id, c.token + (5 if i == 1 else 0), Outcome(S.SUCCEEDED, result_json=str(i)))
+        (c.job.id, c.attempt + (5 if i == 1 else 0), Outcome(S.SUCCEEDED, result_json=str(i)))
         for i, c in enumerate(claims)])
     assert results[0] == S.SUCCEEDED and results[2] == S.SUCCEEDED
     assert isinstance(results[1], LeaseLost)

@@ -26,7 +26,7 @@ def test_a_held_job_cancelled_before_its_slot_runs_no_job_code(app):
     (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30, start=True)
     assert claim.started and app.get(job.id).state == S.RUNNING
     assert app.cancel(job.id).state == S.CANCELLING
-    lease = Lease(job.id, claim.token)
+    lease = Lease(job.id, claim.attempt)
     lease.signal(JobCancelled("cancelled"))  # what the worker's heartbeat reports
     assert execute(app, claim.job, lease, started=True) == S.CANCELLED
     assert ran == [] and app.get(job.id).state == S.CANCELLED
@@ -108,7 +108,7 @@ def test_the_heartbeat_leaves_a_fresh_outcome_to_its_commit(app, clock):
     jobs = [app.submit("t", {"n": i}) for i in range(2)]
     w = Worker(app, concurrency=2, lease_ttl=30, poll_interval=0.05)
     claims = app.store.claim(w.id, queues=None, limit=2, lease_ttl=30, start=True)
-    (done, other) = [Lease(c.job.id, c.token) for c in claims]
+    (done, other) = [Lease(c.job.id, c.attempt) for c in claims]
     gate = threading.Event()
     w.completer.stop()
     w.completer = Completer(lambda items: (gate.wait(30), w.writes.finish_many(items))[1],

@@ -10,7 +10,7 @@ from tether.worker.executor import execute
 
 def run_one(app):
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=3600)
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     return app.get(c.job.id)
 
 
@@ -67,7 +67,7 @@ def test_two_workers_sharing_an_rpm_limit_never_exceed_it(app, clock):
     for _ in range(2):
         app.submit("limited", {})
     claims = app.store.claim("w", queues=None, limit=2, lease_ttl=10**6)
-    threads = [threading.Thread(target=execute, args=(app, c.job, Lease(c.job.id, c.token)))
+    threads = [threading.Thread(target=execute, args=(app, c.job, Lease(c.job.id, c.attempt)))
                for c in claims]
     for t in threads:
         t.start()

@@ -13,7 +13,7 @@ EXPECTED = {
              "attempt_count", "max_attempts", "safe_to_retry", "idempotency_key",
              "input_config_hash", "payload", "result", "error_code", "error_summary", "budget",
              "price_profile", "estimated_cost_usd", "parent_id", "lease_owner",
-             "lease_expires_at", "lease_token", "event_seq", "created_at", "updated_at",
+             "lease_expires_at", "lease_attempt", "event_seq", "created_at", "updated_at",
              "finished_at", "detached", "trace_context", "version", "flow_mode", "flow_key"},
     "job_waits": {"job_id", "key", "kind", "status", "wake_at", "children", "fail_mode",
                   "signal", "prompt", "schema", "outcome", "value", "attempt", "created_at",
@@ -121,7 +121,7 @@ def test_migrations_produce_the_expected_schema(store, backend):
     cols, indexes = _schema(store, backend)
     assert cols == (EXPECTED if backend == "sqlite" else EXPECTED | EXPECTED_POSTGRES)
     assert EXPECTED_INDEXES <= indexes
-    assert store.schema_version() == 34
+    assert store.schema_version() == 35
 
 
 def test_the_call_cache_index_holds_only_rows_it_can_find_and_the_lookup_uses_it(store,
@@ -200,7 +200,7 @@ def test_upgrading_keeps_the_rows_written_before(database_url, backend, monkeypa
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 34
+        assert new.store.schema_version() == 35
         assert new.get(job.id).state == "queued"
         assert new.get(job.id).trace_context is None  # 0013: a job from before has none
         assert new.get(job.id).version == ""  # 0024: a job from before is unversioned
@@ -269,7 +269,7 @@ def test_upgrading_moves_batch_answers_to_rows_and_marks_unsent_batches(database
     monkeypatch.undo()
     new = Tether(database_url)
     try:
-        assert new.store.schema_version() == 34
+        assert new.store.schema_version() == 35
         answers = new.store.batch_answers(job_id, "batch:done")
         assert list(answers) == ["z", "a b", "m"]
         assert answers["a b"] == {"ok": True, "value": {"text": "hi", "n": [1, 2]},

@@ -21,13 +21,13 @@ from tests.money import PRICE, reserve, running_job
 from tests.procs import wait_until
 
 
-def _calls(app, job, token, n):
+def _calls(app, job, attempt, n):
     for i in range(n):
         key = f"k{i}"
-        ((_, err),) = app.store.account(job.id, token, [CallReserve(
+        ((_, err),) = app.store.account(job.id, attempt, [CallReserve(
             key, "s", "simulated", "sim-small", _reservation())])
         assert err is None
-        ((_, err),) = app.store.account(job.id, token, [CallSettle(
+        ((_, err),) = app.store.account(job.id, attempt, [CallSettle(
             key, Usage(60, 40), PRICE, "p@1", '{"text": "ok"}', False)])
         assert err is None
 
@@ -57,7 +57,7 @@ def test_concurrent_children_add_up_in_their_parent(app):
     parent, _ = running_job(app)
     children = [app.submit_with_status("t", {}, idempotency_key=f"child:{i}",
                                        parent_id=parent.id)[0] for i in range(4)]
-    leases = {c.job.id: c.token for c in app.store.claim("w", queues=None, limit=10,
+    leases = {c.job.id: c.attempt for c in app.store.claim("w", queues=None, limit=10,
                                                          lease_ttl=30)}
     for child in children:
         app.store.start(child.id, leases[child.id])

@@ -113,7 +113,7 @@ def test_a_budget_pause_is_counted(app, tmp_path):
 
     app.submit("generate", {}, budget=Budget(max_examples=1))
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     got = app.get(c.job.id)
     assert got.state == S.PAUSED and got.error_code == "budget_exhausted"
     assert app.engine_stats()["budget_pauses_total"] == 1
@@ -128,7 +128,7 @@ def test_queue_counts_estimate_only_beyond_the_cap(app, backend):
     app.submit("bad", {})
     for _ in range(6):
         (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-        execute(app, c.job, Lease(c.job.id, c.token))
+        execute(app, c.job, Lease(c.job.id, c.attempt))
     app.submit("t", {}, queue="other")
     app.pause_queue("other")
     exact = {q.name: (q.paused, q.counts) for q in app.queues()}

@@ -38,7 +38,7 @@ def spans():
 
 def claim_and_run(app):
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     return app.get(c.job.id)
 
 
@@ -231,7 +231,7 @@ remote = SpanContext(0xabc, 0xdef, is_remote=True, trace_flags=TraceFlags(1))
 with trace.use_span(NonRecordingSpan(remote)):
     job = app.submit("parent", {})
 (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-execute(app, c.job, Lease(c.job.id, c.token))
+execute(app, c.job, Lease(c.job.id, c.attempt))
 child = app.get(app.get(job.id).result)
 print(json.dumps([tracing.enabled(), seen["trace"], job.trace_context, child.trace_context,
                   tracing._INHERITED.get()]))

@@ -16,7 +16,7 @@ def run_next(app):
     if not claims:
         return None
     (c,) = claims
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     return app.get(c.job.id)
 
 
@@ -27,7 +27,7 @@ def kinds(app, job_id):
 def assert_parked(app, job_id):
     job = app.get(job_id)
     assert job.state == JobState.WAITING
-    assert job.lease_owner is None and job.lease_token is None and job.lease_expires_at is None
+    assert job.lease_owner is None and job.lease_attempt is None and job.lease_expires_at is None
 
 
 def test_sleep_waits_by_the_store_clock_without_a_lease(app, clock):

@@ -99,5 +99,5 @@ def interrupt(app: Tether, job_id: int, queue: str, now: float) -> None:
     """Claim and start the job as a worker that then vanishes; expire its lease at ``now``."""
     (claim,) = app.store.claim("w-lost", queues=[queue], limit=1, lease_ttl=30)
     assert claim.job.id == job_id
-    app.store.start(job_id, claim.token)
+    app.store.start(job_id, claim.attempt)
     assert dict(app.store.expire_leases(now=now)) == {job_id: JobState.INTERRUPTED}

@@ -41,7 +41,7 @@ def run_calls(app: Tether, project: str, calls: int) -> Job:
     job = app.submit("metered_steps", {"calls": calls}, project=project)
     (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
     assert claim.job.id == job.id
-    execute(app, claim.job, Lease(claim.job.id, claim.token))
+    execute(app, claim.job, Lease(claim.job.id, claim.attempt))
     return app.get(job.id)
 
 

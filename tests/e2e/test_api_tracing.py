@@ -57,7 +57,7 @@ def test_traceparent_becomes_the_parent_of_the_jobs_attempt_span(api):
     try:
         (c,) = local.store.claim("w", queues=None, limit=1, lease_ttl=30)
         assert c.job.id == job_id
-        execute(local, c.job, Lease(c.job.id, c.token))
+        execute(local, c.job, Lease(c.job.id, c.attempt))
         (finished,) = exporter.get_finished_spans()
         (span,) = as_dicts([finished])
     finally:

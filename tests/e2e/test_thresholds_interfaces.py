@@ -55,7 +55,7 @@ def site(request, tmp_path_factory) -> Iterator[Site]:
             job = app.submit("metered_steps", {"calls": 5}, project="alerts",
                              budget={"max_calls": 10, "thresholds": [0.2]})
             (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30, start=True)
-            execute(app, claim.job, Lease(claim.job.id, claim.token))
+            execute(app, claim.job, Lease(claim.job.id, claim.attempt))
             queued = app.submit("metered_steps", {"calls": 1}, project="alerts")
             yield Site(url, server, tokens, app, job.id, queued.id)
     finally:

@@ -46,7 +46,7 @@ def agent_app(database_url, server, clock, monkeypatch, tmp_path):
 def run_once(app, job_id):
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
     assert c.job.id == job_id
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     return app.get(job_id)
 
 

@@ -45,7 +45,7 @@ def test_map_reduce_survives_sigkills(backend, tmp_path):
             sup.tend()
             for j in client.store.list_jobs(state="waiting", limit=100):
                 waiting_seen += 1
-                if j.lease_token is not None or j.lease_owner is not None:
+                if j.lease_attempt is not None or j.lease_owner is not None:
                     leased_waiters.append(f"job {j.id} waits holding {j.lease_owner}")
             if time.monotonic() >= next_kill and kills < 12:
                 victim = rng.choice(sup.procs)

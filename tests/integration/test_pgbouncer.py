@@ -212,8 +212,8 @@ def test_the_listener_uses_the_pooled_schema_whatever_the_direct_urls_search_pat
     try:
         job = app.submit("append_line", {"path": "/dev/null", "n": 0})
         (claim,) = store.claim("w", queues=None, limit=1, lease_ttl=30)
-        store.start(job.id, claim.token)
-        store.finish(job.id, claim.token, Outcome(JobState.SUCCEEDED, result_json="{}"))
+        store.start(job.id, claim.attempt)
+        store.finish(job.id, claim.attempt, Outcome(JobState.SUCCEEDED, result_json="{}"))
         heard: set[int] = set()
         wait_until(lambda: heard.update(signal.wait(1.0) or ()) or job.id in heard,
                    timeout=15, what="the finish notification")

@@ -40,8 +40,8 @@ def raw(pg_url):
 def finish(app: Tether) -> int:
     job = app.submit("t", {})
     (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    app.store.start(job.id, claim.token)
-    app.store.finish(job.id, claim.token, Outcome(JobState.SUCCEEDED, result_json="{}"))
+    app.store.start(job.id, claim.attempt)
+    app.store.finish(job.id, claim.attempt, Outcome(JobState.SUCCEEDED, result_json="{}"))
     return job.id
 
 
@@ -80,7 +80,7 @@ def _finish_many(app: Tether, n: int) -> list[int]:
     jobs = [app.submit("t", {}) for _ in range(n)]
     claims = app.store.claim("w", queues=None, limit=n, lease_ttl=30, start=True)
     assert sorted(c.job.id for c in claims) == sorted(j.id for j in jobs)
-    app.store.finish_many([(c.job.id, c.token, Outcome(JobState.SUCCEEDED, result_json="{}"))
+    app.store.finish_many([(c.job.id, c.attempt, Outcome(JobState.SUCCEEDED, result_json="{}"))
                            for c in claims])
     return sorted(j.id for j in jobs)
 

@@ -55,7 +55,7 @@ def test_a_batched_finish_reads_only_its_own_rows_beside_thousands_running(pg_ur
         assert len(held) == 2_000  # running, held by another worker
         batch = held[:8]
         ids = [c.job.id for c in batch]
-        params = {"now": None, "ids": ids, "tokens": [c.token for c in batch],
+        params = {"now": None, "ids": ids, "tokens": [c.attempt for c in batch],
                   "pos": positions(ids),
                   "results": ["null"] * 8, "data": [None] * 8}
         for plan in _plans(app, params):
@@ -65,7 +65,7 @@ def test_a_batched_finish_reads_only_its_own_rows_beside_thousands_running(pg_ur
                                       for line in jobs_scans), plan
             assert "Seq Scan on jobs" not in plan and "jobs_state" not in plan, plan
             assert not re.search(r"rows=(\d{3,})", plan), plan  # no node touched ~2,000 rows
-        app.store.finish_many([(c.job.id, c.token, Outcome(JobState.SUCCEEDED,
+        app.store.finish_many([(c.job.id, c.attempt, Outcome(JobState.SUCCEEDED,
                                                            result_json='{"n": 1}'))
                                for c in batch])
         assert {app.get(i).state for i in ids} == {JobState.SUCCEEDED}

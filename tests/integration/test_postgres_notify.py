@@ -92,8 +92,8 @@ def test_a_job_due_again_notifies(pg_url):
 
         job = app.submit("t", {})
         (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-        app.store.start(job.id, c.token)
-        app.store.finish(job.id, c.token, Outcome(JobState.RETRY_WAIT, error_code="transient",
+        app.store.start(job.id, c.attempt)
+        app.store.finish(job.id, c.attempt, Outcome(JobState.RETRY_WAIT, error_code="transient",
                                                   error_summary="429", delay_s=5))
         store = other.store
         store.wait_for_work(0)

@@ -44,7 +44,7 @@ def test_only_the_claim_commits_without_waiting_for_the_disk(pg_url):
             assert tx.conn.execute("SHOW synchronous_commit").fetchone()[
                 "synchronous_commit"] == "on"
         app.store.heartbeat("w", lease_ttl=30, jobs=[job.id])
-        app.store.finish(job.id, claim.token, Outcome(JobState.SUCCEEDED, result_json="{}"))
+        app.store.finish(job.id, claim.attempt, Outcome(JobState.SUCCEEDED, result_json="{}"))
         assert modes(app) == [("jobs", "on")], "the setting must not outlive the claim"
         assert app.get(job.id).state == JobState.SUCCEEDED
     finally:

@@ -188,7 +188,7 @@ def test_a_batch_reads_its_journal_rows_with_a_fresh_plan_every_time(pg_url):
     try:
         job = app.submit("echo", {})
         (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-        app.store.start(job.id, claim.token)
+        app.store.start(job.id, claim.attempt)
         price = ModelPrice("simulated", "sim-small", Decimal("0.5"), Decimal("1.5"))
         for i in range(8):
             keys = [f"k{i}-{j}" for j in range(4)]
@@ -197,7 +197,7 @@ def test_a_batch_reads_its_journal_rows_with_a_fresh_plan_every_time(pg_url):
             settle = [CallSettle(k, Usage(5, 5), price, "p", '{"ok":true}', False)
                       for k in keys]
             for ops in (reserve, settle):
-                assert [e for _, e in app.store.account(job.id, claim.token, ops)] == [None] * 4
+                assert [e for _, e in app.store.account(job.id, claim.attempt, ops)] == [None] * 4
         with app.store._read() as tx:
             prepared = [r["statement"] for r in tx.conn.execute(
                 "SELECT statement FROM pg_prepared_statements").fetchall()]

@@ -47,7 +47,7 @@ def make_app(url, server, clock, *, from_headers=True):
 def run(app, type):
     job = app.submit(type, {})
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     return app.get(job.id)
 
 

@@ -54,7 +54,7 @@ def sdk_app(sqlite_url, server, clock):
 def run(app, type, content):
     job = app.submit(type, {"content": content})
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
-    execute(app, c.job, Lease(c.job.id, c.token))
+    execute(app, c.job, Lease(c.job.id, c.attempt))
     return app.get(job.id)
 
 

@@ -81,9 +81,9 @@ def test_cancel_racing_the_jobs_own_finish_ends_in_one_terminal_state(app, clock
         job = app.submit("quick", {"n": n})
         (claim,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30, start=True)
         if not claim.started:
-            app.store.start(job.id, claim.token)
+            app.store.start(job.id, claim.attempt)
         finished, cancelled = _race(
-            lambda: app.store.finish(job.id, claim.token, OUTCOMES[want]()),
+            lambda: app.store.finish(job.id, claim.attempt, OUTCOMES[want]()),
             lambda: app.cancel(job.id))
         if isinstance(cancelled, JobStateError):
             # the worker's outcome landed first and cannot be cancelled (succeeded, failed)
@@ -116,11 +116,11 @@ def test_two_cancels_at_once_one_is_acknowledged(app, where):
         if where != "queued":
             (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30)
             if where in ("running", "retry_wait", "paused"):
-                app.store.start(job.id, c.token)
+                app.store.start(job.id, c.attempt)
             if where == "retry_wait":
-                app.store.finish(job.id, c.token, OUTCOMES["retry"]())
+                app.store.finish(job.id, c.attempt, OUTCOMES["retry"]())
             if where == "paused":
-                app.store.finish(job.id, c.token, OUTCOMES["budget"]())
+                app.store.finish(job.id, c.attempt, OUTCOMES["budget"]())
         first, second = _race(lambda: app.cancel(job.id), lambda: app.cancel(job.id))
         ok = [r for r in (first, second) if not isinstance(r, Exception)]
         refused = [r for r in (first, second) if isinstance(r, Exception)]
@@ -139,7 +139,7 @@ def test_cancel_between_claim_and_start_runs_no_job_code(app, tmp_path):
         job = app.submit("calls", {"n": 3})
         (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30, start=False)
         assert app.cancel(job.id).state == S.CANCELLING
-        assert execute(app, c.job, Lease(job.id, c.token)) == S.CANCELLED
+        assert execute(app, c.job, Lease(job.id, c.attempt)) == S.CANCELLED
         assert app.get(job.id).state == S.CANCELLED
         assert app.journal(job.id) == [], "no call was even reserved"
     assert read_bill(bill) == []

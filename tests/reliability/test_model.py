@@ -6,7 +6,7 @@ what DESIGN §2 and §6 say must happen. The model is written from the design, n
 store's code: claim order, lease expiry, finish-after-cancel, operator actions, attempt
 counting. After every step the store must agree with the model, every job's event log must be
 gap-free and a valid path through the transition table (``tether.testing.invariants``), terminal
-states must absorb, and no job may be lost. Stale fencing tokens ("zombie" writes) must change
+states must absorb, and no job may be lost. Stale stale lease attempts ("zombie" writes) must change
 nothing.
 
 Hypothesis and function-scoped fixtures do not mix, so each example builds its own store: a
@@ -108,7 +108,7 @@ class MJob:
     state: S = S.QUEUED
     attempt_count: int = 0
     lease_owner: str | None = None
-    lease_token: int | None = None
+    lease_attempt: int | None = None
     lease_expires_at: float | None = None
     started: bool = False          # the holder of the current lease called start()
     error_code: str | None = None
@@ -123,7 +123,7 @@ class MJob:
         self.state = to
         self.transitions += 1
         if to not in HOLDING:
-            self.lease_owner = self.lease_token = self.lease_expires_at = None
+            self.lease_owner = self.lease_attempt = self.lease_expires_at = None
             self.started = False
 
 
@@ -212,15 +212,15 @@ class StoreModel(RuleBasedStateMachine):
         return cands[i % len(cands)] if cands else None
 
     def release(self, job: MJob) -> None:
-        if job.lease_token is not None:
-            self.stale.append((job.id, job.lease_token))
+        if job.lease_attempt is not None:
+            self.stale.append((job.id, job.lease_attempt))
 
     def assert_unchanged(self, before: dict) -> None:
         after = self.snapshot()
         assert after == before, "a refused operation changed the store"
 
     def snapshot(self) -> dict:
-        return {j.id: (j.state, j.attempt_count, j.lease_token, len(self.store.events(j.id)))
+        return {j.id: (j.state, j.attempt_count, j.lease_attempt, len(self.store.events(j.id)))
                 for j in self.store.list_jobs(limit=1000)}
 
     # --- submit ---------------------------------------------------------------------------------
@@ -303,23 +303,23 @@ class StoreModel(RuleBasedStateMachine):
             assert j.attempt_count < j.max_attempts, "a queued job always has an attempt left"
             j.attempt_count += 1
             j.move(S.LEASED)
-            j.lease_owner, j.lease_token = worker, j.attempt_count
+            j.lease_owner, j.lease_attempt = worker, j.attempt_count
             j.lease_expires_at = self.now + TTL
             j.owners.append(worker)
-            assert c.token == j.attempt_count, "the fencing token is the attempt number"
+            assert c.attempt == j.attempt_count, "the lease attempt is the attempt number"
             if start and j.attempt_count == 1:
                 j.move(S.RUNNING)
                 j.started = True
             assert c.started == j.started and c.job.state == j.state
 
-    @precondition(lambda self: any(j.lease_token for j in self.jobs.values()))
+    @precondition(lambda self: any(j.lease_attempt for j in self.jobs.values()))
     @rule(dt=SMALL, i=st.integers(0, 99))
     def start(self, dt, i):
         self.clock.advance(dt)
-        j = self.pick(i, lambda j: j.lease_token is not None)
+        j = self.pick(i, lambda j: j.lease_attempt is not None)
         if j is None:
             return
-        got = self.store.start(j.id, j.lease_token)
+        got = self.store.start(j.id, j.lease_attempt)
         if j.state == S.LEASED:
             assert got == S.RUNNING
             j.move(S.RUNNING)
@@ -327,12 +327,12 @@ class StoreModel(RuleBasedStateMachine):
             assert got == j.state, "start reports what an operator did first"
         j.started = True
 
-    @precondition(lambda self: any(j.lease_token for j in self.jobs.values()))
+    @precondition(lambda self: any(j.lease_attempt for j in self.jobs.values()))
     @rule(dt=SMALL, worker=st.sampled_from(WORKERS))
     def heartbeat(self, dt, worker):
         self.clock.advance(dt)
         renewed = self.store.heartbeat(worker, lease_ttl=TTL)
-        mine = {j.id: (j.lease_token, j.state) for j in self.jobs.values()
+        mine = {j.id: (j.lease_attempt, j.state) for j in self.jobs.values()
                 if j.lease_owner == worker}
         assert renewed == mine, "a heartbeat renews exactly the worker's leases"
         for j in self.jobs.values():
@@ -348,7 +348,7 @@ class StoreModel(RuleBasedStateMachine):
         """The executor's outcomes; only after start() (the executor never finishes earlier).
         ``signal``: the worker saw the operator's cancel or pause and stops for it."""
         self.clock.advance(dt)
-        j = self.pick(i, lambda j: j.started and j.lease_token is not None)
+        j = self.pick(i, lambda j: j.started and j.lease_attempt is not None)
         if j is None:
             return
         if want == "signal":
@@ -362,7 +362,7 @@ class StoreModel(RuleBasedStateMachine):
             outcome = Outcome(S.SUCCEEDED, result_json='{"ok":true}')
         elif want == "failed":
             outcome = Outcome(S.FAILED, error_code="boom", error_summary="bug")
-        elif want == "retry" and j.lease_token < j.max_attempts:
+        elif want == "retry" and j.lease_attempt < j.max_attempts:
             outcome = Outcome(S.RETRY_WAIT, error_code="transient", error_summary="429",
                               delay_s=delay)
         elif want == "retry":
@@ -376,10 +376,10 @@ class StoreModel(RuleBasedStateMachine):
         if not allowed(j.state, target):
             before = self.snapshot()
             with pytest.raises(JobStateError):
-                self.store.finish(j.id, j.lease_token, outcome)
+                self.store.finish(j.id, j.lease_attempt, outcome)
             self.assert_unchanged(before)
             return
-        got = self.store.finish(j.id, j.lease_token, outcome)
+        got = self.store.finish(j.id, j.lease_attempt, outcome)
         assert got == target
         self.release(j)
         j.move(target)
@@ -400,22 +400,22 @@ class StoreModel(RuleBasedStateMachine):
     def zombie_write(self, dt, i, op):
         """A worker whose lease was taken back (or ended) may write nothing at all."""
         self.clock.advance(dt)
-        job_id, token = self.stale[i % len(self.stale)]
+        job_id, attempt = self.stale[i % len(self.stale)]
         before = self.snapshot()
         with pytest.raises(LeaseLost):
             if op == "start":
-                self.store.start(job_id, token)
+                self.store.start(job_id, attempt)
             elif op == "finish":
-                self.store.finish(job_id, token, Outcome(S.SUCCEEDED, result_json='"zombie"'))
+                self.store.finish(job_id, attempt, Outcome(S.SUCCEEDED, result_json='"zombie"'))
             elif op == "stage":
-                self.store.set_stage(job_id, token, "zombie")
+                self.store.set_stage(job_id, attempt, "zombie")
             elif op == "event":
-                self.store.append_event(job_id, "zombie", {}, token=token)
+                self.store.append_event(job_id, "zombie", {}, attempt=attempt)
             else:
-                self.store.lease_state(job_id, token)
+                self.store.lease_state(job_id, attempt)
         self.assert_unchanged(before)
 
-    @precondition(lambda self: any(j.lease_token for j in self.jobs.values()))
+    @precondition(lambda self: any(j.lease_attempt for j in self.jobs.values()))
     @rule(dt=SMALL, ops=st.lists(st.tuples(st.sampled_from(["start", "finish", "zombie"]),
                                            st.integers(0, 99)), min_size=2, max_size=4))
     def group_commit(self, dt, ops):
@@ -433,12 +433,12 @@ class StoreModel(RuleBasedStateMachine):
 
     # --- time and the rescuer -------------------------------------------------------------------
 
-    @precondition(lambda self: any(j.lease_token for j in self.jobs.values()))
+    @precondition(lambda self: any(j.lease_attempt for j in self.jobs.values()))
     @rule(dt=ELAPSE)
     def expire(self, dt):
         self.clock.advance(dt)
         due = [j for j in self.jobs.values()
-               if j.lease_token is not None and j.lease_expires_at < self.now]
+               if j.lease_attempt is not None and j.lease_expires_at < self.now]
         got = self.store.expire_leases()
         expected = {}
         for j in due:
@@ -534,12 +534,12 @@ class StoreModel(RuleBasedStateMachine):
             self.wake(parent)
 
     @precondition(lambda self: len(self.jobs) < MAX_JOBS
-                  and any(j.started and j.lease_token for j in self.jobs.values()))
+                  and any(j.started and j.lease_attempt for j in self.jobs.values()))
     @rule(dt=SMALL, i=st.integers(0, 99), n=st.integers(1, 2))
     def spawn(self, dt, i, n):
         """A running job enqueues children (their parent is the job)."""
         self.clock.advance(dt)
-        j = self.pick(i, lambda j: j.started and j.lease_token is not None)
+        j = self.pick(i, lambda j: j.started and j.lease_attempt is not None)
         results = self.store.submit([NewJob(
             type="t", payload_json="{}", project="p", queue="a", priority=0, run_after=None,
             max_attempts=2, safe_to_retry=True, idempotency_key=None,
@@ -550,14 +550,14 @@ class StoreModel(RuleBasedStateMachine):
                                      max_attempts=2, run_after=self.now, parent=j.id)
             self.hashes[job.id] = "child"
 
-    @precondition(lambda self: any(j.started and j.lease_token for j in self.jobs.values()))
+    @precondition(lambda self: any(j.started and j.lease_attempt for j in self.jobs.values()))
     @rule(dt=SMALL, i=st.integers(0, 99), kind=st.sampled_from(["timer", "signal", "children"]),
           delay=st.sampled_from([None, 0.0, 10.0, 40.0]))
     def begin_wait(self, dt, i, kind, delay):
         """Job code waits: the wait is recorded under the lease and decided at once; an open
         one ends the attempt as waiting (no lease), a satisfied one lets the job run on."""
         self.clock.advance(dt)
-        j = self.pick(i, lambda j: j.started and j.lease_token is not None)
+        j = self.pick(i, lambda j: j.started and j.lease_attempt is not None)
         if j is None:
             return
         j.waits += 1
@@ -572,13 +572,13 @@ class StoreModel(RuleBasedStateMachine):
         if kind == "timer" and delay is None:
             spec = WaitSpec(key=spec.key, kind=kind, delay_s=0.0)
         now_done = self.satisfied(j, wait)
-        got = self.store.begin_wait(j.id, j.lease_token, spec)
+        got = self.store.begin_wait(j.id, j.lease_attempt, spec)
         assert got.done == now_done, f"job {j.id}: {kind} wait decided {got.done}, not {now_done}"
         if now_done:
             self.consume(j, wait)
             return
         target = finish_expect(j.state, S.WAITING)
-        got_state = self.store.finish(j.id, j.lease_token, Outcome(S.WAITING, kind="waiting"))
+        got_state = self.store.finish(j.id, j.lease_attempt, Outcome(S.WAITING, kind="waiting"))
         assert got_state == target
         self.release(j)
         j.wait = wait
@@ -644,7 +644,7 @@ class StoreModel(RuleBasedStateMachine):
             assert j.state == m.state, f"{where}: store {j.state}, model {m.state}"
             assert j.attempt_count == m.attempt_count, where
             assert j.max_attempts == m.max_attempts, where
-            assert j.lease_owner == m.lease_owner and j.lease_token == m.lease_token, where
+            assert j.lease_owner == m.lease_owner and j.lease_attempt == m.lease_attempt, where
             if m.lease_expires_at is None:
                 assert j.lease_expires_at is None, where
             else:

@@ -127,6 +127,6 @@ def test_a_refused_call_stops_the_calls_not_yet_started_in_a_map(tmp_path, clock
 
     job = app.submit("fan_out", {})
     (c,) = app.store.claim("w", queues=None, limit=1, lease_ttl=30, start=True)
-    assert execute(app, c.job, Lease(job.id, c.token), started=c.started) == S.RETRY_WAIT
+    assert execute(app, c.job, Lease(job.id, c.attempt), started=c.started) == S.RETRY_WAIT
     assert started == [0, 1, 2]
     assert app.get(job.id).run_after.timestamp() >= clock.time() + 5

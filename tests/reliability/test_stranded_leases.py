@@ -21,8 +21,8 @@ def test_heartbeat_renews_only_the_leases_the_worker_still_runs(backend, tmp_pat
     kept, dropped = app.submit("quick", {}), app.submit("quick", {})
     claims = {c.job.id: c for c in app.store.claim("w1", queues=None, limit=2, lease_ttl=30)}
     for c in claims.values():
-        app.store.start(c.job.id, c.token)
-    running = [Lease(kept.id, claims[kept.id].token)]  # the worker gave up `dropped`
+        app.store.start(c.job.id, c.attempt)
+    running = [Lease(kept.id, claims[kept.id].attempt)]  # the worker gave up `dropped`
     hb = Heartbeat(app.store, "w1", lease_ttl=30, leases=lambda: running, clock=clock)
     for _ in range(3):
         clock.advance(20)

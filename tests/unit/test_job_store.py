@@ -64,12 +64,12 @@ def test_writes_join_the_committer_and_reads_do_not(tmp_path) -> None:
                              priority=0, run_after=None, max_attempts=3, safe_to_retry=True,
                              idempotency_key=None, input_config_hash="h")])
         (claim,) = view.claim("w", queues=None, limit=1, lease_ttl=30, start=True)
-        job_id, token = claim.job.id, claim.token
+        job_id, attempt = claim.job.id, claim.attempt
         assert committer.writes == 1
-        view.append_event(job_id, "note", {"x": 1}, token=token)
-        view.set_stage(job_id, token, "s")
+        view.append_event(job_id, "note", {"x": 1}, attempt=attempt)
+        view.set_stage(job_id, attempt, "s")
         assert committer.writes == 3
-        view.lease_state(job_id, token)
+        view.lease_state(job_id, attempt)
         view.journal(job_id)
         view.get_checkpoint(job_id, "s")
         assert committer.writes == 3

@@ -17,7 +17,7 @@ ROW = {
     "priority": -1, "run_after": 1_700_000_000.5, "error_code": "e", "error_summary": "boom",
     "result": '{"a": [1, 2]}', "budget": '{"max_calls": 5}', "lease_owner": "w",
     "lease_expires_at": datetime(2026, 1, 2, tzinfo=UTC), "created_at": 1_700_000_000.0,
-    "updated_at": 1_700_000_001.0, "payload": "null", "safe_to_retry": 1, "lease_token": 2,
+    "updated_at": 1_700_000_001.0, "payload": "null", "safe_to_retry": 1, "lease_attempt": 2,
     "finished_at": None, "price_profile": "pp", "estimated_cost_usd": "0.25", "parent_id": 3,
     "trace_context": None, "event_seq": 9, "claimed_at": 1.0,
 }

@@ -41,7 +41,7 @@ class CallbacksPart(FacadeHost):
         issued = self.store.issue_callback(job_id, id=made.id, token_hash=made.digest,
                                            expires_in=seconds, issued_by=issued_by,
                                            projects=projects)
-        if issued is None:  # the store skips only a job's own (``token=``) callback
+        if issued is None:  # the store skips only a job's own (``attempt=``) callback
             raise JobStateError(f"job {job_id} took no callback", job_id=job_id)
         return replace(issued, url=cb.url(base, job_id, issued.signal, made.raw))
 

@@ -77,7 +77,7 @@ class JobContext:
 
     @property
     def attempt(self) -> int:
-        return self.lease.token
+        return self.lease.attempt
 
     @property
     def payload(self) -> Any:
@@ -124,7 +124,7 @@ class JobContext:
     def event(self, kind: str, **data: Any) -> int:
         """Append a custom event to the job's log (under the lease)."""
         self.check()
-        return self.store.append_event(self.id, kind, data, token=self.attempt)
+        return self.store.append_event(self.id, kind, data, attempt=self.attempt)
 
     def set_stage(self, name: str | None) -> None:
         self.check()

@@ -17,11 +17,11 @@ from ..errors import ControlSignal, LeaseLost
 
 
 class Lease:
-    """One claimed job: its id, its fencing token (the attempt), and its stop signals."""
+    """One claimed job: its id, its fencing attempt, and its stop signals."""
 
-    def __init__(self, job_id: int, token: int) -> None:
+    def __init__(self, job_id: int, attempt: int) -> None:
         self.job_id = job_id
-        self.token = token
+        self.attempt = attempt
         self._signal: ControlSignal | None = None
         self._raised: ControlSignal | None = None
         self._lock = threading.Lock()

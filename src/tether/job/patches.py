@@ -41,6 +41,6 @@ class Patches:
                 answer = not self._progressed
                 ctx.check()
                 ctx.store.append_event(ctx.id, "patched", {"name": name, "patched": answer},
-                                       token=ctx.attempt)
+                                       attempt=ctx.attempt)
                 self._answers[name] = answer
             return answer

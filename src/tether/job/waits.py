@@ -156,7 +156,7 @@ def _hand_out(ctx: RunningJob, wait: Wait, *, notify: Callable[[cb.Callback], An
     url = cb.url(ctx.app.public_url, ctx.id, str(wait.signal), made.raw)
     issued = ctx.store.issue_callback(ctx.id, id=made.id, token_hash=made.digest,
                                       expires_in=expires_in, issued_by="job", key=wait.key,
-                                      token=ctx.attempt)
+                                      attempt=ctx.attempt)
     if issued is None:
         return
     notify(replace(issued, url=url))

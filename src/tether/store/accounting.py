@@ -234,11 +234,11 @@ class Accounting(Thresholds):
 
     # --- examples and project budgets ----------------------------------------------------
 
-    def add_examples(self, job_id: int, token: int, n: int, *, now: float | None = None) -> int:
+    def add_examples(self, job_id: int, attempt: int, n: int, *, now: float | None = None) -> int:
         """Count ``n`` produced examples against ``max_examples`` (job and project)."""
         with self._write() as tx:
             now = self._now(tx, now)
-            job = self._held(tx, job_id, token)
+            job = self._held(tx, job_id, attempt)
             rows = self._budget_rows(tx, job, now)
             own = next(r for r in rows if r["scope"] == "job" and r["key"] == str(job_id))
             project = next(r for r in rows if r["scope"] == "project")

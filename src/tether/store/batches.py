@@ -72,7 +72,7 @@ class Batches(Waits, Calls):
                 out[row["provider"]] = (n + 1, usd + as_decimal(row["reserved_usd"]))
         return out
 
-    def reserve_batch(self, job_id: int, token: int, *, key: str, stage: str | None,
+    def reserve_batch(self, job_id: int, attempt: int, *, key: str, stage: str | None,
                       provider: str, model: str, tether_key: str,
                       items: Sequence[Mapping[str, Any]], price: ModelPrice,
                       standard: ModelPrice, profile_id: str,
@@ -84,14 +84,14 @@ class Batches(Waits, Calls):
             at = self._now(tx, now)
             row = tx.one("batch_get", job_id=job_id, key=key)
             if row is not None:
-                self._held(tx, job_id, token)
+                self._held(tx, job_id, attempt)
                 return to_batch(row)
             cost = sum((Decimal(str(i["reserved_usd"])) for i in items), _D0)
             tin = sum(int(i["input_tokens"]) for i in items)
             tout = sum(int(i["output_tokens"]) for i in items)
             book = self._open_book(tx, job_id, [], at)
-            book.reserve_batch(Reservation(cost, tin, tout, calls=len(items)), token)
-            tx.run("batch_insert", job_id=job_id, key=key, stage=stage, attempt=token,
+            book.reserve_batch(Reservation(cost, tin, tout, calls=len(items)), attempt)
+            tx.run("batch_insert", job_id=job_id, key=key, stage=stage, attempt=attempt,
                    provider=provider, model=model, tether_key=tether_key,
                    items=json.dumps([dict(i, reserved_usd=str(i["reserved_usd"]))
                                      for i in items]),
@@ -99,48 +99,48 @@ class Batches(Waits, Calls):
                        standard.to_dict()), price_profile=profile_id,
                    reserved_usd=self._money_param(cost), reserved_input_tokens=tin,
                    reserved_output_tokens=tout, items_total=len(items), now=at)
-            self._note(tx, job_id, "batch_reserved", at, token,
+            self._note(tx, job_id, "batch_reserved", at, attempt,
                        {"key": key, "provider": provider, "model": model,
                         "items": len(items), "reserved_usd": str(cost)})
             self._write_book(tx, book, at)
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
-    def batch_submitted(self, job_id: int, token: int | None, key: str, remote_id: str, *,
+    def batch_submitted(self, job_id: int, attempt: int | None, key: str, remote_id: str, *,
                         first_poll_s: float | None = None,
                         now: float | None = None) -> ProviderBatch:
         """Commit the provider's id of an uploaded batch; its polls start, the first after
-        ``first_poll_s`` (default ``core.batches.POLL_FIRST_S``). ``token`` None: the sweep
+        ``first_poll_s`` (default ``core.batches.POLL_FIRST_S``). ``attempt`` None: the sweep
         found the upload of an ended job's batch (``_owner``)."""
         with self._write() as tx:
             at = self._now(tx, now)
-            if self._owner(tx, job_id, token) is None:
+            if self._owner(tx, job_id, attempt) is None:
                 return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
             tx.run("batch_submitted", job_id=job_id, key=key, remote_id=remote_id,
                    wake_at=at + first_poll_s if first_poll_s is not None
                    else next_poll(0, at), now=at)
-            self._note(tx, job_id, "batch_submitted", at, token,
+            self._note(tx, job_id, "batch_submitted", at, attempt,
                        {"key": key, "remote_id": remote_id})
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 
-    def batch_uploading(self, job_id: int, token: int, key: str, *,
+    def batch_uploading(self, job_id: int, attempt: int, key: str, *,
                         now: float | None = None) -> None:
         """Mark a reserved batch as on its way to the provider, just before its upload: until
         then it provably was never sent, so a cancel releases its reservation at once and a
         replay uploads it without asking the provider."""
         with self._write() as tx:
             at = self._now(tx, now)
-            self._held(tx, job_id, token)
+            self._held(tx, job_id, attempt)
             tx.run("batch_uploading", job_id=job_id, key=key, now=at)
 
-    def batch_refused(self, job_id: int, token: int | None, key: str, error_code: str, *,
+    def batch_refused(self, job_id: int, attempt: int | None, key: str, error_code: str, *,
                       now: float | None = None) -> bool:
         """Forget a batch the provider provably does not have (its upload failed with an
         answer, or it was never sent): its reservation is released and nothing of it stays,
-        so a replay reserves and uploads it anew. ``token`` None: the sweep, for a job that
+        so a replay reserves and uploads it anew. ``attempt`` None: the sweep, for a job that
         ended (``orphaned_batches``). False: nothing was released."""
         with self._write() as tx:
             at = self._now(tx, now)
-            job = self._owner(tx, job_id, token)
+            job = self._owner(tx, job_id, attempt)
             row = tx.one("batch_get", job_id=job_id, key=key)
             if job is None or row is None or row["status"] != "submitting":
                 return False
@@ -154,11 +154,11 @@ class Batches(Waits, Calls):
         with self._read() as tx:
             return [to_batch(r) for r in tx.all("batches_orphaned", limit=limit)]
 
-    def _owner(self, tx: Tx, job_id: int, token: int | None) -> Row | None:
-        """The job, locked: under the lease ``token``, or (``token`` None: the sweep) only
+    def _owner(self, tx: Tx, job_id: int, attempt: int | None) -> Row | None:
+        """The job, locked: under the lease ``attempt``, or (``attempt`` None: the sweep) only
         while it is ended, so no attempt of it can be at the batch."""
-        if token is not None:
-            return self._held(tx, job_id, token)
+        if attempt is not None:
+            return self._held(tx, job_id, attempt)
         job = tx.one("lock_job", id=job_id)
         return job if job is not None and JobState(job["state"]) in TERMINAL else None
 
@@ -178,13 +178,13 @@ class Batches(Waits, Calls):
         for row in tx.all("batches_unsent", job_id=job["id"]):
             self._release(tx, job, row, now, "cancelled")
 
-    def batch_unconfirmed(self, job_id: int, token: int | None, key: str, reason: str, *,
+    def batch_unconfirmed(self, job_id: int, attempt: int | None, key: str, reason: str, *,
                           now: float | None = None) -> ProviderBatch:
         """Spend a batch's whole reservation, unconfirmed: its upload may have reached a
-        provider that offers no way to find it again (``token`` None: as ``batch_submitted``)."""
+        provider that offers no way to find it again (``attempt`` None: as ``batch_submitted``)."""
         with self._write() as tx:
             at = self._now(tx, now)
-            if self._owner(tx, job_id, token) is not None:
+            if self._owner(tx, job_id, attempt) is not None:
                 self._settle(tx, job_id, key, None, {}, at, error=reason)
             return to_batch(present(tx.one("batch_get", job_id=job_id, key=key)))
 

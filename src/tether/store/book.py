@@ -49,7 +49,7 @@ class Book:
             project = next(r for r in rows if r["scope"] == "project")
             ancestors = [r for r in rows if r["scope"] == "job" and r["key"] != own_key]
             self.job = {"id": job_id, "project": own["job_project"], "state": own["job_state"],
-                        "lease_token": own["lease_token"], "budget": own["budget"],
+                        "lease_attempt": own["lease_attempt"], "budget": own["budget"],
                         "price_profile": own["price_profile"]}
             ordered = [own, *ancestors, project]
             self.limits = [limits_of(own["budget"]),
@@ -86,21 +86,21 @@ class Book:
         self._first_start: Any = ()
         self._token: int | None = None
 
-    def apply(self, op: CallReserve | CallSettle, token: int) -> AccountResult:
-        self._token = token
+    def apply(self, op: CallReserve | CallSettle, attempt: int) -> AccountResult:
+        self._token = attempt
         try:
             if isinstance(op, CallReserve):
-                return self._reserve(op, token), None
-            self._settle(op, token)
+                return self._reserve(op, attempt), None
+            self._settle(op, attempt)
             return None, None
         except (TetherError, BudgetExhausted, JobCancelled, JobPaused, LeaseLost) as exc:
             return None, exc
 
     # --- reserve -----------------------------------------------------------------------------
 
-    def _running(self, token: int) -> None:
-        """Raise unless attempt ``token`` holds the job and it is running (not stopping)."""
-        job = self._held(token)
+    def _running(self, attempt: int) -> None:
+        """Raise unless attempt ``attempt`` holds the job and it is running (not stopping)."""
+        job = self._held(attempt)
         if job["state"] == JobState.CANCELLING:
             raise JobCancelled(f"job {self.job_id} was cancelled")
         if job["state"] == JobState.PAUSING:
@@ -108,24 +108,24 @@ class Book:
         if job["state"] != JobState.RUNNING:
             raise LeaseLost(f"job {self.job_id} is {job['state']}, not running")
 
-    def reserve_batch(self, want: Reservation, token: int) -> None:
+    def reserve_batch(self, want: Reservation, attempt: int) -> None:
         """Reserve a provider batch's worst case (``want``: its items' summed, ``calls``:
         how many) against every limit the job's calls count in: all of it, or nothing."""
-        self._running(token)
+        self._running(attempt)
         self._check(want)
         self._add(reserved_usd=want.cost_usd, reserved_calls=want.calls,
                   reserved_input_tokens=want.input_tokens,
                   reserved_output_tokens=want.output_tokens)
 
-    def _reserve(self, op: CallReserve, token: int) -> JournalEntry | None:
-        self._running(token)
+    def _reserve(self, op: CallReserve, attempt: int) -> JournalEntry | None:
+        self._running(attempt)
         entry = self.journal.get(op.key)
         status = entry["status"] if entry else None
         if status == "done" and entry is not None:
             if "result" not in entry:  # journal_keys reads only what reserving needs
                 entry = present(self.tx.one("journal_get", job_id=self.job_id, key=op.key))
             return to_journal(entry)
-        if status == "reserved" and entry is not None and entry["attempt"] == token:
+        if status == "reserved" and entry is not None and entry["attempt"] == attempt:
             raise TetherError(f"call key {op.key!r} is already in flight in this job; "
                               "keys must be unique per call")
         want = op.reservation
@@ -138,14 +138,14 @@ class Book:
                   reserved_output_tokens=want.output_tokens)
         money = self.store._money_param(want.cost_usd)
         self._journal_write(op.key, 1, {
-            "job_id": self.job_id, "key": op.key, "stage": op.stage, "attempt": token,
+            "job_id": self.job_id, "key": op.key, "stage": op.stage, "attempt": attempt,
             "provider": op.provider, "model": op.model, "request_hash": op.request_hash,
             "fingerprint": op.fingerprint, "reserved_usd": money,
             "reserved_input_tokens": want.input_tokens,
             "reserved_output_tokens": want.output_tokens, "now": self.now})
         self.journal[op.key] = {
             "job_id": self.job_id, "key": op.key, "stage": op.stage, "status": "reserved",
-            "attempt": token, "provider": op.provider, "model": op.model,
+            "attempt": attempt, "provider": op.provider, "model": op.model,
             "request_hash": op.request_hash, "fingerprint": op.fingerprint,
             "reserved_usd": want.cost_usd,
             "reserved_input_tokens": want.input_tokens,
@@ -206,12 +206,12 @@ class Book:
 
     # --- settle ------------------------------------------------------------------------------
 
-    def _settle(self, op: CallSettle, token: int) -> None:
-        job = self._held(token)
+    def _settle(self, op: CallSettle, attempt: int) -> None:
+        job = self._held(attempt)
         entry = self.journal.get(op.key)
-        if entry is None or entry["status"] != "reserved" or entry["attempt"] != token:
+        if entry is None or entry["status"] != "reserved" or entry["attempt"] != attempt:
             raise LeaseLost(f"job {self.job_id}: call {op.key!r} is not reserved by attempt "
-                            f"{token}")
+                            f"{attempt}")
         usage = op.usage
         cost = op.price.cost(usage)
         reserved, tin, tout = _reserved_of(entry)
@@ -223,7 +223,7 @@ class Book:
         usage_json = store._json_param(usage.to_dict())
         money = store._money_param(cost)
         self._journal_write(op.key, 0, {
-            "job_id": self.job_id, "key": op.key, "attempt": token, "status": status,
+            "job_id": self.job_id, "key": op.key, "attempt": attempt, "status": status,
             "result": op.result_json, "usage": usage_json, "cost_usd": money,
             "error_code": "policy_block" if op.refused else None,
             "error_summary": "refused by the provider" if op.refused else None, "now": self.now})
@@ -232,7 +232,7 @@ class Book:
                                                 op.profile_id, cost, confirmed=True,
                                                 overrun=overrun, now=self.now))
         if overrun:
-            self.events.append({"attempt": token, "event": {
+            self.events.append({"attempt": attempt, "event": {
                 "key": op.key, "reserved_input_tokens": tin, "reserved_output_tokens": tout,
                 "usage": usage.to_dict()}})
         self.journal[op.key] = dict(  # what a reserve of this key later in the batch returns
@@ -242,9 +242,9 @@ class Book:
 
     # --- shared ------------------------------------------------------------------------------
 
-    def _held(self, token: int) -> Row:
-        if self.job is None or self.job["lease_token"] != token:
-            raise LeaseLost(f"job {self.job_id}: lease {token} is no longer held",
+    def _held(self, attempt: int) -> Row:
+        if self.job is None or self.job["lease_attempt"] != attempt:
+            raise LeaseLost(f"job {self.job_id}: lease {attempt} is no longer held",
                             job_id=self.job_id)
         return self.job
 

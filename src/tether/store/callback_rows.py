@@ -12,7 +12,7 @@ from ..records import Job
 
 class CallbackRows(Protocol):
     def issue_callback(self, job_id: int, *, id: str, token_hash: str, expires_in: float,
-                       issued_by: str, key: str | None = None, token: int | None = None,
+                       issued_by: str, key: str | None = None, attempt: int | None = None,
                        projects: Iterable[str] | None = None,
                        now: float | None = None) -> Callback | None: ...
     def callback_handed(self, job_id: int, id: str, *, now: float | None = None) -> None: ...

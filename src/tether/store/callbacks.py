@@ -27,17 +27,17 @@ class Callbacks(Waits):
     ``answer_callback``."""
 
     def issue_callback(self, job_id: int, *, id: str, token_hash: str, expires_in: float,
-                       issued_by: str, key: str | None = None, token: int | None = None,
+                       issued_by: str, key: str | None = None, attempt: int | None = None,
                        projects: Iterable[str] | None = None,
                        now: float | None = None) -> Callback | None:
         """Record a callback for the job's open signal wait ``key`` (default: the wait the
-        job is blocked on), expiring ``expires_in`` seconds from now. ``token``: made by the
+        job is blocked on), expiring ``expires_in`` seconds from now. ``attempt``: made by the
         job itself under its lease; then nothing is made (None) when the job already handed
         one out for this wait, so a replay sends no second notification. A job that is not
         waiting for a signal takes none (``JobStateError``)."""
         with self._write() as tx:
             now = self._now(tx, now)
-            job = (self._held(tx, job_id, token) if token is not None
+            job = (self._held(tx, job_id, attempt) if attempt is not None
                    else self._locked(tx, job_id, projects))
             wait = (tx.one("wait_get", job_id=job_id, key=key) if key is not None
                     else tx.one("wait_current", job_id=job_id))
@@ -46,14 +46,14 @@ class Callbacks(Waits):
                 raise JobStateError(f"job {job_id} is not waiting for a signal; a callback "
                                     "answers an open signal wait", job_id=job_id,
                                     state=job["state"])
-            if token is not None and tx.one("callback_handed_exists", job_id=job_id,
+            if attempt is not None and tx.one("callback_handed_exists", job_id=job_id,
                                             key=wait["key"]) is not None:
                 return None
             expires_at = min(now + expires_in, LAST_TS)
             tx.run("callback_insert", id=id, job_id=job_id, key=wait["key"],
                    signal=wait["signal"], token_hash=token_hash, issued_by=issued_by, now=now,
                    expires_at=expires_at)
-            self._note(tx, job_id, "callback", now, token,
+            self._note(tx, job_id, "callback", now, attempt,
                        {"id": id, "key": wait["key"], "signal": wait["signal"],
                         "issued_by": issued_by, "expires_at": expires_at})
             return _callback(present(tx.one("callback_get", id=id)), now)

@@ -1,6 +1,6 @@
 """Reserve and settle calls, many at once: ``account`` is the one write path of ``ctx.call``.
 
-``account(job_id, token, ops)`` applies a list of reservations and settlements of one job in
+``account(job_id, attempt, ops)`` applies a list of reservations and settlements of one job in
 ONE transaction: the job row (its lease and limits), the job's and the project's accumulators
 and the journal rows of every key are read and locked once, each operation is applied in order
 to that in-memory book exactly as it would be alone (a reservation sees the ones before it, so
@@ -43,19 +43,19 @@ def group_keys(entries: Sequence[CallEntry]) -> tuple[list[int], list[tuple[int,
 class Calls(Accounting):
     """``account`` and its single-operation forms; ``release`` for a call that raised."""
 
-    def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
+    def account(self, job_id: int, attempt: int, ops: Sequence[CallReserve | CallSettle], *,
                 now: float | None = None) -> list[AccountResult]:
         """Apply ``ops`` (in order) in one transaction. Returns ``(value, error)`` per op: a
         reservation's value is ``None``, or the journal entry of a key already done (nothing
         reserved); a settlement's is ``None`` (its ledger row is in ``ledger()``)."""
-        return self._accounted(job_id, token, ops, now)[0]
+        return self._accounted(job_id, attempt, ops, now)[0]
 
-    def _accounted(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle],
+    def _accounted(self, job_id: int, attempt: int, ops: Sequence[CallReserve | CallSettle],
                    now: float | None, read_back: bool = False) -> tuple[list[AccountResult], Any]:
         with self._write() as tx:
             at = self._now(tx, now)
             book = self._open_book(tx, job_id, ops, at)
-            outcomes = [book.apply(op, token) for op in ops]
+            outcomes = [book.apply(op, attempt) for op in ops]
             self._write_book(tx, book, at, last=not read_back)
             back = (tx.one("ledger_last", job_id=job_id, key=ops[0].key)
                     if read_back and outcomes[0][1] is None else None)
@@ -85,9 +85,9 @@ class Calls(Accounting):
                 results = self._account_jobs(tx, group, rows, read, now, last=False)
             for i, result in zip(together, results, strict=True):
                 out[i] = result
-        for i, (job_id, token, ops) in enumerate(entries):
+        for i, (job_id, attempt, ops) in enumerate(entries):
             if out[i] is None:  # after the group's locks are released (PostgreSQL)
-                out[i] = self._accounted(job_id, token, ops, None)[0]
+                out[i] = self._accounted(job_id, attempt, ops, None)[0]
         return [present(o) for o in out]
 
     def _groupable(self, entries: Sequence[CallEntry]) -> list[int]:
@@ -102,7 +102,7 @@ class Calls(Accounting):
                 out.append(i)
         return out
 
-    def reserve(self, job_id: int, token: int, *, key: str, stage: str | None, provider: str,
+    def reserve(self, job_id: int, attempt: int, *, key: str, stage: str | None, provider: str,
                 model: str, reservation: Reservation, request_hash: str | None = None,
                 now: float | None = None) -> JournalEntry | None:
         """Reserve the worst case for call ``key``. Returns the journal entry instead, without
@@ -110,12 +110,12 @@ class Calls(Accounting):
         when a job or project limit would be crossed, ``JobCancelled``/``JobPaused`` when an
         operator stopped the job: no call starts after a cancel is recorded."""
         op = CallReserve(key, stage, provider, model, reservation, request_hash)
-        ((value, exc),), _ = self._accounted(job_id, token, [op], now)
+        ((value, exc),), _ = self._accounted(job_id, attempt, [op], now)
         if exc is not None:
             raise exc
         return value
 
-    def settle(self, job_id: int, token: int, *, key: str, usage: Usage, price: ModelPrice,
+    def settle(self, job_id: int, attempt: int, *, key: str, usage: Usage, price: ModelPrice,
                profile_id: str, result_json: str, refused: bool = False,
                now: float | None = None) -> LedgerEntry:
         """Record a completed call: journal ``done``, reservation replaced by the real cost,
@@ -123,28 +123,28 @@ class Calls(Accounting):
         also appends an ``estimate_overrun`` event). A ``refused`` call (a refusal in a billed
         response) is paid but journaled ``failed``, so an operator's retry may ask again."""
         op = CallSettle(key, usage, price, profile_id, result_json, refused)
-        ((_, exc),), row = self._accounted(job_id, token, [op], now, read_back=True)
+        ((_, exc),), row = self._accounted(job_id, attempt, [op], now, read_back=True)
         if exc is not None:
             raise exc
         return to_ledger(row)
 
-    def release(self, job_id: int, token: int, *, key: str, error_code: str,
+    def release(self, job_id: int, attempt: int, *, key: str, error_code: str,
                 error_summary: str, billed: bool | None, now: float | None = None) -> None:
         """A call that raised. ``billed=False`` (the provider answered with a refusal): the
         reservation is refunded and nothing is spent. Otherwise the outcome is unknown and the
         reservation is counted as spent, unconfirmed, so the ledger never under-reports."""
         with self._write() as tx:
             now = self._now(tx, now)
-            job = self._held(tx, job_id, token)
+            job = self._held(tx, job_id, attempt)
             entry = tx.one("journal_get", job_id=job_id, key=key)
-            if entry is None or entry["status"] != "reserved" or entry["attempt"] != token:
+            if entry is None or entry["status"] != "reserved" or entry["attempt"] != attempt:
                 return
             if billed is False:
                 self._adjust(tx, job, now, reserved_usd=-as_decimal(entry["reserved_usd"]),
                              reserved_calls=-1,
                              reserved_input_tokens=-entry["reserved_input_tokens"],
                              reserved_output_tokens=-entry["reserved_output_tokens"])
-                tx.run("journal_finish", job_id=job_id, key=key, attempt=token,
+                tx.run("journal_finish", job_id=job_id, key=key, attempt=attempt,
                        status="failed", result=None, usage=None, cost_usd=None,
                        error_code=error_code, error_summary=error_summary[:2000],
                        now=now)
@@ -208,9 +208,9 @@ class Calls(Accounting):
         for job in sorted(by_job, key=lambda job: (by_job[job][0]["job_project"] + "@", job)):
             books[job] = Book(self, tx, job, by_job[job], keys.get(job, {}), now, shared)
         out: list[list[AccountResult] | None] = []
-        for job, token, ops in entries:
+        for job, attempt, ops in entries:
             book = books.get(job)
-            out.append(None if book is None else [book.apply(op, token) for op in ops])
+            out.append(None if book is None else [book.apply(op, attempt) for op in ops])
         self._write_books(tx, list(books.values()), now, last=last)
         return out
 

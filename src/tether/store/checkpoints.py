@@ -41,16 +41,16 @@ class Checkpoints(Transitions):
         with self._read() as tx:
             return [to_checkpoint(r) for r in tx.all("list_checkpoints", job_id=job_id)]
 
-    def save_checkpoint(self, job_id: int, token: int, *, stage: str, position: int,
+    def save_checkpoint(self, job_id: int, attempt: int, *, stage: str, position: int,
                         blob: str, size: int, now: float | None = None,
                         version: str | None = None) -> Checkpoint:
         """Record a finished stage (of ``version``) under the lease, with its
         ``stage_completed`` event."""
         with self._write() as tx:
             now = self._now(tx, now)
-            self._held(tx, job_id, token)
+            self._held(tx, job_id, attempt)
             tx.run("insert_checkpoint", job_id=job_id, stage=stage, position=position, blob=blob,
-                   size=size, attempt=token, now=now, version=version)
-            self._note(tx, job_id, "stage_completed", now, token,
+                   size=size, attempt=attempt, now=now, version=version)
+            self._note(tx, job_id, "stage_completed", now, attempt,
                        {"stage": stage, "position": position, "blob": blob, "size": size})
             return to_checkpoint(present(tx.one("get_checkpoint", job_id=job_id, stage=stage)))

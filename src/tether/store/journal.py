@@ -51,15 +51,15 @@ class Journal(Transitions):
             return None
         return load_json(row["result"]), Usage.from_dict(load_json(row["usage"]))
 
-    def record_cached(self, job_id: int, token: int, *, key: str, stage: str | None,
+    def record_cached(self, job_id: int, attempt: int, *, key: str, stage: str | None,
                       provider: str, model: str, request_hash: str, result_json: str,
                       usage: Usage, fingerprint: str | None = None) -> None:
         """Journal ``key`` as done with a result reused from an identical earlier request in
         the project (the call cache): no reservation, no spend, no ledger row."""
         with self._write() as tx:
             now = self._now(tx, None)
-            self._held(tx, job_id, token)
-            tx.run("journal_record_cached", job_id=job_id, key=key, stage=stage, attempt=token,
+            self._held(tx, job_id, attempt)
+            tx.run("journal_record_cached", job_id=job_id, key=key, stage=stage, attempt=attempt,
                    provider=provider, model=model, request_hash=request_hash,
                    result=result_json, usage=self._json_param(usage.to_dict()),
                    now=now, fingerprint=fingerprint)

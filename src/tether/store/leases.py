@@ -1,7 +1,7 @@
 """Leases: claiming jobs, starting attempts, renewing leases (``heartbeat``) and taking back
 the expired ones.
 
-A lease is the fencing token of an attempt (``lease_token``, the attempt number): every write
+A lease is fenced by its attempt number (``lease_attempt``): every write
 a worker makes about a job names it, and fails with ``LeaseLost`` once the job is no longer
 held by it. Only the database clock decides expiry.
 """
@@ -55,22 +55,22 @@ class Leases(Accounting):
             events, attempts = [], []
             for r in rows:
                 started = r["state"] == "running"
-                token = r["lease_token"]
+                attempt = r["lease_attempt"]
                 seq = r["event_seq"] - 1 if started else r["event_seq"]
-                attempts.append({"job_id": r["id"], "attempt": token, "worker_id": worker_id,
+                attempts.append({"job_id": r["id"], "attempt": attempt, "worker_id": worker_id,
                                  "claimed_at": now, "started_at": now if started else None})
                 events.append(self._event_row(
-                    r["id"], seq, now, "leased", "queued", "leased", token,
+                    r["id"], seq, now, "leased", "queued", "leased", attempt,
                     {"worker_id": worker_id,
                      "waited_s": round(now - as_seconds(r["run_after"]), 6)}))
                 if started:
                     events.append(self._event_row(r["id"], seq + 1, now, "running", "leased",
-                                                  "running", token, None))
+                                                  "running", attempt, None))
             tx.many("insert_attempt", attempts)
             tx.many("insert_event", events)
             count_engine(tx, CLAIMS, len(rows), worker_id)
             self._read_counters(tx, rows)
-        return [Claim(to_job(r), int(r["lease_token"]), started=r["state"] == "running")
+        return [Claim(to_job(r), int(r["lease_attempt"]), started=r["state"] == "running")
                 for r in rows]
 
     def _claimed(self, tx: Tx, rows: list[Row], fair: bool) -> None:
@@ -84,22 +84,23 @@ class Leases(Accounting):
         """Add the job accumulators to claimed rows, so a claim's Job is what ``get_job``
         returns. Only a re-attempt can have any: the rows are created by a running attempt."""
         for r in rows:
-            if r["lease_token"] > 1:
+            if r["lease_attempt"] > 1:
                 b = tx.one("job_budget", key=str(r["id"]))
                 if b is not None:
                     r.update({name: b[name] for name in COUNTER_FIELDS})
 
-    def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState:
+    def start(self, job_id: int, attempt: int, *, now: float | None = None) -> JobState:
         """leased -> running under the lease. Returns the state the job is now in: ``running``,
         or ``cancelling``/``pausing`` when an operator got there first."""
         with self._write() as tx:
             now = self._now(tx, now)
-            row = self._held(tx, job_id, token)
-            tx.run("start_attempt", job_id=job_id, attempt=token, now=now)
+            row = self._held(tx, job_id, attempt)
+            tx.run("start_attempt", job_id=job_id, attempt=attempt, now=now)
             state = JobState(row["state"])
             orphans = self._settle_orphans(tx, row, now)
             if orphans:
-                self._note(tx, job_id, "unconfirmed_calls_settled", now, token, {"calls": orphans})
+                self._note(tx, job_id, "unconfirmed_calls_settled", now, attempt,
+                           {"calls": orphans})
             if state != JobState.LEASED:
                 return state
             self._transition(tx, row, JobState.RUNNING, now=now)
@@ -118,21 +119,21 @@ class Leases(Accounting):
                 known = self.__dict__.get("_registered_workers", {}).get(worker_id)
                 if known is not None:
                     upsert_worker(tx, known, now)
-        return {int(r["id"]): (int(r["lease_token"]), JobState(r["state"])) for r in rows}
+        return {int(r["id"]): (int(r["lease_attempt"]), JobState(r["state"])) for r in rows}
 
-    def lease_state(self, job_id: int, token: int) -> JobState:
+    def lease_state(self, job_id: int, attempt: int) -> JobState:
         with self._read() as tx:
             row = tx.one("lease_state", id=job_id)
-        if row is None or row["lease_token"] != token:
-            raise LeaseLost(f"job {job_id}: lease {token} is no longer held", job_id=job_id)
+        if row is None or row["lease_attempt"] != attempt:
+            raise LeaseLost(f"job {job_id}: lease {attempt} is no longer held", job_id=job_id)
         return JobState(row["state"])
 
-    def set_stage(self, job_id: int, token: int, stage: str | None) -> None:
+    def set_stage(self, job_id: int, attempt: int, stage: str | None) -> None:
         with self._write() as tx:
-            n = tx.run("set_stage", id=job_id, token=token, stage=stage,
+            n = tx.run("set_stage", id=job_id, attempt=attempt, stage=stage,
                        now=self._now(tx, None))
         if n != 1:
-            raise LeaseLost(f"job {job_id}: lease {token} is no longer held", job_id=job_id)
+            raise LeaseLost(f"job {job_id}: lease {attempt} is no longer held", job_id=job_id)
 
     def expire_leases(self, *, now: float | None = None,
                       limit: int = 500) -> list[tuple[int, JobState]]:
@@ -146,7 +147,7 @@ class Leases(Accounting):
                     attempts_left=row["attempt_count"] < row["max_attempts"])
                 changes: dict[str, Any] = {}
                 summary = (f"lease of worker {row['lease_owner']} expired "
-                           f"(attempt {row['lease_token']} of {row['max_attempts']})")
+                           f"(attempt {row['lease_attempt']} of {row['max_attempts']})")
                 if code:
                     changes.update(error_code=code, error_summary=summary)
                 elif to == JobState.CANCELLED:
@@ -157,7 +158,7 @@ class Leases(Accounting):
                                  data={"worker_id": row["lease_owner"], "error_code": code,
                                        "summary": summary}, **changes)
                 self._settle_orphans(tx, row, now)
-                tx.run("finish_attempt", job_id=row["id"], attempt=row["lease_token"],
+                tx.run("finish_attempt", job_id=row["id"], attempt=row["lease_attempt"],
                        now=now, outcome="lease_expired",
                        error_code="interrupted", error_summary=summary)
                 out.append((int(row["id"]), to))

@@ -30,12 +30,12 @@ class Outcomes(Waits, Accounting):
     and reads the clock itself (``now`` None): a batch of plain successes is then that one
     statement outside any transaction."""
 
-    def finish(self, job_id: int, token: int, outcome: Outcome, *,
+    def finish(self, job_id: int, attempt: int, outcome: Outcome, *,
                now: float | None = None) -> JobState:
         """End an attempt under its lease; a cancel recorded meanwhile wins (``finish_target``)."""
         with self._write() as tx:
             now = self._now(tx, now)
-            return self._finish_row(tx, self._held(tx, job_id, token), token, outcome, now)
+            return self._finish_row(tx, self._held(tx, job_id, attempt), attempt, outcome, now)
 
     def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
                     now: float | None = None) -> list[JobState | LeaseLost]:
@@ -71,16 +71,16 @@ class Outcomes(Waits, Accounting):
                      now: float) -> list[JobState | LeaseLost]:
         """Finish ``items`` but those at the positions in ``fast`` (written already)."""
         out: list[JobState | LeaseLost] = []
-        for i, (job_id, token, outcome) in enumerate(items):
+        for i, (job_id, attempt, outcome) in enumerate(items):
             if i in fast:
                 out.append(JobState.SUCCEEDED)
                 continue
             row = tx.one("lock_job", id=job_id)
-            if row is None or row["lease_token"] != token:
-                out.append(LeaseLost(f"job {job_id}: lease {token} is no longer held",
+            if row is None or row["lease_attempt"] != attempt:
+                out.append(LeaseLost(f"job {job_id}: lease {attempt} is no longer held",
                                      job_id=job_id))
                 continue
-            out.append(self._finish_row(tx, row, token, outcome, now))
+            out.append(self._finish_row(tx, row, attempt, outcome, now))
         return out
 
     def _succeed_plain(self, tx: Tx, items: Sequence[tuple[int, int, Outcome]],
@@ -101,8 +101,8 @@ class Outcomes(Waits, Accounting):
         done = [i for i in wanted if items[i][0] in seq]
         tx.many("insert_event", [
             self._event_row(job_id, seq[job_id], now, "succeeded", "running", "succeeded",
-                            token, outcome.data)
-            for job_id, token, outcome in (items[i] for i in done)])
+                            attempt, outcome.data)
+            for job_id, attempt, outcome in (items[i] for i in done)])
         tx.many("finish_attempt", [
             {"job_id": items[i][0], "attempt": items[i][1], "now": now, "outcome": "succeeded",
              "error_code": None, "error_summary": None} for i in done])
@@ -113,14 +113,14 @@ class Outcomes(Waits, Accounting):
             if int(r["pending"]) <= 0]
         return set(done), gathers
 
-    def _finish_row(self, tx: Tx, row: Row, token: int, outcome: Outcome,
+    def _finish_row(self, tx: Tx, row: Row, attempt: int, outcome: Outcome,
                     now: float) -> JobState:
         job_id = row["id"]
         self._settle_orphans(tx, row, now)
         to = finish_target(row["state"], outcome.state)
         if to == JobState.WAITING:
             to = self._park(tx, row, outcome, now)
-            tx.run("finish_attempt", job_id=job_id, attempt=token, now=now, outcome="waiting",
+            tx.run("finish_attempt", job_id=job_id, attempt=attempt, now=now, outcome="waiting",
                    error_code=None, error_summary=None)
             return to
         changes: dict[str, Any] = {}
@@ -146,7 +146,7 @@ class Outcomes(Waits, Accounting):
             data.update(error_code=outcome.error_code, error_summary=outcome.error_summary)
         self._transition(tx, row, to, now=now, kind=outcome.kind, data=data, **changes)
         ended = str(to) if outcome.kind is None else outcome.kind
-        tx.run("finish_attempt", job_id=job_id, attempt=token, now=now, outcome=ended,
+        tx.run("finish_attempt", job_id=job_id, attempt=attempt, now=now, outcome=ended,
                error_code=outcome.error_code if to != JobState.SUCCEEDED else None,
                error_summary=outcome.error_summary if to != JobState.SUCCEEDED else None)
         if ended == "budget_exhausted":

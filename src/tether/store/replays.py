@@ -37,7 +37,7 @@ class Replays(Transitions):
         data = load_json(row["data"]) or {}
         return data.get("on_change")
 
-    def change_call(self, job_id: int, token: int, *, key: str, decision: str,
+    def change_call(self, job_id: int, attempt: int, *, key: str, decision: str,
                     fingerprint: str, differs: dict[str, Any]) -> None:
         """A ``done`` call ``key`` changed. ``reuse``: its answer stands for the new request
         (``fingerprint`` recorded; event ``call_reused``). ``repay``: it is paid again; the
@@ -45,45 +45,45 @@ class Replays(Transitions):
         are kept in a ``call_repaid`` event (the old ledger row stays as it was)."""
         with self._write() as tx:
             now = self._now(tx, None)
-            self._held(tx, job_id, token)
+            self._held(tx, job_id, attempt)
             data: dict[str, Any] = {"key": key, "differs": differs, "fingerprint": fingerprint}
             if decision == "reuse":
                 tx.run("journal_refingerprint", job_id=job_id, key=key,
                        fingerprint=fingerprint, now=now)
-                self._note(tx, job_id, "call_reused", now, token, data)
+                self._note(tx, job_id, "call_reused", now, attempt, data)
                 return
             old = tx.one("journal_get", job_id=job_id, key=key)
             if old is not None:
                 data.update(superseded(old))
             tx.run("journal_supersede", job_id=job_id, key=key, now=now)
-            self._note(tx, job_id, "call_repaid", now, token, data)
+            self._note(tx, job_id, "call_repaid", now, attempt, data)
 
-    def change_stage(self, job_id: int, token: int, *, stage: str, decision: str,
+    def change_stage(self, job_id: int, attempt: int, *, stage: str, decision: str,
                      version: str | None, differs: dict[str, Any]) -> None:
         """Stage ``stage``'s checkpoint was written by another version. ``reuse``: it stands
         for ``version`` (event ``stage_reused``). ``repay``: it is dropped and the stage runs
         again (event ``stage_rerun`` naming the old output's blob)."""
         with self._write() as tx:
             now = self._now(tx, None)
-            self._held(tx, job_id, token)
+            self._held(tx, job_id, attempt)
             data: dict[str, Any] = {"stage": stage, "differs": differs, "version": version}
             if decision == "reuse":
                 tx.run("checkpoint_version", job_id=job_id, stage=stage, version=version)
-                self._note(tx, job_id, "stage_reused", now, token, data)
+                self._note(tx, job_id, "stage_reused", now, attempt, data)
                 return
             old = tx.one("get_checkpoint", job_id=job_id, stage=stage)
             if old is not None:
                 data.update(blob=old["blob"], size=int(old["size"]))
             tx.run("drop_checkpoint", job_id=job_id, stage=stage)
-            self._note(tx, job_id, "stage_rerun", now, token, data)
+            self._note(tx, job_id, "stage_rerun", now, attempt, data)
 
-    def patches(self, job_id: int, token: int) -> tuple[dict[str, bool], bool]:
+    def patches(self, job_id: int, attempt: int) -> tuple[dict[str, bool], bool]:
         """The job's ``patched`` markers (name: answer), and whether an attempt before
-        ``token`` recorded progress: a journaled call, a checkpoint or a wait (or a fork
+        ``attempt`` recorded progress: a journaled call, a checkpoint or a wait (or a fork
         carried one). ``job/patches.py`` says what the answers mean."""
         with self._read() as tx:
             rows = tx.all("patch_markers", job_id=job_id)
-            row = tx.one("earlier_progress", job_id=job_id, attempt=token)
+            row = tx.one("earlier_progress", job_id=job_id, attempt=attempt)
         markers: dict[str, bool] = {}
         for r in rows:
             data = load_json(r["data"]) or {}

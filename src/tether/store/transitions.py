@@ -1,7 +1,7 @@
 """A job's state changes and its event log: the primitive every store write builds on.
 
 Every transition is checked against ``core.states``, made as a compare-and-set on the job's
-state and lease token (the row is locked first: ``_held``/``_locked``), and appends its event
+state and lease attempt (the row is locked first: ``_held``/``_locked``), and appends its event
 (``seq = last + 1``) in the same transaction. This class also names what each backend
 provides: its transactions (``_write``/``_read``), its clock (``_now``) and how a few
 parameter types are bound.
@@ -25,7 +25,7 @@ from .tx import Row, Tx, present
 compact_json = json.JSONEncoder(separators=(",", ":")).encode
 
 _MUTABLE = ("state", "stage", "run_after", "max_attempts", "result", "error_code",
-            "error_summary", "lease_owner", "lease_expires_at", "lease_token", "budget",
+            "error_summary", "lease_owner", "lease_expires_at", "lease_attempt", "budget",
             "finished_at")
 
 
@@ -83,11 +83,11 @@ class Transitions(ABC):
         new.update(changes)
         new["state"] = str(to)
         if to not in LEASED_STATES:
-            new.update(lease_owner=None, lease_expires_at=None, lease_token=None)
+            new.update(lease_owner=None, lease_expires_at=None, lease_attempt=None)
         new["finished_at"] = now if to in TERMINAL else None
         seq = self._update_row(tx, row["id"], new, now)
         tx.run("insert_event", **self._event_row(row["id"], seq, now, kind or str(to),
-                                                 str(src), str(to), row.get("lease_token")
+                                                 str(src), str(to), row.get("lease_attempt")
                                                  or row.get("attempt_count"), data))
         if to in TERMINAL and row.get("parent_id") is not None:
             self._child_finished(tx, int(row["id"]), str(to), now)
@@ -125,25 +125,25 @@ class Transitions(ABC):
             raise JobNotFound(f"job {job_id} not found", job_id=job_id)
         return row
 
-    def _held(self, tx: Tx, job_id: int, token: int) -> Row:
+    def _held(self, tx: Tx, job_id: int, attempt: int) -> Row:
         row = tx.one("lock_job", id=job_id)
-        if row is None or row["lease_token"] != token:
-            raise LeaseLost(f"job {job_id}: lease {token} is no longer held", job_id=job_id)
+        if row is None or row["lease_attempt"] != attempt:
+            raise LeaseLost(f"job {job_id}: lease {attempt} is no longer held", job_id=job_id)
         return row
 
     # --- events --------------------------------------------------------------------------
 
     def append_event(self, job_id: int, kind: str, data: dict[str, Any], *,
-                     token: int | None = None) -> int:
+                     attempt: int | None = None) -> int:
         with self._write() as tx:
             now = self._now(tx, None)
-            if token is not None:
-                self._held(tx, job_id, token)
+            if attempt is not None:
+                self._held(tx, job_id, attempt)
             row = tx.one("bump_event_seq", id=job_id)
             if row is None:
                 raise JobNotFound(f"job {job_id} not found", job_id=job_id)
             tx.run("insert_event", **self._event_row(job_id, row["event_seq"], now, kind,
-                                                     None, None, token, data))
+                                                     None, None, attempt, data))
             return int(row["event_seq"])
 
     def _note(self, tx: Tx, job_id: int, kind: str, now: float, attempt: int | None,

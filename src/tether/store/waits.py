@@ -100,14 +100,14 @@ class Waits(Transitions):
                           limit=limit)
         return [to_job(r) for r in rows]
 
-    def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
+    def begin_wait(self, job_id: int, attempt: int, spec: WaitSpec, *,
                    now: float | None = None) -> Wait:
         """Record the wait ``spec`` under the lease (once per key: a replay finds it) and
         decide it at once. A satisfied wait comes back ``done`` and the job runs on; an open
         one means the job must end its attempt as ``waiting`` (``JobWaiting``)."""
         with self._write() as tx:
             now = self._now(tx, now)
-            self._held(tx, job_id, token)
+            self._held(tx, job_id, attempt)
             row = tx.one("wait_get", job_id=job_id, key=spec.key)
             if row is None:
                 wake_at = spec.wake_at
@@ -118,7 +118,7 @@ class Waits(Transitions):
                        child_count=len(spec.children) if spec.kind == "children" else None,
                        fail_mode=spec.fail_mode if spec.kind == "children" else None,
                        signal=spec.signal, prompt=spec.prompt,
-                       schema=self._json_param(spec.schema), attempt=token, now=now)
+                       schema=self._json_param(spec.schema), attempt=attempt, now=now)
                 data: dict[str, Any] = {"key": spec.key, "kind": spec.kind}
                 if wake_at is not None:
                     data["wake_at"] = wake_at
@@ -127,15 +127,15 @@ class Waits(Transitions):
                 if spec.children:
                     data["children"] = len(spec.children)
                     self._insert_children(tx, job_id, spec.key, spec.children)
-                self._note(tx, job_id, "wait", now, token, data)
+                self._note(tx, job_id, "wait", now, attempt, data)
                 row = present(tx.one("wait_get", job_id=job_id, key=spec.key))
             elif row["status"] == "open":
-                tx.run("wait_touch", job_id=job_id, key=spec.key, attempt=token)
+                tx.run("wait_touch", job_id=job_id, key=spec.key, attempt=attempt)
             if row["status"] == "open":
                 wake = self._decide(tx, row, now)
                 if wake is not None:
                     self._close_wait(tx, row, wake, now)
-                    self._note(tx, job_id, "wait_satisfied", now, token,
+                    self._note(tx, job_id, "wait_satisfied", now, attempt,
                                {"key": spec.key, "outcome": wake.outcome})
                     row = present(tx.one("wait_get", job_id=job_id, key=spec.key))
             return to_wait(row)

@@ -91,10 +91,10 @@ def history_problems(job: Job, events: Sequence[Event], attempts: Sequence[Attem
     elif leased_attempts != numbers:
         out.append(f"{where}: leased events name attempts {leased_attempts}, records {numbers}")
     holds = job.state in LEASED_STATES
-    if holds != (job.lease_token is not None):
-        out.append(f"{where}: state {job.state} but lease_token={job.lease_token}")
+    if holds != (job.lease_attempt is not None):
+        out.append(f"{where}: state {job.state} but lease_attempt={job.lease_attempt}")
     open_ = [a.attempt for a in attempts if a.finished_at is None]
-    expected_open = [job.lease_token] if job.lease_token is not None else []
+    expected_open = [job.lease_attempt] if job.lease_attempt is not None else []
     if open_ != expected_open:
         out.append(f"{where}: open attempts {open_}, but the lease held is {expected_open}")
     expired_events = sum(1 for e in events if e.kind == "lease_expired")

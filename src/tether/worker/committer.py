@@ -174,44 +174,44 @@ class CommittingStore(WorkerStore):
                          lease_ttl=lease_ttl, now=now, start=start, types=types,
                          versions=versions, fair=fair)
 
-    def start(self, job_id: int, token: int, *, now: float | None = None) -> JobState:
-        return self._run(self._store.start, job_id, token, now=now)
+    def start(self, job_id: int, attempt: int, *, now: float | None = None) -> JobState:
+        return self._run(self._store.start, job_id, attempt, now=now)
 
-    def finish(self, job_id: int, token: int, outcome: Outcome, *,
+    def finish(self, job_id: int, attempt: int, outcome: Outcome, *,
                now: float | None = None) -> JobState:
-        return self._run(self._store.finish, job_id, token, outcome, now=now)
+        return self._run(self._store.finish, job_id, attempt, outcome, now=now)
 
     def finish_many(self, items: Sequence[tuple[int, int, Outcome]], *,
                     now: float | None = None) -> list[JobState | LeaseLost]:
         return self._run(self._store.finish_many, items, now=now)
 
-    def set_stage(self, job_id: int, token: int, stage: str | None) -> None:
-        return self._run(self._store.set_stage, job_id, token, stage)
+    def set_stage(self, job_id: int, attempt: int, stage: str | None) -> None:
+        return self._run(self._store.set_stage, job_id, attempt, stage)
 
     def append_event(self, job_id: int, kind: str, data: dict[str, Any], *,
-                     token: int | None = None) -> int:
-        return self._run(self._store.append_event, job_id, kind, data, token=token)
+                     attempt: int | None = None) -> int:
+        return self._run(self._store.append_event, job_id, kind, data, attempt=attempt)
 
-    def add_examples(self, job_id: int, token: int, n: int, *,
+    def add_examples(self, job_id: int, attempt: int, n: int, *,
                      now: float | None = None) -> int:
-        return self._run(self._store.add_examples, job_id, token, n, now=now)
+        return self._run(self._store.add_examples, job_id, attempt, n, now=now)
 
-    def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
+    def account(self, job_id: int, attempt: int, ops: Sequence[CallReserve | CallSettle], *,
                 now: float | None = None) -> list[AccountResult]:
         """Jobs' calls in one batch are written together (``Store.account_many``)."""
         if now is None and self._account_many is not None:
-            return self._merged(self._account_many, (job_id, token, ops))
-        return self._run(self._store.account, job_id, token, ops, now=now)
+            return self._merged(self._account_many, (job_id, attempt, ops))
+        return self._run(self._store.account, job_id, attempt, ops, now=now)
 
-    def release(self, job_id: int, token: int, *, key: str, error_code: str,
+    def release(self, job_id: int, attempt: int, *, key: str, error_code: str,
                 error_summary: str, billed: bool | None, now: float | None = None) -> None:
-        return self._run(self._store.release, job_id, token, key=key, error_code=error_code,
+        return self._run(self._store.release, job_id, attempt, key=key, error_code=error_code,
                          error_summary=error_summary, billed=billed, now=now)
 
-    def record_cached(self, job_id: int, token: int, *, key: str, stage: str | None,
+    def record_cached(self, job_id: int, attempt: int, *, key: str, stage: str | None,
                       provider: str, model: str, request_hash: str, result_json: str,
                       usage: Usage, fingerprint: str | None = None) -> None:
-        return self._run(self._store.record_cached, job_id, token, key=key, stage=stage,
+        return self._run(self._store.record_cached, job_id, attempt, key=key, stage=stage,
                          provider=provider, model=model, request_hash=request_hash,
                          result_json=result_json, usage=usage, fingerprint=fingerprint)
 
@@ -220,53 +220,53 @@ class CommittingStore(WorkerStore):
         return self._run(self._store.settle_rate, job_id, key, tokens, headroom=headroom,
                          scopes=scopes)
 
-    def save_checkpoint(self, job_id: int, token: int, *, stage: str, position: int,
+    def save_checkpoint(self, job_id: int, attempt: int, *, stage: str, position: int,
                         blob: str, size: int, now: float | None = None,
                         version: str | None = None) -> Checkpoint:
-        return self._run(self._store.save_checkpoint, job_id, token, stage=stage,
+        return self._run(self._store.save_checkpoint, job_id, attempt, stage=stage,
                          position=position, blob=blob, size=size, now=now, version=version)
 
-    def change_call(self, job_id: int, token: int, *, key: str, decision: str,
+    def change_call(self, job_id: int, attempt: int, *, key: str, decision: str,
                     fingerprint: str, differs: dict[str, Any]) -> None:
-        return self._store.change_call(job_id, token, key=key, decision=decision,  # rare
+        return self._store.change_call(job_id, attempt, key=key, decision=decision,  # rare
                                        fingerprint=fingerprint, differs=differs)
 
-    def change_stage(self, job_id: int, token: int, *, stage: str, decision: str,
+    def change_stage(self, job_id: int, attempt: int, *, stage: str, decision: str,
                      version: str | None, differs: dict[str, Any]) -> None:
-        return self._store.change_stage(job_id, token, stage=stage, decision=decision,  # rare
+        return self._store.change_stage(job_id, attempt, stage=stage, decision=decision,  # rare
                                         version=version, differs=differs)
 
-    def begin_wait(self, job_id: int, token: int, spec: WaitSpec, *,
+    def begin_wait(self, job_id: int, attempt: int, spec: WaitSpec, *,
                    now: float | None = None) -> Wait:
-        return self._store.begin_wait(job_id, token, spec, now=now)  # rare: not batched
+        return self._store.begin_wait(job_id, attempt, spec, now=now)  # rare: not batched
 
-    def reserve_batch(self, job_id: int, token: int, *, key: str, stage: str | None,
+    def reserve_batch(self, job_id: int, attempt: int, *, key: str, stage: str | None,
                       provider: str, model: str, tether_key: str,
                       items: Sequence[Mapping[str, Any]], price: ModelPrice,
                       standard: ModelPrice, profile_id: str,
                       now: float | None = None) -> ProviderBatch:
         return self._store.reserve_batch(  # rare: not batched
-            job_id, token, key=key, stage=stage, provider=provider, model=model,
+            job_id, attempt, key=key, stage=stage, provider=provider, model=model,
             tether_key=tether_key, items=items, price=price, standard=standard,
             profile_id=profile_id, now=now)
 
-    def batch_uploading(self, job_id: int, token: int, key: str, *,
+    def batch_uploading(self, job_id: int, attempt: int, key: str, *,
                         now: float | None = None) -> None:
-        self._store.batch_uploading(job_id, token, key, now=now)
+        self._store.batch_uploading(job_id, attempt, key, now=now)
 
-    def batch_submitted(self, job_id: int, token: int, key: str, remote_id: str, *,
+    def batch_submitted(self, job_id: int, attempt: int, key: str, remote_id: str, *,
                         first_poll_s: float | None = None,
                         now: float | None = None) -> ProviderBatch:
-        return self._store.batch_submitted(job_id, token, key, remote_id,
+        return self._store.batch_submitted(job_id, attempt, key, remote_id,
                                            first_poll_s=first_poll_s, now=now)
 
-    def batch_refused(self, job_id: int, token: int, key: str, error_code: str, *,
+    def batch_refused(self, job_id: int, attempt: int, key: str, error_code: str, *,
                       now: float | None = None) -> bool:
-        return self._store.batch_refused(job_id, token, key, error_code, now=now)
+        return self._store.batch_refused(job_id, attempt, key, error_code, now=now)
 
-    def batch_unconfirmed(self, job_id: int, token: int, key: str, reason: str, *,
+    def batch_unconfirmed(self, job_id: int, attempt: int, key: str, reason: str, *,
                           now: float | None = None) -> ProviderBatch:
-        return self._store.batch_unconfirmed(job_id, token, key, reason, now=now)
+        return self._store.batch_unconfirmed(job_id, attempt, key, reason, now=now)
 
     def get_batch(self, job_id: int, key: str) -> ProviderBatch | None:
         return self._store.get_batch(job_id, key)
@@ -276,8 +276,8 @@ class CommittingStore(WorkerStore):
 
     # --- reads, and the rate-limit wait (it may answer "not yet": nothing to share) ------------
 
-    def lease_state(self, job_id: int, token: int) -> JobState:
-        return self._store.lease_state(job_id, token)
+    def lease_state(self, job_id: int, attempt: int) -> JobState:
+        return self._store.lease_state(job_id, attempt)
 
     def journal(self, job_id: int, key: str | None = None) -> list[JournalEntry]:
         return self._store.journal(job_id, key)
@@ -291,19 +291,19 @@ class CommittingStore(WorkerStore):
     def replay_decision(self, job_id: int) -> str | None:
         return self._store.replay_decision(job_id)
 
-    def patches(self, job_id: int, token: int) -> tuple[dict[str, bool], bool]:
-        return self._store.patches(job_id, token)
+    def patches(self, job_id: int, attempt: int) -> tuple[dict[str, bool], bool]:
+        return self._store.patches(job_id, attempt)
 
     def get_wait(self, job_id: int, key: str) -> Wait | None:
         return self._store.get_wait(job_id, key)
 
     def issue_callback(self, job_id: int, *, id: str, token_hash: str, expires_in: float,
-                       issued_by: str, key: str | None = None, token: int | None = None,
+                       issued_by: str, key: str | None = None, attempt: int | None = None,
                        projects: Iterable[str] | None = None,
                        now: float | None = None) -> Callback | None:
         return self._store.issue_callback(job_id, id=id, token_hash=token_hash,
                                           expires_in=expires_in, issued_by=issued_by, key=key,
-                                          token=token, projects=projects, now=now)
+                                          attempt=attempt, projects=projects, now=now)
 
     def callback_handed(self, job_id: int, id: str, *, now: float | None = None) -> None:
         self._store.callback_handed(job_id, id, now=now)

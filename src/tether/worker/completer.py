@@ -6,7 +6,7 @@ free at once; the completer writes every outcome waiting at that moment with one
 leases until its outcome has committed, so a slow commit cannot let it expire. If the worker
 dies first, the lease expires and the job runs again: the same at-least-once as a crash during
 the job, never a lost or doubled outcome, because every finish is a compare-and-set on the
-lease token. A store failure (disk full, database down) keeps the outcomes and retries with
+lease attempt. A store failure (disk full, database down) keeps the outcomes and retries with
 backoff; an outcome whose lease the heartbeat has since declared lost is dropped, unwritten.
 """
 
@@ -92,7 +92,7 @@ class Completer:
                 self._on_done(leases)
                 return
             try:
-                results = self._write([(lease.job_id, lease.token, out)
+                results = self._write([(lease.job_id, lease.attempt, out)
                                        for lease, out, _ in batch])
                 break
             except StoreError as exc:
@@ -105,7 +105,7 @@ class Completer:
         for (lease, _, _), result in zip(batch, results, strict=True):
             if isinstance(result, LeaseLost):
                 log.warning("job %s: lease %s lost before its outcome could be written",
-                            lease.job_id, lease.token)
+                            lease.job_id, lease.attempt)
         self._on_done(leases)
 
     def flush(self, timeout: float = 60.0) -> None:

@@ -83,7 +83,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
     group-committing store). The context of the attempt is built here."""
     store = store or app.store
     try:
-        state = JobState.RUNNING if started else store.start(job.id, lease.token)
+        state = JobState.RUNNING if started else store.start(job.id, lease.attempt)
     except LeaseLost:
         return None
     if state == JobState.CANCELLING:
@@ -96,7 +96,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
     outcome: Outcome | None
     if lease.pending is not None:  # stopped while it waited for a slot: run no job code
         return _report(store, job, lease, outcome_for_signal(lease.pending), complete)
-    ctx.trace = trace = trace_attempt(job, lease.token)
+    ctx.trace = trace = trace_attempt(job, lease.attempt)
     try:
         job_type = app.registry.get(job.type)
         ctx.on_change = job_type.on_change
@@ -121,7 +121,7 @@ def execute(app: WorkerHost, job: Job, lease: Lease, store: JobStore | None = No
             outcome = outcome_for_signal(lease.raised)
         else:
             found = app.registry.find(job.type)
-            decision = classify(exc, attempt=lease.token, max_attempts=job.max_attempts,
+            decision = classify(exc, attempt=lease.attempt, max_attempts=job.max_attempts,
                                 policy=found.retry if found else app.default_retry)
             to = {"retry": JobState.RETRY_WAIT, "fail": JobState.FAILED,
                   "pause": JobState.PAUSED}[decision.action]
@@ -151,10 +151,10 @@ def _finish(store: JobStore, job: Job, lease: Lease, outcome: Outcome | None) ->
     delay = 0.1
     while True:
         try:
-            return store.finish(job.id, lease.token, outcome)
+            return store.finish(job.id, lease.attempt, outcome)
         except LeaseLost:
             log.warning("job %s: lease %s lost before its outcome could be written", job.id,
-                        lease.token)
+                        lease.attempt)
             return None
         except StoreError as exc:
             # The outcome is known but the store cannot take it now (disk full, database

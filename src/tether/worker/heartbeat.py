@@ -52,7 +52,7 @@ class Heartbeat:
         self.last_ok = self.clock.monotonic()
         for lease in held:
             got = renewed.get(lease.job_id)
-            if got is None or got[0] != lease.token:
+            if got is None or got[0] != lease.attempt:
                 lease.signal(LeaseLost(f"lease on job {lease.job_id} was taken over"))
             elif got[1] == JobState.CANCELLING:
                 lease.signal(JobCancelled(f"job {lease.job_id} was cancelled"))

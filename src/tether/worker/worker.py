@@ -231,7 +231,7 @@ class Worker:
                                    lease_ttl=self.lease_ttl, start=True, types=every,
                                    versions=versioned, fair=self.fair)
         if claims:
-            batch = [(claim.job, Lease(claim.job.id, claim.token), claim.started)
+            batch = [(claim.job, Lease(claim.job.id, claim.attempt), claim.started)
                      for claim in claims]
             with self._lock:
                 for job, lease, _ in batch:

@@ -57,7 +57,7 @@ _Outcome = tuple[list[AccountResult] | None, BaseException | None]
 
 
 class CallGroup(Combiner):
-    """``submit((job_id, token, ops))`` returns ``account``'s result for those ops once the
+    """``submit((job_id, attempt, ops))`` returns ``account``'s result for those ops once the
     transaction that wrote them has committed."""
 
     def __init__(self, store: SQLStore, *, max_batch: int = 128) -> None:
@@ -84,10 +84,10 @@ class CallGroup(Combiner):
                 for i, result in zip(together, results, strict=True):
                     if result is not None:
                         out[i] = (result, None)
-        for i, (job_id, token, ops) in enumerate(entries):
+        for i, (job_id, attempt, ops) in enumerate(entries):
             if out[i] is None:
                 try:
-                    out[i] = (store._accounted(job_id, token, ops, None)[0], None)
+                    out[i] = (store._accounted(job_id, attempt, ops, None)[0], None)
                 except BaseException as exc:  # noqa: BLE001 - this entry's own failure
                     out[i] = (None, exc)
         return [present(o) for o in out]
@@ -168,14 +168,14 @@ class GroupedCalls(SQLStore):
     """``account`` through the store's ``CallGroup``: concurrent calls of different jobs
     share a transaction."""
 
-    def account(self, job_id: int, token: int, ops: Sequence[CallReserve | CallSettle], *,
+    def account(self, job_id: int, attempt: int, ops: Sequence[CallReserve | CallSettle], *,
                 now: float | None = None) -> list[AccountResult]:
         """As ``Calls.account``. An explicit ``now`` (tests) writes alone: a transaction has
         one time."""
         if now is not None:
-            return super().account(job_id, token, ops, now=now)
+            return super().account(job_id, attempt, ops, now=now)
         group = self.__dict__.get("_call_group")
         if group is None:
             group = self.__dict__.setdefault("_call_group", CallGroup(self))
-        result: list[AccountResult] = group.submit((job_id, token, ops))
+        result: list[AccountResult] = group.submit((job_id, attempt, ops))
         return result

@@ -50,11 +50,11 @@ def eligible(ready: dict[int, bool], entry: CallEntry) -> bool:
 
 def params(store: Any, entry: CallEntry, now: float | None) -> tuple[str, dict[str, Any]]:
     """The statement (``reserve_call`` or ``settle_call``) and its parameters for ``entry``."""
-    job_id, token, (op,) = entry
+    job_id, attempt, (op,) = entry
     if isinstance(op, CallReserve):
         want = op.reservation
         return "reserve_call", {
-            "job_id": job_id, "job_key": str(job_id), "attempt": token, "key": op.key,
+            "job_id": job_id, "job_key": str(job_id), "attempt": attempt, "key": op.key,
             "stage": op.stage,
             "provider": op.provider, "model": op.model, "request_hash": op.request_hash,
             "fingerprint": op.fingerprint, "reserved_usd": store._money_param(want.cost_usd),
@@ -63,7 +63,7 @@ def params(store: Any, entry: CallEntry, now: float | None) -> tuple[str, dict[s
     assert isinstance(op, CallSettle)
     usage, price, money = op.usage, op.price, store._money_param
     return "settle_call", {
-        "job_id": job_id, "job_key": str(job_id), "attempt": token, "key": op.key,
+        "job_id": job_id, "job_key": str(job_id), "attempt": attempt, "key": op.key,
         "status": "failed" if op.refused else "done", "result": op.result_json,
         "usage": store._json_param(usage.to_dict()), "cost_usd": money(price.cost(usage)),
         "error_code": "policy_block" if op.refused else None,

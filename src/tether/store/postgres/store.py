@@ -230,7 +230,7 @@ class PostgresStore(GroupedCalls):
                             versions=self._list_param(versions), limit=limit,
                             lease_ttl=float(lease_ttl), now=now, start=start)
             self._claimed(tx, rows, fair)
-        return [Claim(to_job(r), int(r["lease_token"]), started=bool(r["started"]))
+        return [Claim(to_job(r), int(r["lease_attempt"]), started=bool(r["started"]))
                 for r in rows]
 
     # --- submission -------------------------------------------------------------------------------
@@ -269,7 +269,7 @@ class PostgresStore(GroupedCalls):
             now = self.clock.time()
         ids = [items[i][0] for i in wanted]
         rows = tx.all("succeed_many", ids=ids, pos=positions(ids),
-                      tokens=[items[i][1] for i in wanted],
+                      attempts=[items[i][1] for i in wanted],
                       results=[items[i][2].result_json for i in wanted],
                       data=[self._json_param(items[i][2].data) for i in wanted], now=now)
         done = {int(r["id"]) for r in rows if r["id"] is not None}

@@ -55,7 +55,7 @@ GROUP BY queue, type, version;
 
 -- name: list_workers
 SELECT w.*, (SELECT count(*) FROM jobs j
-             WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL) AS leases
+             WHERE j.lease_owner = w.id AND j.lease_attempt IS NOT NULL) AS leases
 FROM workers w
 WHERE %(include_stopped)s::boolean OR w.stopped_at IS NULL
 ORDER BY w.started_at DESC;

@@ -30,7 +30,7 @@ WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), j AS MATERIALIZED (
     SELECT project FROM jobs
-    WHERE id = %(job_id)s AND lease_token = %(attempt)s AND state = 'running'
+    WHERE id = %(job_id)s AND lease_attempt = %(attempt)s AND state = 'running'
       AND parent_id IS NULL AND budget = '{}'::jsonb
     FOR NO KEY UPDATE SKIP LOCKED
 ), own AS MATERIALIZED (
@@ -87,7 +87,7 @@ WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), j AS MATERIALIZED (
     SELECT project FROM jobs
-    WHERE id = %(job_id)s AND lease_token = %(attempt)s AND parent_id IS NULL
+    WHERE id = %(job_id)s AND lease_attempt = %(attempt)s AND parent_id IS NULL
       AND budget = '{}'::jsonb
     FOR NO KEY UPDATE SKIP LOCKED
 ), own AS MATERIALIZED (
@@ -176,13 +176,13 @@ WHERE job_id = %(job_id)s AND key = %(key)s AND status = 'reserved' AND attempt 
 -- Fewer than two rows: the job or a budget row is missing.
 -- name: lock_calls
 WITH j AS MATERIALIZED (
-    SELECT id, project, state, lease_token, budget, price_profile FROM jobs
+    SELECT id, project, state, lease_attempt, budget, price_profile FROM jobs
     WHERE id = %(job_id)s FOR NO KEY UPDATE
 ), own AS MATERIALIZED (
     SELECT b.* FROM j JOIN budgets b ON b.scope = 'job' AND b.key = %(job_key)s
     FOR UPDATE OF b
 )
-SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+SELECT j.project AS job_project, j.state AS job_state, j.lease_attempt AS lease_attempt,
        j.budget AS budget, j.price_profile AS price_profile, b.*
 FROM j, LATERAL (SELECT * FROM own
                  UNION ALL
@@ -204,7 +204,7 @@ FROM call_journal WHERE job_id = %(job_id)s AND key = ANY (%(keys)s::text[]);
 -- calls in a transaction of their own.
 -- name: lock_calls_many
 WITH j AS MATERIALIZED (
-    SELECT id, project, state, lease_token, budget, price_profile FROM jobs
+    SELECT id, project, state, lease_attempt, budget, price_profile FROM jobs
     WHERE id = ANY (%(job_ids)s::bigint[]) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
 ), own AS MATERIALIZED (
     SELECT b.* FROM budgets b
@@ -213,7 +213,7 @@ WITH j AS MATERIALIZED (
     FOR UPDATE
 )
 SELECT j.id AS job_id, j.project AS job_project, j.state AS job_state,
-       j.lease_token AS lease_token, j.budget AS budget, j.price_profile AS price_profile, b.*
+       j.lease_attempt AS lease_attempt, j.budget AS budget, j.price_profile AS price_profile, b.*
 FROM j, LATERAL (SELECT * FROM own WHERE own.key = j.id::text
                  UNION ALL
                  SELECT * FROM budgets p WHERE p.scope = 'project' AND p.key = j.project) b;
@@ -238,7 +238,7 @@ SELECT parent_id FROM jobs WHERE id = %(job_id)s;
 
 -- name: lock_calls_tree
 WITH RECURSIVE j AS MATERIALIZED (
-    SELECT id, project, state, lease_token, budget, price_profile, parent_id FROM jobs
+    SELECT id, project, state, lease_attempt, budget, price_profile, parent_id FROM jobs
     WHERE id = %(job_id)s FOR NO KEY UPDATE
 ), own AS MATERIALIZED (
     SELECT b.* FROM j JOIN budgets b ON b.scope = 'job' AND b.key = %(job_key)s
@@ -249,7 +249,7 @@ WITH RECURSIVE j AS MATERIALIZED (
     SELECT p.id, p.parent_id, p.budget, up.depth + 1 FROM up JOIN jobs p ON p.id = up.parent_id
     WHERE up.depth < 64
 ), chain AS MATERIALIZED (SELECT id::text AS key, budget FROM up)
-SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+SELECT j.project AS job_project, j.state AS job_state, j.lease_attempt AS lease_attempt,
        j.budget AS budget, j.price_profile AS price_profile, chain.budget AS owner_budget,
        (SELECT count(*) FROM chain) AS ancestors, b.*
 FROM j, LATERAL (SELECT * FROM own

@@ -36,7 +36,7 @@ WHERE b.created_at < %(cutoff)s
 -- name: forget_gone_workers
 DELETE FROM workers w
 WHERE coalesce(w.stopped_at, w.last_heartbeat_at) < %(cutoff)s
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_owner = w.id AND j.lease_attempt IS NOT NULL)
 RETURNING w.id;
 
 -- name: due_period_resumes

@@ -8,7 +8,7 @@ claimed AS (
     SET state = CASE WHEN %(start)s::boolean AND j.attempt_count = 0
                      THEN 'running' ELSE 'leased' END,
         attempt_count = j.attempt_count + 1,
-        lease_token = j.attempt_count + 1, lease_owner = %(worker_id)s,
+        lease_attempt = j.attempt_count + 1, lease_owner = %(worker_id)s,
         lease_expires_at = clock.now + make_interval(secs => %(lease_ttl)s),
         updated_at = clock.now,
         event_seq = j.event_seq + CASE WHEN %(start)s::boolean AND j.attempt_count = 0
@@ -18,18 +18,18 @@ claimed AS (
     RETURNING j.*, clock.now AS claimed_at
 ), attempts AS (
     INSERT INTO job_attempts (job_id, attempt, worker_id, claimed_at, started_at)
-    SELECT id, lease_token, %(worker_id)s, claimed_at,
+    SELECT id, lease_attempt, %(worker_id)s, claimed_at,
            CASE WHEN state = 'running' THEN claimed_at END
     FROM claimed
 ), events AS (
     INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
     SELECT id, event_seq - CASE WHEN state = 'running' THEN 1 ELSE 0 END, claimed_at,
-           'leased', 'queued', 'leased', lease_token,
+           'leased', 'queued', 'leased', lease_attempt,
            jsonb_build_object('worker_id', %(worker_id)s::text, 'waited_s',
                               round(extract(epoch FROM claimed_at - run_after)::numeric, 6))
     FROM claimed
     UNION ALL
-    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_token, '{}'::jsonb
+    SELECT id, event_seq, claimed_at, 'running', 'leased', 'running', lease_attempt, '{}'::jsonb
     FROM claimed WHERE state = 'running'
 ), counted AS (
     INSERT INTO engine_counters AS c (name, owner, n)
@@ -260,25 +260,25 @@ WHERE job_id = %(job_id)s AND attempt = %(attempt)s AND finished_at IS NULL;
 -- One statement renews every lease the worker holds (jobs_lease_owner).
 -- name: heartbeat
 UPDATE jobs SET lease_expires_at = %(now)s + make_interval(secs => %(lease_ttl)s)
-WHERE lease_owner = %(worker_id)s AND lease_token IS NOT NULL
+WHERE lease_owner = %(worker_id)s AND lease_attempt IS NOT NULL
   AND (%(jobs)s::bigint[] IS NULL OR id = ANY (%(jobs)s::bigint[]))
-RETURNING id, lease_token, state;
+RETURNING id, lease_attempt, state;
 
 -- name: touch_worker
 UPDATE workers SET last_heartbeat_at = %(now)s WHERE id = %(worker_id)s;
 
 -- name: set_stage
 UPDATE jobs SET stage = %(stage)s, updated_at = %(now)s
-WHERE id = %(id)s AND lease_token = %(token)s AND state IN ('running', 'pausing', 'cancelling');
+WHERE id = %(id)s AND lease_attempt = %(attempt)s AND state IN ('running', 'pausing', 'cancelling');
 
 -- name: lease_state
-SELECT state, lease_token FROM jobs WHERE id = %(id)s;
+SELECT state, lease_attempt FROM jobs WHERE id = %(id)s;
 
 -- Locked rows belong to a worker writing them right now (finishing, heartbeating): skip them;
 -- a row whose lease was renewed meanwhile no longer matches when re-checked under the lock.
 -- name: expired_leases
 SELECT * FROM jobs
-WHERE lease_token IS NOT NULL AND lease_expires_at < %(now)s
+WHERE lease_attempt IS NOT NULL AND lease_expires_at < %(now)s
 ORDER BY lease_expires_at LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 

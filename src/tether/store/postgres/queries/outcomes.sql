@@ -8,7 +8,7 @@
 -- committed before (the row no longer matches and takes the one-by-one path) or waits.
 -- The batch's rows (jobs and attempts) are found by primary key alone, whatever the statistics
 -- say: %(pos)s maps each id to its place in the arrays, so no join with the input is planned,
--- and the state and token tests are written `(...) IS TRUE` so that no index on them can be
+-- and the state and attempt tests are written `(...) IS TRUE` so that no index on them can be
 -- chosen. Joined
 -- with the input as a set, the planner scanned every running job of every worker to find the
 -- batch's (10,240 rows for a batch of 256).
@@ -19,7 +19,7 @@ WITH clock AS (
     SELECT j.id FROM jobs j
     WHERE j.id = ANY (%(ids)s::bigint[])
       AND (j.state = 'running') IS TRUE
-      AND (j.lease_token = (%(tokens)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int])
+      AND (j.lease_attempt = (%(attempts)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int])
           IS TRUE
       AND NOT EXISTS (SELECT 1 FROM call_journal c
                       WHERE c.job_id = j.id AND c.status = 'reserved')
@@ -30,23 +30,23 @@ WITH clock AS (
     SET state = 'succeeded',
         result = ((%(results)s::text[])[(%(pos)s::jsonb ->> j.id::text)::int])::jsonb,
         error_code = NULL, error_summary = NULL,
-        lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
+        lease_owner = NULL, lease_expires_at = NULL, lease_attempt = NULL,
         finished_at = clock.now, updated_at = clock.now, event_seq = j.event_seq + 1
     FROM clock
     WHERE j.id = ANY (ARRAY(SELECT id FROM locked))
     RETURNING j.id, j.event_seq, j.parent_id,
-              (%(tokens)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int] AS token,
+              (%(attempts)s::integer[])[(%(pos)s::jsonb ->> j.id::text)::int] AS attempt,
               (%(data)s::text[])[(%(pos)s::jsonb ->> j.id::text)::int] AS data, clock.now
 ), events AS (
     INSERT INTO job_events (job_id, seq, at, kind, from_state, to_state, attempt, data)
-    SELECT id, event_seq, now, 'succeeded', 'running', 'succeeded', token, data::jsonb
+    SELECT id, event_seq, now, 'succeeded', 'running', 'succeeded', attempt, data::jsonb
     FROM done
 ), attempts AS (
     UPDATE job_attempts a
     SET finished_at = (SELECT now FROM clock), outcome = 'succeeded', error_code = NULL,
         error_summary = NULL
     WHERE a.job_id = ANY (ARRAY(SELECT id FROM done))
-      AND a.attempt = (%(tokens)s::integer[])[(%(pos)s::jsonb ->> a.job_id::text)::int]
+      AND a.attempt = (%(attempts)s::integer[])[(%(pos)s::jsonb ->> a.job_id::text)::int]
       AND a.finished_at IS NULL
 ), counted AS (
     UPDATE job_waits w

@@ -8,7 +8,7 @@ UPDATE jobs
 SET state = %(state)s, stage = %(stage)s, run_after = %(run_after)s,
     max_attempts = %(max_attempts)s, result = %(result)s::jsonb, error_code = %(error_code)s,
     error_summary = %(error_summary)s, lease_owner = %(lease_owner)s,
-    lease_expires_at = %(lease_expires_at)s, lease_token = %(lease_token)s,
+    lease_expires_at = %(lease_expires_at)s, lease_attempt = %(lease_attempt)s,
     budget = %(budget)s::jsonb, finished_at = %(finished_at)s, updated_at = %(now)s,
     event_seq = event_seq + 1
 WHERE id = %(id)s

@@ -53,7 +53,7 @@ GROUP BY queue, type, version;
 UPDATE workers SET stopped_at = :now WHERE id = :id;
 
 -- name: list_workers
-SELECT w.*, (SELECT count(*) FROM jobs j WHERE j.lease_owner = w.id AND j.lease_token IS NOT NULL) AS leases
+SELECT w.*, (SELECT count(*) FROM jobs j WHERE j.lease_owner = w.id AND j.lease_attempt IS NOT NULL) AS leases
 FROM workers w
 WHERE :include_stopped OR w.stopped_at IS NULL
 ORDER BY w.started_at DESC;

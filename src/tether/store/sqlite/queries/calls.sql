@@ -25,7 +25,7 @@ WHERE job_id = :job_id AND key = :key AND status = 'reserved' AND attempt = :att
 -- project's accumulators (one row each). The write lock is already held (BEGIN IMMEDIATE).
 -- Fewer than two rows: the job or a budget row is missing (ensure_call_budgets creates them).
 -- name: lock_calls
-SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+SELECT j.project AS job_project, j.state AS job_state, j.lease_attempt AS lease_attempt,
        j.budget AS budget, j.price_profile AS price_profile, b.*
 FROM jobs j JOIN budgets b ON (b.scope = 'job' AND b.key = :job_key)
                            OR (b.scope = 'project' AND b.key = j.project)
@@ -44,7 +44,7 @@ WHERE c.job_id = :job_id AND c.key = k.value;
 -- (:job_ids, :keys: JSON arrays; the i-th key belongs to the i-th job id).
 -- name: lock_calls_many
 SELECT j.id AS job_id, j.project AS job_project, j.state AS job_state,
-       j.lease_token AS lease_token, j.budget AS budget, j.price_profile AS price_profile, b.*
+       j.lease_attempt AS lease_attempt, j.budget AS budget, j.price_profile AS price_profile, b.*
 FROM json_each(:job_ids) w JOIN jobs j ON j.id = w.value
 JOIN budgets b ON (b.scope = 'job' AND b.key = CAST(j.id AS TEXT))
                OR (b.scope = 'project' AND b.key = j.project);
@@ -74,7 +74,7 @@ WITH RECURSIVE up(id, parent_id, budget, depth) AS (
     SELECT p.id, p.parent_id, p.budget, up.depth + 1 FROM up JOIN jobs p ON p.id = up.parent_id
     WHERE up.depth < 64
 )
-SELECT j.project AS job_project, j.state AS job_state, j.lease_token AS lease_token,
+SELECT j.project AS job_project, j.state AS job_state, j.lease_attempt AS lease_attempt,
        j.budget AS budget, j.price_profile AS price_profile, up.budget AS owner_budget,
        (SELECT count(*) FROM up) AS ancestors, b.*
 FROM jobs j JOIN budgets b ON (b.scope = 'job' AND b.key = :job_key)

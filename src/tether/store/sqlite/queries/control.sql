@@ -29,7 +29,7 @@ DELETE FROM blobs WHERE created_at < :cutoff AND sha256 NOT IN (SELECT blob FROM
 DELETE FROM workers
 WHERE coalesce(stopped_at, last_heartbeat_at) < :cutoff
   AND NOT EXISTS (SELECT 1 FROM jobs j
-                  WHERE j.lease_owner = workers.id AND j.lease_token IS NOT NULL)
+                  WHERE j.lease_owner = workers.id AND j.lease_attempt IS NOT NULL)
 RETURNING id;
 
 -- name: due_period_resumes

@@ -8,7 +8,7 @@
 -- one past its limit within this batch (per_key_over, then total_over).
 UPDATE jobs
 SET state = CASE WHEN :start AND attempt_count = 0 THEN 'running' ELSE 'leased' END,
-    attempt_count = attempt_count + 1, lease_token = attempt_count + 1,
+    attempt_count = attempt_count + 1, lease_attempt = attempt_count + 1,
     lease_owner = :worker_id, lease_expires_at = :now + :lease_ttl, updated_at = :now,
     event_seq = event_seq + CASE WHEN :start AND attempt_count = 0 THEN 2 ELSE 1 END
 WHERE id IN (
@@ -83,7 +83,7 @@ RETURNING *;
 -- served round-robin; flow control as in claim_jobs.
 UPDATE jobs
 SET state = CASE WHEN :start AND attempt_count = 0 THEN 'running' ELSE 'leased' END,
-    attempt_count = attempt_count + 1, lease_token = attempt_count + 1,
+    attempt_count = attempt_count + 1, lease_attempt = attempt_count + 1,
     lease_owner = :worker_id, lease_expires_at = :now + :lease_ttl, updated_at = :now,
     event_seq = event_seq + CASE WHEN :start AND attempt_count = 0 THEN 2 ELSE 1 END
 WHERE id IN (
@@ -222,23 +222,23 @@ WHERE job_id = :job_id AND attempt = :attempt AND finished_at IS NULL;
 
 -- name: heartbeat
 UPDATE jobs SET lease_expires_at = :now + :lease_ttl
-WHERE lease_owner = :worker_id AND lease_token IS NOT NULL
+WHERE lease_owner = :worker_id AND lease_attempt IS NOT NULL
   AND (:jobs IS NULL OR id IN (SELECT value FROM json_each(:jobs)))
-RETURNING id, lease_token, state;
+RETURNING id, lease_attempt, state;
 
 -- name: touch_worker
 UPDATE workers SET last_heartbeat_at = :now WHERE id = :worker_id;
 
 -- name: set_stage
 UPDATE jobs SET stage = :stage, updated_at = :now
-WHERE id = :id AND lease_token = :token AND state IN ('running', 'pausing', 'cancelling');
+WHERE id = :id AND lease_attempt = :attempt AND state IN ('running', 'pausing', 'cancelling');
 
 -- name: lease_state
-SELECT state, lease_token FROM jobs WHERE id = :id;
+SELECT state, lease_attempt FROM jobs WHERE id = :id;
 
 -- name: expired_leases
 SELECT * FROM jobs
-WHERE lease_token IS NOT NULL AND lease_expires_at < :now
+WHERE lease_attempt IS NOT NULL AND lease_expires_at < :now
 ORDER BY lease_expires_at LIMIT :limit;
 
 -- name: job_budget

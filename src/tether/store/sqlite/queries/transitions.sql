@@ -7,7 +7,7 @@ SELECT * FROM jobs WHERE id = :id;
 UPDATE jobs
 SET state = :state, stage = :stage, run_after = :run_after, max_attempts = :max_attempts,
     result = :result, error_code = :error_code, error_summary = :error_summary,
-    lease_owner = :lease_owner, lease_expires_at = :lease_expires_at, lease_token = :lease_token,
+    lease_owner = :lease_owner, lease_expires_at = :lease_expires_at, lease_attempt = :lease_attempt,
     budget = :budget, finished_at = :finished_at, updated_at = :now, event_seq = event_seq + 1
 WHERE id = :id
 RETURNING event_seq;
