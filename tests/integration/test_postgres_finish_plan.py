@@ -18,7 +18,7 @@ from tether.store.postgres.tx import QUERIES
 
 pytestmark = pytest.mark.postgres
 
-TYPES = {"now": "timestamptz", "ids": "bigint[]", "pos": "jsonb", "tokens": "integer[]",
+TYPES = {"now": "timestamptz", "ids": "bigint[]", "pos": "jsonb", "attempts": "integer[]",
          "results": "text[]", "data": "text[]"}
 
 
@@ -55,7 +55,7 @@ def test_a_batched_finish_reads_only_its_own_rows_beside_thousands_running(pg_ur
         assert len(held) == 2_000  # running, held by another worker
         batch = held[:8]
         ids = [c.job.id for c in batch]
-        params = {"now": None, "ids": ids, "tokens": [c.attempt for c in batch],
+        params = {"now": None, "ids": ids, "attempts": [c.attempt for c in batch],
                   "pos": positions(ids),
                   "results": ["null"] * 8, "data": [None] * 8}
         for plan in _plans(app, params):
