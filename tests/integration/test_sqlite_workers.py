@@ -79,9 +79,9 @@ def test_sigstopped_worker_cannot_write_after_takeover(client, sqlite_url, tmp_p
         history = client.events(job.id)
         os.kill(zombie.pid, signal.SIGCONT)
         # The zombie's job code resumes, finishes its sleep and tries to report success.
-        wait_until(lambda: len(out.read_text().split()) == 2, timeout=15,
+        wait_until(lambda: len(out.read_text().split()) == 2, timeout=30,
                    what="zombie to reach its finish")
-        wait_until(lambda: b"lease" in (tmp_path / "z.log").read_bytes(), timeout=15,
+        wait_until(lambda: b"lease" in (tmp_path / "z.log").read_bytes(), timeout=30,
                    what="zombie to notice its lost lease")
     finally:
         os.kill(zombie.pid, signal.SIGCONT)
