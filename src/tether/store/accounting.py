@@ -218,7 +218,15 @@ class Accounting(Thresholds):
         return {"job_id": job["id"], "project": job["project"], "stage": entry["stage"],
                 "key": entry["key"], "attempt": entry["attempt"],
                 "provider": entry["provider"], "model": entry["model"],
-                "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                **self._usage_price_params(usage, price),
+                "price_profile": profile_id, "cost_usd": money(cost),
+                "reserved_usd": money(as_decimal(entry["reserved_usd"])), "confirmed": confirmed,
+                "overrun": overrun, "now": now}
+
+    def _usage_price_params(self, usage: Usage, price: ModelPrice) -> Row:
+        """The ledger's token and price columns, shared by every statement that writes a row."""
+        money = self._money_param
+        return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                 "cached_input_tokens": usage.cached_input_tokens,
                 "reasoning_tokens": usage.reasoning_tokens,
                 "cache_write_tokens": usage.cache_write_tokens,
@@ -227,10 +235,7 @@ class Accounting(Thresholds):
                 "output_per_mtok": money(price.output_per_mtok),
                 "cached_input_per_mtok": money(price.cached_input_per_mtok),
                 "cache_write_per_mtok": money(price.cache_write_per_mtok),
-                "cache_write_1h_per_mtok": money(price.cache_write_1h_per_mtok),
-                "price_profile": profile_id, "cost_usd": money(cost),
-                "reserved_usd": money(as_decimal(entry["reserved_usd"])), "confirmed": confirmed,
-                "overrun": overrun, "now": now}
+                "cache_write_1h_per_mtok": money(price.cache_write_1h_per_mtok)}
 
     # --- examples and project budgets ----------------------------------------------------
 

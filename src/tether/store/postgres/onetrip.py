@@ -68,16 +68,7 @@ def params(store: Any, entry: CallEntry, now: float | None) -> tuple[str, dict[s
         "usage": store._json_param(usage.to_dict()), "cost_usd": money(price.cost(usage)),
         "error_code": "policy_block" if op.refused else None,
         "error_summary": "refused by the provider" if op.refused else None,
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-        "cached_input_tokens": usage.cached_input_tokens,
-        "reasoning_tokens": usage.reasoning_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-        "cache_write_1h_tokens": usage.cache_write_1h_tokens,
-        "input_per_mtok": money(price.input_per_mtok),
-        "output_per_mtok": money(price.output_per_mtok),
-        "cached_input_per_mtok": money(price.cached_input_per_mtok),
-        "cache_write_per_mtok": money(price.cache_write_per_mtok),
-        "cache_write_1h_per_mtok": money(price.cache_write_1h_per_mtok),
+        **store._usage_price_params(usage, price),
         "price_profile": op.profile_id, "now": now}
 
 
